@@ -1,0 +1,29 @@
+# The two commands of the README: `make demo` (install what is needed, analyze a sample capture)
+# and `make test` (the whole test suite; .ci/run runs it).
+
+SAMPLE ?= testdata/sample.pcap
+APT_PACKAGES := libpcap-dev tshark tcpdump tcpreplay
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: deps demo test build
+
+# Debian packages: libpcap (live capture), tshark (the agreement tests), tcpdump and tcpreplay
+# (live tests). Installed only when missing.
+deps:
+	@missing=""; for p in $(APT_PACKAGES); do \
+	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
+	fi
+	@command -v cargo >/dev/null || { echo "cargo not found: install Rust from https://rustup.rs"; exit 1; }
+
+build: deps
+	cargo build --release
+
+demo: build
+	./target/release/roce-sniff -r $(SAMPLE)
+
+test: deps
+	cargo test --workspace --all-targets

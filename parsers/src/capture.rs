@@ -1,0 +1,533 @@
+//! pcap and pcapng record containers, parsed from byte slices (no I/O).
+//!
+//! [`CaptureParser::next`] takes the unread part of the input and returns one record borrowing
+//! it, a block to skip, or [`Next::Incomplete`] with the number of bytes the next record needs:
+//! a mapped file ends there (a cut capture), a stream reads more and calls again. Every length
+//! read from the file is checked before use; lengths beyond [`MAX_BLOCK_LEN`] are errors, so a
+//! hostile header never drives an allocation.
+
+use core::fmt;
+
+use crate::link::LINKTYPE_ETHERNET;
+
+/// Largest record or block accepted (16 MiB; real frames are at most 256 KiB).
+pub const MAX_BLOCK_LEN: usize = 16 << 20;
+/// Most pcapng interfaces accepted in one section.
+pub const MAX_INTERFACES: usize = 4096;
+
+const PCAP_MAGIC_MICRO: u32 = 0xa1b2_c3d4;
+const PCAP_MAGIC_NANO: u32 = 0xa1b2_3c4d;
+const PCAPNG_SHB: u32 = 0x0a0d_0d0a;
+const PCAPNG_BYTE_ORDER_MAGIC: u32 = 0x1a2b_3c4d;
+const PCAPNG_IDB: u32 = 0x0000_0001;
+const PCAPNG_OBSOLETE_PB: u32 = 0x0000_0002;
+const PCAPNG_SPB: u32 = 0x0000_0003;
+const PCAPNG_EPB: u32 = 0x0000_0006;
+pub const PCAP_HEADER_LEN: usize = 24;
+const PCAP_RECORD_HEADER_LEN: usize = 16;
+
+/// One captured frame, borrowing the input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Record<'a> {
+    /// Nanoseconds since the Unix epoch.
+    pub ts_ns: u64,
+    /// Bytes captured (== `data.len()`).
+    pub caplen: u32,
+    /// Length of the frame on the wire.
+    pub len: u32,
+    pub linktype: u32,
+    pub interface: u32,
+    pub data: &'a [u8],
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next<'a> {
+    /// A record and the number of input bytes it took.
+    Record(Record<'a>, usize),
+    /// A block that holds no packet (section or interface description, statistics...).
+    Skip(usize),
+    /// The next record needs `need` bytes in all and fewer are there.
+    Incomplete { need: usize },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CaptureError {
+    /// The first bytes are not a pcap or pcapng header.
+    NotACapture { magic: [u8; 4] },
+    /// The input is shorter than a file header.
+    TooShort { len: usize },
+    /// A length or header field that cannot be right; the rest of the input cannot be framed.
+    Corrupt { what: String },
+}
+
+impl fmt::Display for CaptureError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CaptureError::NotACapture { magic } => write!(
+                f,
+                "not a pcap or pcapng capture (starts with {:02x} {:02x} {:02x} {:02x})",
+                magic[0], magic[1], magic[2], magic[3]
+            ),
+            CaptureError::TooShort { len } => {
+                write!(f, "too short for a capture file header ({len} bytes)")
+            }
+            CaptureError::Corrupt { what } => f.write_str(what),
+        }
+    }
+}
+
+fn corrupt(what: String) -> CaptureError {
+    CaptureError::Corrupt { what }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Pcap { big_endian: bool, nanos: bool },
+    Pcapng,
+}
+
+impl Format {
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Pcap { nanos: false, .. } => "pcap",
+            Format::Pcap { nanos: true, .. } => "pcap (ns)",
+            Format::Pcapng => "pcapng",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Interface {
+    linktype: u32,
+    snaplen: u32,
+    /// Timestamp units per second are 10^exp (false) or 2^exp (true).
+    tsresol_pow2: bool,
+    tsresol_exp: u8,
+    tsoffset_s: i64,
+}
+
+impl Interface {
+    fn ts_ns(&self, units: u64) -> u64 {
+        let ns: u128 = if self.tsresol_pow2 {
+            let exp = u32::from(self.tsresol_exp.min(127));
+            (u128::from(units) * 1_000_000_000) >> exp
+        } else if self.tsresol_exp <= 9 {
+            u128::from(units) * 10u128.pow(9 - u32::from(self.tsresol_exp))
+        } else {
+            u128::from(units) / 10u128.pow(u32::from(self.tsresol_exp.min(38)) - 9)
+        };
+        let offset = i128::from(self.tsoffset_s) * 1_000_000_000;
+        (ns as i128 + offset).clamp(0, u64::MAX as i128) as u64
+    }
+}
+
+/// Framing state of a capture: format, byte order, and for pcapng the interfaces of the current
+/// section (reset at every section header).
+#[derive(Debug, Clone)]
+pub struct CaptureParser {
+    format: Format,
+    big_endian: bool,
+    /// pcap: the file's link type and snap length.
+    linktype: u32,
+    snaplen: u32,
+    interfaces: Vec<Interface>,
+    sections: u32,
+}
+
+fn rd_u16(b: &[u8], at: usize, be: bool) -> u16 {
+    let v = [b[at], b[at + 1]];
+    if be {
+        u16::from_be_bytes(v)
+    } else {
+        u16::from_le_bytes(v)
+    }
+}
+
+fn rd_u32(b: &[u8], at: usize, be: bool) -> u32 {
+    let v = [b[at], b[at + 1], b[at + 2], b[at + 3]];
+    if be {
+        u32::from_be_bytes(v)
+    } else {
+        u32::from_le_bytes(v)
+    }
+}
+
+impl CaptureParser {
+    /// Recognises the file format from its first bytes and returns the parser and the number of
+    /// header bytes consumed (a pcap file header; pcapng's section header is read by `next`).
+    pub fn new(head: &[u8]) -> Result<(CaptureParser, usize), CaptureError> {
+        if head.len() < 4 {
+            return Err(CaptureError::TooShort { len: head.len() });
+        }
+        let magic_le = rd_u32(head, 0, false);
+        let mut parser = CaptureParser {
+            format: Format::Pcapng,
+            big_endian: false,
+            linktype: LINKTYPE_ETHERNET,
+            snaplen: 0,
+            interfaces: Vec::new(),
+            sections: 0,
+        };
+        let (big_endian, nanos) = match magic_le {
+            PCAP_MAGIC_MICRO => (false, false),
+            PCAP_MAGIC_NANO => (false, true),
+            m if m == PCAP_MAGIC_MICRO.swap_bytes() => (true, false),
+            m if m == PCAP_MAGIC_NANO.swap_bytes() => (true, true),
+            PCAPNG_SHB => return Ok((parser, 0)),
+            _ => {
+                return Err(CaptureError::NotACapture {
+                    magic: [head[0], head[1], head[2], head[3]],
+                })
+            }
+        };
+        if head.len() < PCAP_HEADER_LEN {
+            return Err(CaptureError::TooShort { len: head.len() });
+        }
+        parser.format = Format::Pcap { big_endian, nanos };
+        parser.big_endian = big_endian;
+        parser.snaplen = rd_u32(head, 16, big_endian);
+        // The upper bits of the link-type field carry FCS information (pcap spec).
+        parser.linktype = rd_u32(head, 20, big_endian) & 0x0fff_ffff;
+        Ok((parser, PCAP_HEADER_LEN))
+    }
+
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// The link type of a classic pcap file (pcapng: of its first interface, if any).
+    pub fn linktype(&self) -> Option<u32> {
+        match self.format {
+            Format::Pcap { .. } => Some(self.linktype),
+            Format::Pcapng => self.interfaces.first().map(|i| i.linktype),
+        }
+    }
+
+    /// The snap length of a classic pcap file, or of the first pcapng interface.
+    pub fn snaplen(&self) -> u32 {
+        match self.format {
+            Format::Pcap { .. } => self.snaplen,
+            Format::Pcapng => self.interfaces.first().map_or(0, |i| i.snaplen),
+        }
+    }
+
+    /// Decodes the next record from `buf` (the unread input). `offset` is `buf`'s position in
+    /// the file, used only in error messages.
+    pub fn next<'a>(&mut self, buf: &'a [u8], offset: u64) -> Result<Next<'a>, CaptureError> {
+        match self.format {
+            Format::Pcap { nanos, .. } => self.next_pcap(buf, nanos, offset),
+            Format::Pcapng => self.next_pcapng(buf, offset),
+        }
+    }
+
+    fn next_pcap<'a>(
+        &mut self,
+        buf: &'a [u8],
+        nanos: bool,
+        offset: u64,
+    ) -> Result<Next<'a>, CaptureError> {
+        if buf.len() < PCAP_RECORD_HEADER_LEN {
+            return Ok(Next::Incomplete {
+                need: PCAP_RECORD_HEADER_LEN,
+            });
+        }
+        let be = self.big_endian;
+        let sec = u64::from(rd_u32(buf, 0, be));
+        let frac = u64::from(rd_u32(buf, 4, be));
+        let caplen = rd_u32(buf, 8, be);
+        let len = rd_u32(buf, 12, be);
+        if caplen as usize > MAX_BLOCK_LEN {
+            return Err(corrupt(format!(
+                "record header at byte {offset} claims {caplen} captured bytes (snap length {})",
+                self.snaplen
+            )));
+        }
+        let need = PCAP_RECORD_HEADER_LEN + caplen as usize;
+        if buf.len() < need {
+            return Ok(Next::Incomplete { need });
+        }
+        let ts_ns = sec * 1_000_000_000 + if nanos { frac } else { frac * 1000 };
+        Ok(Next::Record(
+            Record {
+                ts_ns,
+                caplen,
+                len: len.max(caplen),
+                linktype: self.linktype,
+                interface: 0,
+                data: &buf[PCAP_RECORD_HEADER_LEN..need],
+            },
+            need,
+        ))
+    }
+
+    fn next_pcapng<'a>(&mut self, buf: &'a [u8], offset: u64) -> Result<Next<'a>, CaptureError> {
+        if buf.len() < 12 {
+            return Ok(Next::Incomplete { need: 12 });
+        }
+        let block_type_le = rd_u32(buf, 0, false);
+        if block_type_le == PCAPNG_SHB {
+            // The byte-order magic decides how this section (and its own length) is read.
+            let bom = rd_u32(buf, 8, false);
+            self.big_endian = match bom {
+                PCAPNG_BYTE_ORDER_MAGIC => false,
+                m if m == PCAPNG_BYTE_ORDER_MAGIC.swap_bytes() => true,
+                _ => {
+                    return Err(corrupt(format!(
+                    "section header at byte {offset} has an unknown byte-order magic {bom:#010x}"
+                )))
+                }
+            };
+            self.interfaces.clear();
+            self.sections += 1;
+        } else if self.sections == 0 {
+            return Err(corrupt(format!(
+                "pcapng block at byte {offset} comes before any section header"
+            )));
+        }
+        let be = self.big_endian;
+        let block_type = rd_u32(buf, 0, be);
+        let total = rd_u32(buf, 4, be) as usize;
+        if total < 12 || total % 4 != 0 || total > MAX_BLOCK_LEN {
+            return Err(corrupt(format!(
+                "pcapng block at byte {offset} (type {block_type:#x}) has an impossible length {total}"
+            )));
+        }
+        if buf.len() < total {
+            return Ok(Next::Incomplete { need: total });
+        }
+        if rd_u32(buf, total - 4, be) as usize != total {
+            return Err(corrupt(format!(
+                "pcapng block at byte {offset} (type {block_type:#x}): trailing length differs from leading length {total}"
+            )));
+        }
+        let body = &buf[8..total - 4];
+        match block_type {
+            PCAPNG_SHB => Ok(Next::Skip(total)),
+            PCAPNG_IDB => {
+                self.add_interface(body, be, offset)?;
+                Ok(Next::Skip(total))
+            }
+            PCAPNG_EPB | PCAPNG_OBSOLETE_PB => {
+                if body.len() < 20 {
+                    return Err(corrupt(format!(
+                        "packet block at byte {offset} is too short ({total} bytes)"
+                    )));
+                }
+                let interface = if block_type == PCAPNG_EPB {
+                    rd_u32(body, 0, be)
+                } else {
+                    u32::from(rd_u16(body, 0, be))
+                };
+                let ts = (u64::from(rd_u32(body, 4, be)) << 32) | u64::from(rd_u32(body, 8, be));
+                let caplen = rd_u32(body, 12, be);
+                let len = rd_u32(body, 16, be);
+                let data = &body[20..];
+                if caplen as usize > data.len() {
+                    return Err(corrupt(format!(
+                        "packet block at byte {offset} claims {caplen} captured bytes in a {total}-byte block"
+                    )));
+                }
+                let Some(iface) = self.interfaces.get(interface as usize) else {
+                    return Err(corrupt(format!(
+                        "packet block at byte {offset} names interface {interface}, which has no description"
+                    )));
+                };
+                Ok(Next::Record(
+                    Record {
+                        ts_ns: iface.ts_ns(ts),
+                        caplen,
+                        len: len.max(caplen),
+                        linktype: iface.linktype,
+                        interface,
+                        data: &data[..caplen as usize],
+                    },
+                    total,
+                ))
+            }
+            PCAPNG_SPB => {
+                let Some(iface) = self.interfaces.first() else {
+                    return Err(corrupt(format!(
+                        "simple packet block at byte {offset} with no interface description"
+                    )));
+                };
+                if body.len() < 4 {
+                    return Err(corrupt(format!(
+                        "simple packet block at byte {offset} is too short"
+                    )));
+                }
+                let len = rd_u32(body, 0, be);
+                let mut caplen = (body.len() - 4).min(len as usize);
+                if iface.snaplen != 0 {
+                    caplen = caplen.min(iface.snaplen as usize);
+                }
+                Ok(Next::Record(
+                    Record {
+                        ts_ns: 0,
+                        caplen: caplen as u32,
+                        len,
+                        linktype: iface.linktype,
+                        interface: 0,
+                        data: &body[4..4 + caplen],
+                    },
+                    total,
+                ))
+            }
+            // Name resolution, statistics, custom and unknown blocks carry no packet.
+            _ => Ok(Next::Skip(total)),
+        }
+    }
+
+    fn add_interface(&mut self, body: &[u8], be: bool, offset: u64) -> Result<(), CaptureError> {
+        if body.len() < 8 {
+            return Err(corrupt(format!(
+                "interface description at byte {offset} is too short"
+            )));
+        }
+        if self.interfaces.len() >= MAX_INTERFACES {
+            return Err(corrupt(format!(
+                "more than {MAX_INTERFACES} interfaces in one section (byte {offset})"
+            )));
+        }
+        let mut iface = Interface {
+            linktype: u32::from(rd_u16(body, 0, be)),
+            snaplen: rd_u32(body, 4, be),
+            tsresol_pow2: false,
+            tsresol_exp: 6,
+            tsoffset_s: 0,
+        };
+        // Options: code u16, length u16, value padded to 4 bytes.
+        let mut opts = &body[8..];
+        while opts.len() >= 4 {
+            let code = rd_u16(opts, 0, be);
+            let len = usize::from(rd_u16(opts, 2, be));
+            let padded = (len + 3) & !3;
+            if opts.len() < 4 + padded {
+                break;
+            }
+            let value = &opts[4..4 + len];
+            match (code, len) {
+                (0, _) => break,
+                (9, 1) => {
+                    iface.tsresol_pow2 = value[0] & 0x80 != 0;
+                    iface.tsresol_exp = value[0] & 0x7f;
+                }
+                (14, 8) => {
+                    let v = [
+                        value[0], value[1], value[2], value[3], value[4], value[5], value[6],
+                        value[7],
+                    ];
+                    iface.tsoffset_s = if be {
+                        i64::from_be_bytes(v)
+                    } else {
+                        i64::from_le_bytes(v)
+                    };
+                }
+                _ => {}
+            }
+            opts = &opts[4 + padded..];
+        }
+        self.interfaces.push(iface);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pcap_header(magic: u32, be: bool, linktype: u32) -> Vec<u8> {
+        let w = |v: u32| if be { v.to_be_bytes() } else { v.to_le_bytes() };
+        let mut h = Vec::new();
+        h.extend_from_slice(&w(magic));
+        h.extend_from_slice(&(if be { [0, 2, 0, 4] } else { [2, 0, 4, 0] }));
+        h.extend_from_slice(&[0; 8]);
+        h.extend_from_slice(&w(65535));
+        h.extend_from_slice(&w(linktype));
+        h
+    }
+
+    #[test]
+    fn pcap_both_orders_and_resolutions() {
+        for (magic, be, nanos) in [
+            (PCAP_MAGIC_MICRO, false, false),
+            (PCAP_MAGIC_MICRO, true, false),
+            (PCAP_MAGIC_NANO, false, true),
+            (PCAP_MAGIC_NANO, true, true),
+        ] {
+            let w = |v: u32| if be { v.to_be_bytes() } else { v.to_le_bytes() };
+            let mut file = pcap_header(magic, be, 1);
+            for v in [10u32, 500, 3, 60] {
+                file.extend_from_slice(&w(v));
+            }
+            file.extend_from_slice(&[0xab, 0xcd, 0xef]);
+            let (mut p, used) = CaptureParser::new(&file).unwrap();
+            assert_eq!(
+                p.format(),
+                Format::Pcap {
+                    big_endian: be,
+                    nanos
+                }
+            );
+            let Next::Record(r, n) = p.next(&file[used..], used as u64).unwrap() else {
+                panic!("no record");
+            };
+            assert_eq!(n, 19);
+            assert_eq!(r.ts_ns, 10_000_000_000 + if nanos { 500 } else { 500_000 });
+            assert_eq!((r.caplen, r.len, r.linktype), (3, 60, 1));
+            assert_eq!(r.data, &[0xab, 0xcd, 0xef]);
+            // Cut anywhere inside the record: incomplete, never a panic.
+            for cut in used..file.len() {
+                assert!(matches!(
+                    p.next(&file[used..cut], used as u64).unwrap(),
+                    Next::Incomplete { .. }
+                ));
+            }
+        }
+    }
+
+    #[test]
+    fn hostile_record_length_is_an_error() {
+        let mut file = pcap_header(PCAP_MAGIC_MICRO, false, 1);
+        for v in [0u32, 0, 0xffff_fff0, 0xffff_fff0] {
+            file.extend_from_slice(&v.to_le_bytes());
+        }
+        let (mut p, used) = CaptureParser::new(&file).unwrap();
+        assert!(matches!(
+            p.next(&file[used..], 24),
+            Err(CaptureError::Corrupt { .. })
+        ));
+    }
+
+    #[test]
+    fn not_a_capture() {
+        assert!(matches!(
+            CaptureParser::new(b"hello world, this is text"),
+            Err(CaptureError::NotACapture { .. })
+        ));
+        assert!(matches!(
+            CaptureParser::new(b"ab"),
+            Err(CaptureError::TooShort { len: 2 })
+        ));
+    }
+
+    #[test]
+    fn tsresol() {
+        let mut i = Interface {
+            linktype: 1,
+            snaplen: 0,
+            tsresol_pow2: false,
+            tsresol_exp: 9,
+            tsoffset_s: 0,
+        };
+        assert_eq!(i.ts_ns(5), 5);
+        i.tsresol_exp = 6;
+        assert_eq!(i.ts_ns(5), 5000);
+        i.tsresol_exp = 12;
+        assert_eq!(i.ts_ns(5000), 5);
+        i.tsresol_pow2 = true;
+        i.tsresol_exp = 10;
+        assert_eq!(i.ts_ns(1024), 1_000_000_000);
+        i.tsoffset_s = 2;
+        assert_eq!(i.ts_ns(1024), 3_000_000_000);
+    }
+}

@@ -1,0 +1,438 @@
+//! One captured frame, decoded as far as its bytes go: link, VLAN tags, IP, UDP, RoCE (v1 or
+//! v2) with its extension headers and ICRC check, or a MAC Control (PAUSE / PFC) frame.
+
+use core::net::{IpAddr, Ipv6Addr};
+
+use etherparse::{
+    err, EtherType, LaxLinkExtSlice, LaxNetSlice, LaxSlicedPacket, LinkSlice, TransportSlice,
+};
+
+use crate::bth::BTH_LEN;
+use crate::grh::{Grh, GRH_LEN};
+use crate::icrc::{self, IcrcCheck, NetHeader, ICRC_LEN};
+use crate::link::{
+    self, LINKTYPE_ETHERNET, LINKTYPE_IPV4, LINKTYPE_IPV6, LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2,
+    LINKTYPE_RAW,
+};
+use crate::{
+    truncated, Bth, DecodeError, ExtHeaders, Layer, MacControl, ETHERTYPE_MAC_CONTROL,
+    ETHERTYPE_ROCEV1, ROCEV2_UDP_PORT,
+};
+
+/// Most VLAN tags kept per frame (etherparse's limit of link extensions).
+pub const MAX_VLAN_TAGS: usize = 3;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct VlanTag {
+    /// 0x8100 (802.1Q) or 0x88a8 (802.1ad), as found before the tag.
+    pub tpid: u16,
+    pub pcp: u8,
+    pub dei: bool,
+    pub vid: u16,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IpInfo {
+    pub version: u8,
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    pub dscp: u8,
+    pub ecn: u8,
+    /// TTL (IPv4) or hop limit (IPv6).
+    pub ttl: u8,
+    /// IPv6 only.
+    pub flow_label: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoceVersion {
+    V1,
+    V2,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RoceInfo<'a> {
+    pub version: RoceVersion,
+    pub bth: Bth,
+    pub ext: ExtHeaders,
+    /// Payload bytes as captured (may be shorter than `payload_len` in a snap-length capture).
+    pub payload: &'a [u8],
+    /// Payload length on the wire, from the UDP (or GRH) length: pad and ICRC excluded.
+    pub payload_len: u32,
+    pub icrc: IcrcCheck,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UdpInfo {
+    pub sport: u16,
+    pub dport: u16,
+    pub len: u16,
+}
+
+/// A decoded frame. Every field is a small copy of a header value except `RoceInfo::payload`,
+/// which borrows the capture buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Frame<'a> {
+    pub linktype: u32,
+    /// Captured length and length on the wire.
+    pub caplen: u32,
+    pub len: u32,
+    pub src_mac: Option<[u8; 6]>,
+    pub dst_mac: Option<[u8; 6]>,
+    vlan_tags: [VlanTag; MAX_VLAN_TAGS],
+    vlan_count: u8,
+    /// The innermost ethertype (after the VLAN tags).
+    pub ethertype: Option<u16>,
+    pub ip: Option<IpInfo>,
+    pub udp: Option<UdpInfo>,
+    pub grh: Option<Grh>,
+    pub roce: Option<RoceInfo<'a>>,
+    pub mac_control: Option<MacControl>,
+    /// Why decoding stopped early, if it did.
+    pub error: Option<DecodeError>,
+}
+
+impl<'a> Frame<'a> {
+    fn empty(linktype: u32, caplen: u32, len: u32) -> Self {
+        Frame {
+            linktype,
+            caplen,
+            len,
+            src_mac: None,
+            dst_mac: None,
+            vlan_tags: [VlanTag::default(); MAX_VLAN_TAGS],
+            vlan_count: 0,
+            ethertype: None,
+            ip: None,
+            udp: None,
+            grh: None,
+            roce: None,
+            mac_control: None,
+            error: None,
+        }
+    }
+
+    /// VLAN tags, outermost first.
+    pub fn vlans(&self) -> &[VlanTag] {
+        &self.vlan_tags[..self.vlan_count as usize]
+    }
+
+    /// The innermost VLAN tag (the one the RoCE priority is usually set on).
+    pub fn inner_vlan(&self) -> Option<&VlanTag> {
+        self.vlans().last()
+    }
+
+    /// Whether the capture cut this frame (snap length).
+    pub fn is_snapped(&self) -> bool {
+        self.caplen < self.len
+    }
+
+    /// A decode error that is not explained by the snap length.
+    pub fn is_malformed(&self) -> bool {
+        match self.error {
+            None => false,
+            Some(DecodeError::Truncated { .. }) => !self.is_snapped(),
+            Some(_) => true,
+        }
+    }
+
+    /// Network source and destination: the IP addresses, or the GIDs of a RoCEv1 GRH.
+    pub fn addresses(&self) -> Option<(IpAddr, IpAddr)> {
+        if let Some(ip) = &self.ip {
+            return Some((ip.src, ip.dst));
+        }
+        self.grh.map(|g| {
+            (
+                IpAddr::V6(Ipv6Addr::from(g.sgid)),
+                IpAddr::V6(Ipv6Addr::from(g.dgid)),
+            )
+        })
+    }
+
+    /// The traffic class byte (IPv4 TOS, IPv6 or GRH traffic class): DSCP << 2 | ECN.
+    pub fn traffic_class(&self) -> Option<u8> {
+        if let Some(ip) = &self.ip {
+            return Some(ip.dscp << 2 | ip.ecn);
+        }
+        self.grh.map(|g| g.traffic_class)
+    }
+
+    fn push_vlan(&mut self, tag: VlanTag) {
+        if let Some(slot) = self.vlan_tags.get_mut(self.vlan_count as usize) {
+            *slot = tag;
+            self.vlan_count += 1;
+        }
+    }
+}
+
+fn map_layer(layer: err::Layer) -> Layer {
+    use err::Layer as L;
+    match layer {
+        L::LinuxSllHeader
+        | L::Ethernet2Header
+        | L::EtherPayload
+        | L::MacsecHeader
+        | L::MacsecPacket => Layer::Link,
+        L::VlanHeader => Layer::Vlan,
+        L::UdpHeader | L::UdpPayload => Layer::Udp,
+        _ => Layer::Ip,
+    }
+}
+
+fn map_stop(e: &err::packet::SliceError, layer: err::Layer) -> DecodeError {
+    match e {
+        err::packet::SliceError::Len(len) => DecodeError::Truncated {
+            layer: map_layer(len.layer),
+            need: len.required_len,
+            have: len.len,
+        },
+        _ => DecodeError::Invalid {
+            layer: map_layer(layer),
+            what: "malformed header",
+        },
+    }
+}
+
+/// Decodes one frame of the given link type. Never panics; see the crate contract.
+pub fn decode_frame(linktype: u32, data: &[u8], orig_len: u32) -> Frame<'_> {
+    let caplen = u32::try_from(data.len()).unwrap_or(u32::MAX);
+    let mut frame = Frame::empty(linktype, caplen, orig_len.max(caplen));
+    let (sliced, first_type) = match linktype {
+        LINKTYPE_ETHERNET => match LaxSlicedPacket::from_ethernet(data) {
+            Ok(p) => {
+                let mut first_type = None;
+                if let Some(LinkSlice::Ethernet2(e)) = &p.link {
+                    frame.src_mac = Some(e.source());
+                    frame.dst_mac = Some(e.destination());
+                    first_type = Some(e.ether_type().0);
+                }
+                (p, first_type)
+            }
+            Err(_) => {
+                frame.error = Some(truncated(Layer::Link, 14, data.len()));
+                return frame;
+            }
+        },
+        LINKTYPE_LINUX_SLL | LINKTYPE_LINUX_SLL2 => {
+            let cooked = if linktype == LINKTYPE_LINUX_SLL {
+                link::linux_sll(data)
+            } else {
+                link::linux_sll2(data)
+            };
+            match cooked {
+                Ok(c) => (
+                    LaxSlicedPacket::from_ether_type(EtherType(c.protocol), c.payload),
+                    Some(c.protocol),
+                ),
+                Err(e) => {
+                    frame.error = Some(e);
+                    return frame;
+                }
+            }
+        }
+        LINKTYPE_RAW | 12 | 14 | LINKTYPE_IPV4 | LINKTYPE_IPV6 => {
+            match LaxSlicedPacket::from_ip(data) {
+                Ok(p) => (p, None),
+                Err(_) => {
+                    frame.error = Some(DecodeError::Invalid {
+                        layer: Layer::Ip,
+                        what: "not an IP header",
+                    });
+                    return frame;
+                }
+            }
+        }
+        other => {
+            frame.error = Some(DecodeError::UnsupportedLinkType(other));
+            return frame;
+        }
+    };
+
+    // VLAN tags: the TPID of each is the ethertype found just before it.
+    let mut tpid = first_type.unwrap_or(0);
+    for ext in &sliced.link_exts {
+        if let LaxLinkExtSlice::Vlan(v) = ext {
+            frame.push_vlan(VlanTag {
+                tpid,
+                pcp: v.priority_code_point().value(),
+                dei: v.drop_eligible_indicator(),
+                vid: v.vlan_identifier().value(),
+            });
+            tpid = v.ether_type().0;
+        }
+    }
+    let ether_payload = sliced.ether_payload();
+    frame.ethertype = ether_payload
+        .as_ref()
+        .map(|p| p.ether_type.0)
+        .or(first_type);
+    if let Some((e, layer)) = &sliced.stop_err {
+        frame.error = Some(map_stop(e, *layer));
+    }
+
+    if let Some(p) = &ether_payload {
+        match p.ether_type.0 {
+            ETHERTYPE_MAC_CONTROL => {
+                match MacControl::parse(p.payload) {
+                    Ok(mc) => frame.mac_control = Some(mc),
+                    Err(e) => frame.error = Some(e),
+                }
+                return frame;
+            }
+            ETHERTYPE_ROCEV1 => {
+                decode_rocev1(&mut frame, p.payload);
+                return frame;
+            }
+            _ => {}
+        }
+    }
+
+    let net_header = match &sliced.net {
+        Some(LaxNetSlice::Ipv4(s)) => {
+            let h = s.header();
+            frame.ip = Some(IpInfo {
+                version: 4,
+                src: IpAddr::V4(h.source_addr()),
+                dst: IpAddr::V4(h.destination_addr()),
+                dscp: h.dcp().value(),
+                ecn: h.ecn().value(),
+                ttl: h.ttl(),
+                flow_label: None,
+            });
+            Some(NetHeader::Ipv4(s.header().slice()))
+        }
+        Some(LaxNetSlice::Ipv6(s)) => {
+            let h = s.header();
+            frame.ip = Some(IpInfo {
+                version: 6,
+                src: IpAddr::V6(h.source_addr()),
+                dst: IpAddr::V6(h.destination_addr()),
+                dscp: h.dscp().value(),
+                ecn: h.ecn().value(),
+                ttl: h.hop_limit(),
+                flow_label: Some(h.flow_label().value()),
+            });
+            Some(NetHeader::Ipv6 {
+                header: h.slice(),
+                exts: s.extensions().slice(),
+            })
+        }
+        _ => None,
+    };
+
+    if let Some(TransportSlice::Udp(u)) = &sliced.transport {
+        let udp = UdpInfo {
+            sport: u.source_port(),
+            dport: u.destination_port(),
+            len: u.length(),
+        };
+        frame.udp = Some(udp);
+        if udp.dport == ROCEV2_UDP_PORT {
+            if let Some(net) = net_header {
+                decode_rocev2(&mut frame, net, u.header_slice(), u.payload(), udp.len);
+            }
+        }
+    }
+    frame
+}
+
+fn decode_rocev2<'a>(
+    frame: &mut Frame<'a>,
+    net: NetHeader<'_>,
+    udp_header: &[u8],
+    data: &'a [u8],
+    udp_len: u16,
+) {
+    // The UDP length says how long the RoCE part was on the wire, whatever the snap length cut.
+    let wire_len = match usize::from(udp_len).checked_sub(8) {
+        Some(n) if udp_len != 0 => n,
+        _ => {
+            frame.error = Some(DecodeError::Invalid {
+                layer: Layer::Udp,
+                what: "UDP length shorter than its header",
+            });
+            data.len()
+        }
+    };
+    decode_transport(frame, RoceVersion::V2, net, udp_header, data, wire_len);
+}
+
+fn decode_rocev1<'a>(frame: &mut Frame<'a>, data: &'a [u8]) {
+    let (grh, rest) = match Grh::parse(data) {
+        Ok(v) => v,
+        Err(e) => {
+            frame.error = Some(e);
+            return;
+        }
+    };
+    frame.grh = Some(grh);
+    if grh.next_header != crate::grh::NEXT_HEADER_BTH {
+        frame.error = Some(DecodeError::Invalid {
+            layer: Layer::Grh,
+            what: "next header is not a BTH",
+        });
+        return;
+    }
+    let net = NetHeader::Grh(&data[..GRH_LEN]);
+    decode_transport(
+        frame,
+        RoceVersion::V1,
+        net,
+        &[],
+        rest,
+        usize::from(grh.payload_len),
+    );
+}
+
+/// Decodes BTH, extension headers, payload and ICRC. `data` holds the captured bytes from the
+/// BTH on; `wire_len` is how long that part was on the wire (ICRC included).
+fn decode_transport<'a>(
+    frame: &mut Frame<'a>,
+    version: RoceVersion,
+    net: NetHeader<'_>,
+    udp_header: &[u8],
+    data: &'a [u8],
+    wire_len: usize,
+) {
+    let (bth, after_bth) = match Bth::parse(data) {
+        Ok(v) => v,
+        Err(e) => {
+            frame.error = Some(e);
+            return;
+        }
+    };
+    let (ext, after_ext, ext_err) = ExtHeaders::parse(bth.opcode, after_bth);
+    if let Some(e) = ext_err {
+        frame.error = Some(e);
+    }
+    let headers_len = BTH_LEN + ExtHeaders::wire_len(bth.opcode);
+    let trailer_len = usize::from(bth.pad) + ICRC_LEN;
+    let payload_len = match wire_len.checked_sub(headers_len + trailer_len) {
+        Some(n) => n,
+        None => {
+            frame.error = Some(DecodeError::Invalid {
+                layer: Layer::Bth,
+                what: "packet shorter than its headers, pad and ICRC",
+            });
+            0
+        }
+    };
+    let payload = &after_ext[..after_ext.len().min(payload_len)];
+    let icrc = if data.len() >= wire_len && wire_len >= BTH_LEN + ICRC_LEN {
+        let icrc_at = wire_len - ICRC_LEN;
+        let crc = icrc::compute(net, udp_header, &data[..icrc_at]);
+        let mut trailer = [0u8; ICRC_LEN];
+        trailer.copy_from_slice(&data[icrc_at..wire_len]);
+        IcrcCheck::compare(crc, trailer)
+    } else {
+        IcrcCheck::UNCHECKED
+    };
+    frame.roce = Some(RoceInfo {
+        version,
+        bth,
+        ext,
+        payload,
+        payload_len: u32::try_from(payload_len).unwrap_or(u32::MAX),
+        icrc,
+    });
+}

@@ -1,0 +1,103 @@
+//! Link types of capture files, and the Linux cooked headers (SLL, SLL2) that etherparse's lax
+//! slicer does not take: they are stripped here, leaving a protocol type and its payload.
+
+use crate::{truncated, DecodeError, Layer};
+
+pub const LINKTYPE_ETHERNET: u32 = 1;
+/// Raw IP (IPv4 or IPv6 by version nibble). 101 is the pcap value; 12 and 14 are old DLT values
+/// some writers still use.
+pub const LINKTYPE_RAW: u32 = 101;
+pub const LINKTYPE_LINUX_SLL: u32 = 113;
+pub const LINKTYPE_IPV4: u32 = 228;
+pub const LINKTYPE_IPV6: u32 = 229;
+pub const LINKTYPE_LINUX_SLL2: u32 = 276;
+pub const LINKTYPE_ERF: u32 = 197;
+
+pub fn linktype_name(linktype: u32) -> &'static str {
+    match linktype {
+        LINKTYPE_ETHERNET => "Ethernet",
+        LINKTYPE_RAW | 12 | 14 => "raw IP",
+        LINKTYPE_LINUX_SLL => "Linux cooked (SLL)",
+        LINKTYPE_LINUX_SLL2 => "Linux cooked (SLL2)",
+        LINKTYPE_IPV4 => "raw IPv4",
+        LINKTYPE_IPV6 => "raw IPv6",
+        LINKTYPE_ERF => "ERF",
+        _ => "unknown",
+    }
+}
+
+/// Whether frames of this link type carry an Ethernet header (and so VLAN tags and PCP).
+pub fn has_ethernet_header(linktype: u32) -> bool {
+    linktype == LINKTYPE_ETHERNET
+}
+
+pub fn is_supported(linktype: u32) -> bool {
+    matches!(
+        linktype,
+        LINKTYPE_ETHERNET
+            | LINKTYPE_RAW
+            | 12
+            | 14
+            | LINKTYPE_LINUX_SLL
+            | LINKTYPE_LINUX_SLL2
+            | LINKTYPE_IPV4
+            | LINKTYPE_IPV6
+    )
+}
+
+/// A Linux cooked header: the protocol (an ethertype for Ethernet-born packets) and the bytes after.
+#[derive(Debug, Clone, Copy)]
+pub struct Cooked<'a> {
+    pub protocol: u16,
+    /// ARPHRD type of the interface (1 = Ethernet).
+    pub hatype: u16,
+    pub payload: &'a [u8],
+}
+
+const SLL_LEN: usize = 16;
+const SLL2_LEN: usize = 20;
+
+/// Strips an SLL (16 bytes) header.
+pub fn linux_sll(data: &[u8]) -> Result<Cooked<'_>, DecodeError> {
+    if data.len() < SLL_LEN {
+        return Err(truncated(Layer::Link, SLL_LEN, data.len()));
+    }
+    Ok(Cooked {
+        hatype: u16::from_be_bytes([data[2], data[3]]),
+        protocol: u16::from_be_bytes([data[14], data[15]]),
+        payload: &data[SLL_LEN..],
+    })
+}
+
+/// Strips an SLL2 (20 bytes) header.
+pub fn linux_sll2(data: &[u8]) -> Result<Cooked<'_>, DecodeError> {
+    if data.len() < SLL2_LEN {
+        return Err(truncated(Layer::Link, SLL2_LEN, data.len()));
+    }
+    Ok(Cooked {
+        protocol: u16::from_be_bytes([data[0], data[1]]),
+        hatype: u16::from_be_bytes([data[8], data[9]]),
+        payload: &data[SLL2_LEN..],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cooked_headers() {
+        let mut sll = [0u8; 18];
+        sll[2..4].copy_from_slice(&1u16.to_be_bytes());
+        sll[14..16].copy_from_slice(&0x0800u16.to_be_bytes());
+        let c = linux_sll(&sll).unwrap();
+        assert_eq!((c.protocol, c.hatype, c.payload.len()), (0x0800, 1, 2));
+        assert!(linux_sll(&sll[..15]).is_err());
+
+        let mut sll2 = [0u8; 20];
+        sll2[0..2].copy_from_slice(&0x86ddu16.to_be_bytes());
+        let c = linux_sll2(&sll2).unwrap();
+        assert_eq!((c.protocol, c.payload.len()), (0x86dd, 0));
+        assert!(linux_sll2(&sll2[..19]).is_err());
+    }
+}

@@ -1,0 +1,129 @@
+//! Record -> decoded frame, and the per-layer counts of what could not be decoded.
+
+use roce_parsers::capture::Record;
+use roce_parsers::{decode_frame, DecodeError, Frame, IcrcStatus, Layer};
+use serde::Serialize;
+
+/// Decodes one record.
+pub fn decode<'a>(rec: &Record<'a>) -> Frame<'a> {
+    decode_frame(rec.linktype, rec.data, rec.len)
+}
+
+/// Counts over every frame of a capture.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct DecodeCounts {
+    pub frames: u64,
+    pub roce: u64,
+    pub rocev1: u64,
+    pub pfc: u64,
+    pub pause: u64,
+    /// Frames cut by the snap length (caplen < len).
+    pub truncated: u64,
+    /// Frames with a decode error not explained by the snap length.
+    pub malformed: u64,
+    pub malformed_by_layer: MalformedByLayer,
+    pub unsupported_linktype: u64,
+    pub icrc_ok: u64,
+    pub icrc_bad: u64,
+    pub icrc_unchecked: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct MalformedByLayer {
+    pub link: u64,
+    pub vlan: u64,
+    pub ip: u64,
+    pub udp: u64,
+    pub grh: u64,
+    pub bth: u64,
+    pub ext_header: u64,
+    pub mac_control: u64,
+}
+
+impl MalformedByLayer {
+    fn slot(&mut self, layer: Layer) -> &mut u64 {
+        match layer {
+            Layer::Link => &mut self.link,
+            Layer::Vlan => &mut self.vlan,
+            Layer::Ip => &mut self.ip,
+            Layer::Udp => &mut self.udp,
+            Layer::Grh => &mut self.grh,
+            Layer::Bth => &mut self.bth,
+            Layer::ExtHeader => &mut self.ext_header,
+            Layer::MacControl => &mut self.mac_control,
+        }
+    }
+}
+
+impl DecodeCounts {
+    pub fn add(&mut self, f: &Frame<'_>) {
+        self.frames += 1;
+        if f.is_snapped() {
+            self.truncated += 1;
+        }
+        if let Some(r) = &f.roce {
+            self.roce += 1;
+            if r.version == roce_parsers::RoceVersion::V1 {
+                self.rocev1 += 1;
+            }
+            match r.icrc.status {
+                IcrcStatus::Ok => self.icrc_ok += 1,
+                IcrcStatus::Bad => self.icrc_bad += 1,
+                IcrcStatus::Unchecked => self.icrc_unchecked += 1,
+            }
+        }
+        match f.mac_control {
+            Some(roce_parsers::MacControl::Pfc { .. }) => self.pfc += 1,
+            Some(roce_parsers::MacControl::Pause { .. }) => self.pause += 1,
+            _ => {}
+        }
+        if let Some(DecodeError::UnsupportedLinkType(_)) = f.error {
+            self.unsupported_linktype += 1;
+        } else if f.is_malformed() {
+            self.malformed += 1;
+            if let Some(e) = f.error {
+                *self.malformed_by_layer.slot(e.layer()) += 1;
+            }
+        }
+    }
+}
+
+/// Per-frame warnings on stderr: the first few in full, then only a count.
+pub struct Warnings {
+    shown: u32,
+    suppressed: u64,
+    limit: u32,
+}
+
+impl Warnings {
+    pub fn new(limit: u32) -> Self {
+        Warnings {
+            shown: 0,
+            suppressed: 0,
+            limit,
+        }
+    }
+
+    pub fn frame(&mut self, frame_no: u64, f: &Frame<'_>) {
+        let Some(err) = f.error else { return };
+        let is_warning = f.is_malformed() || matches!(err, DecodeError::UnsupportedLinkType(_));
+        if !is_warning {
+            return;
+        }
+        if self.shown < self.limit {
+            self.shown += 1;
+            eprintln!("roce-sniff: warning: frame {frame_no}: {err}");
+        } else {
+            self.suppressed += 1;
+        }
+    }
+
+    pub fn finish(&self) {
+        if self.suppressed > 0 {
+            eprintln!(
+                "roce-sniff: warning: {} more malformed frames not shown",
+                self.suppressed
+            );
+        }
+    }
+}

@@ -1,0 +1,5 @@
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    roce_sniff::main_with_args(std::env::args_os())
+}

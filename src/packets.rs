@@ -1,0 +1,573 @@
+//! The per-frame views of `--packets`: a tcpdump-like line, or one JSON object per line (NDJSON).
+//! The JSON names are a public interface described in docs/json.md; keep them stable.
+
+use std::fmt::{self, Write as _};
+use std::io::{self, Write};
+use std::net::IpAddr;
+
+use roce_parsers::aeth::Aeth;
+use roce_parsers::link::linktype_name;
+use roce_parsers::{AethKind, Frame, IcrcStatus, MacControl, Opcode, RoceVersion};
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
+
+/// A MAC address, shown as `aa:bb:cc:dd:ee:ff`.
+pub struct Mac(pub [u8; 6]);
+
+impl fmt::Display for Mac {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let m = self.0;
+        write!(
+            f,
+            "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+            m[0], m[1], m[2], m[3], m[4], m[5]
+        )
+    }
+}
+
+impl Serialize for Mac {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// A 32-bit value shown as `0x%08x`.
+struct Hex32(u32);
+
+impl Serialize for Hex32 {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&format_args!("{:#010x}", self.0))
+    }
+}
+
+/// Name of the ECN codepoint as used in every output of roce-sniff.
+pub fn ecn_name(ecn: u8) -> &'static str {
+    match ecn & 3 {
+        0 => "not_ect",
+        1 => "ect1",
+        2 => "ect0",
+        _ => "ce",
+    }
+}
+
+fn ts_seconds(ts_ns: u64) -> f64 {
+    (ts_ns / 1_000_000_000) as f64 + (ts_ns % 1_000_000_000) as f64 / 1e9
+}
+
+/// One frame as a JSON object. Absent headers are absent keys.
+pub struct FrameJson<'a, 'f> {
+    pub frame_no: u64,
+    pub ts_ns: u64,
+    pub frame: &'a Frame<'f>,
+}
+
+impl Serialize for FrameJson<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let f = self.frame;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("frame", &self.frame_no)?;
+        m.serialize_entry("ts", &ts_seconds(self.ts_ns))?;
+        m.serialize_entry("ts_ns", &self.ts_ns)?;
+        m.serialize_entry("len", &f.len)?;
+        m.serialize_entry("caplen", &f.caplen)?;
+        m.serialize_entry("kind", frame_kind(f))?;
+        if let (Some(src), Some(dst)) = (f.src_mac, f.dst_mac) {
+            m.serialize_entry(
+                "eth",
+                &EthJson {
+                    src: Mac(src),
+                    dst: Mac(dst),
+                    r#type: f.ethertype,
+                },
+            )?;
+        } else if f.linktype != roce_parsers::link::LINKTYPE_ETHERNET {
+            m.serialize_entry("link", linktype_name(f.linktype))?;
+        }
+        if !f.vlans().is_empty() {
+            let tags: Vec<VlanJson> = f
+                .vlans()
+                .iter()
+                .map(|v| VlanJson {
+                    tpid: v.tpid,
+                    vid: v.vid,
+                    pcp: v.pcp,
+                    dei: v.dei,
+                })
+                .collect();
+            m.serialize_entry("vlan", &tags)?;
+        }
+        if let Some(ip) = &f.ip {
+            m.serialize_entry(
+                "ip",
+                &IpJson {
+                    version: ip.version,
+                    src: ip.src,
+                    dst: ip.dst,
+                    dscp: ip.dscp,
+                    ecn: ecn_name(ip.ecn),
+                    ttl: ip.ttl,
+                    flow_label: ip.flow_label,
+                },
+            )?;
+        }
+        if let Some(g) = &f.grh {
+            let (src, dst) = f
+                .addresses()
+                .unwrap_or((IpAddr::from([0u8; 16]), IpAddr::from([0u8; 16])));
+            m.serialize_entry(
+                "grh",
+                &GrhJson {
+                    sgid: src,
+                    dgid: dst,
+                    dscp: g.traffic_class >> 2,
+                    ecn: ecn_name(g.traffic_class),
+                    hop_limit: g.hop_limit,
+                    flow_label: g.flow_label,
+                },
+            )?;
+        }
+        if let Some(u) = &f.udp {
+            m.serialize_entry(
+                "udp",
+                &UdpJson {
+                    sport: u.sport,
+                    dport: u.dport,
+                },
+            )?;
+        }
+        if let Some(r) = &f.roce {
+            let b = &r.bth;
+            m.serialize_entry(
+                "bth",
+                &BthJson {
+                    opcode: b.opcode.0,
+                    op: b.opcode.name(),
+                    se: b.se,
+                    m: b.m,
+                    pad: b.pad,
+                    tver: b.tver,
+                    pkey: b.pkey,
+                    fecn: b.fecn,
+                    becn: b.becn,
+                    dqpn: b.dqpn,
+                    ackreq: b.ackreq,
+                    psn: b.psn,
+                },
+            )?;
+            let e = &r.ext;
+            if let Some(d) = &e.deth {
+                m.serialize_entry(
+                    "deth",
+                    &DethJson {
+                        qkey: d.qkey,
+                        sqpn: d.sqpn,
+                    },
+                )?;
+            }
+            if let Some(x) = e.xrc_srqn {
+                m.serialize_entry("xrceth", &XrcJson { srqn: x })?;
+            }
+            if let Some(reth) = &e.reth {
+                m.serialize_entry(
+                    "reth",
+                    &RethJson {
+                        va: reth.va,
+                        rkey: reth.rkey,
+                        dlen: reth.dlen,
+                    },
+                )?;
+            }
+            if let Some(a) = &e.atomic {
+                m.serialize_entry(
+                    "atomic",
+                    &AtomicJson {
+                        va: a.va,
+                        rkey: a.rkey,
+                        swap_add: a.swap_add,
+                        compare: a.compare,
+                    },
+                )?;
+            }
+            if let Some(a) = &e.aeth {
+                m.serialize_entry("aeth", &aeth_json(a))?;
+            }
+            if let Some(a) = &e.atomic_ack {
+                m.serialize_entry("atomic_ack", &AtomicAckJson { orig: a.orig_data })?;
+            }
+            if let Some(imm) = e.imm {
+                m.serialize_entry("imm", &imm)?;
+            }
+            if let Some(ieth) = e.ieth {
+                m.serialize_entry("ieth", &ieth)?;
+            }
+            m.serialize_entry("payload_len", &r.payload_len)?;
+            m.serialize_entry(
+                "icrc",
+                &IcrcJson {
+                    value: r.icrc.value.map(Hex32),
+                    computed: match r.icrc.status {
+                        IcrcStatus::Bad => r.icrc.computed.map(Hex32),
+                        _ => None,
+                    },
+                    status: r.icrc.status.name(),
+                },
+            )?;
+        }
+        match f.mac_control {
+            Some(MacControl::Pfc { cev, quanta }) => {
+                m.serialize_entry("pfc", &PfcJson { cev, quanta })?
+            }
+            Some(MacControl::Pause { quanta }) => {
+                m.serialize_entry("pause", &PauseJson { quanta })?
+            }
+            Some(MacControl::Other { opcode }) => {
+                m.serialize_entry("mac_control", &MacControlJson { opcode })?
+            }
+            None => {}
+        }
+        if let Some(err) = f.error {
+            if f.is_malformed() || !matches!(err, roce_parsers::DecodeError::Truncated { .. }) {
+                m.serialize_entry("error", &format_args!("{err}").to_string())?;
+            }
+        }
+        m.end()
+    }
+}
+
+/// A short word for what a frame is: `rocev2`, `rocev1`, `pfc`, `pause`, `mac_control`, `ip`,
+/// `other`.
+pub fn frame_kind(f: &Frame<'_>) -> &'static str {
+    if let Some(r) = &f.roce {
+        return match r.version {
+            RoceVersion::V2 => "rocev2",
+            RoceVersion::V1 => "rocev1",
+        };
+    }
+    match f.mac_control {
+        Some(MacControl::Pfc { .. }) => "pfc",
+        Some(MacControl::Pause { .. }) => "pause",
+        Some(MacControl::Other { .. }) => "mac_control",
+        None if f.ip.is_some() => "ip",
+        None => "other",
+    }
+}
+
+#[derive(Serialize)]
+struct EthJson {
+    src: Mac,
+    dst: Mac,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    r#type: Option<u16>,
+}
+
+#[derive(Serialize)]
+struct VlanJson {
+    tpid: u16,
+    vid: u16,
+    pcp: u8,
+    dei: bool,
+}
+
+#[derive(Serialize)]
+struct IpJson {
+    version: u8,
+    src: IpAddr,
+    dst: IpAddr,
+    dscp: u8,
+    ecn: &'static str,
+    ttl: u8,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    flow_label: Option<u32>,
+}
+
+#[derive(Serialize)]
+struct GrhJson {
+    sgid: IpAddr,
+    dgid: IpAddr,
+    dscp: u8,
+    ecn: &'static str,
+    hop_limit: u8,
+    flow_label: u32,
+}
+
+#[derive(Serialize)]
+struct UdpJson {
+    sport: u16,
+    dport: u16,
+}
+
+#[derive(Serialize)]
+struct BthJson {
+    opcode: u8,
+    op: &'static str,
+    se: bool,
+    m: bool,
+    pad: u8,
+    tver: u8,
+    pkey: u16,
+    fecn: bool,
+    becn: bool,
+    dqpn: u32,
+    ackreq: bool,
+    psn: u32,
+}
+
+#[derive(Serialize)]
+struct DethJson {
+    qkey: u32,
+    sqpn: u32,
+}
+
+#[derive(Serialize)]
+struct XrcJson {
+    srqn: u32,
+}
+
+#[derive(Serialize)]
+struct RethJson {
+    va: u64,
+    rkey: u32,
+    dlen: u32,
+}
+
+#[derive(Serialize)]
+struct AtomicJson {
+    va: u64,
+    rkey: u32,
+    swap_add: u64,
+    compare: u64,
+}
+
+#[derive(Serialize)]
+struct AtomicAckJson {
+    orig: u64,
+}
+
+#[derive(Serialize)]
+struct AethJson {
+    kind: &'static str,
+    value: u8,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    code: Option<&'static str>,
+    syndrome: u8,
+    msn: u32,
+}
+
+fn aeth_json(a: &Aeth) -> AethJson {
+    AethJson {
+        kind: a.kind().name(),
+        value: a.value(),
+        code: (a.kind() == AethKind::Nak).then(|| Aeth::nak_code_name(a.value())),
+        syndrome: a.syndrome,
+        msn: a.msn,
+    }
+}
+
+#[derive(Serialize)]
+struct IcrcJson {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    value: Option<Hex32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    computed: Option<Hex32>,
+    status: &'static str,
+}
+
+#[derive(Serialize)]
+struct PfcJson {
+    cev: u16,
+    quanta: [u16; 8],
+}
+
+#[derive(Serialize)]
+struct PauseJson {
+    quanta: u16,
+}
+
+#[derive(Serialize)]
+struct MacControlJson {
+    opcode: u16,
+}
+
+/// Writes one NDJSON line.
+pub fn write_json_line(
+    out: &mut impl Write,
+    frame_no: u64,
+    ts_ns: u64,
+    f: &Frame<'_>,
+) -> io::Result<()> {
+    serde_json::to_writer(
+        &mut *out,
+        &FrameJson {
+            frame_no,
+            ts_ns,
+            frame: f,
+        },
+    )
+    .map_err(io::Error::from)?;
+    out.write_all(b"\n")
+}
+
+fn opcode_text(op: Opcode) -> String {
+    if op.is_known() {
+        op.name().to_string()
+    } else {
+        format!("UNKNOWN(0x{:02x})", op.0)
+    }
+}
+
+/// Writes one tcpdump-like line: frame number, time since the first frame, addresses, VLAN and
+/// PCP, DSCP/ECN, then the transport fields.
+pub fn write_text_line(
+    out: &mut impl Write,
+    frame_no: u64,
+    rel_ns: u64,
+    f: &Frame<'_>,
+    line: &mut String,
+) -> io::Result<()> {
+    line.clear();
+    let _ = write!(
+        line,
+        "{frame_no:>7} {}.{:06} ",
+        rel_ns / 1_000_000_000,
+        (rel_ns % 1_000_000_000) / 1000
+    );
+    for v in f.vlans() {
+        let _ = write!(line, "vlan {} p{} ", v.vid, v.pcp);
+    }
+    if let Some((src, dst)) = f.addresses() {
+        let _ = write!(line, "{src} > {dst} ");
+    } else if let (Some(src), Some(dst)) = (f.src_mac, f.dst_mac) {
+        let _ = write!(line, "{} > {} ", Mac(src), Mac(dst));
+    }
+    if let Some(tc) = f.traffic_class() {
+        let _ = write!(line, "dscp {} {} ", tc >> 2, ecn_name(tc));
+    }
+    if let Some(r) = &f.roce {
+        let b = &r.bth;
+        if r.version == RoceVersion::V1 {
+            line.push_str("RoCEv1 ");
+        } else if let Some(u) = &f.udp {
+            if u.sport != roce_parsers::ROCEV2_UDP_PORT {
+                let _ = write!(line, "sport {} ", u.sport);
+            }
+        }
+        let _ = write!(
+            line,
+            "{} qp {:#08x} psn {}",
+            opcode_text(b.opcode),
+            b.dqpn,
+            b.psn
+        );
+        if b.ackreq {
+            line.push_str(" A");
+        }
+        if b.se {
+            line.push_str(" SE");
+        }
+        if b.fecn {
+            line.push_str(" FECN");
+        }
+        if b.becn {
+            line.push_str(" BECN");
+        }
+        if let Some(d) = &r.ext.deth {
+            let _ = write!(line, " sqp {:#x} qkey {:#x}", d.sqpn, d.qkey);
+        }
+        if let Some(reth) = &r.ext.reth {
+            let _ = write!(
+                line,
+                " reth va {:#x} rkey {:#x} len {}",
+                reth.va, reth.rkey, reth.dlen
+            );
+        }
+        if let Some(a) = &r.ext.atomic {
+            let _ = write!(
+                line,
+                " atomic va {:#x} swap/add {} cmp {}",
+                a.va, a.swap_add, a.compare
+            );
+        }
+        if let Some(a) = &r.ext.aeth {
+            match a.kind() {
+                AethKind::Ack => {
+                    let _ = write!(line, " aeth ack credits {} msn {}", a.value(), a.msn);
+                }
+                AethKind::RnrNak => {
+                    let _ = write!(line, " aeth rnr_nak timer {} msn {}", a.value(), a.msn);
+                }
+                AethKind::Nak => {
+                    let _ = write!(
+                        line,
+                        " aeth NAK {} msn {}",
+                        Aeth::nak_code_name(a.value()),
+                        a.msn
+                    );
+                }
+                AethKind::Reserved => {
+                    let _ = write!(
+                        line,
+                        " aeth reserved syndrome {:#04x} msn {}",
+                        a.syndrome, a.msn
+                    );
+                }
+            }
+        }
+        if let Some(imm) = r.ext.imm {
+            let _ = write!(line, " imm {imm:#x}");
+        }
+        if let Some(ieth) = r.ext.ieth {
+            let _ = write!(line, " inv rkey {ieth:#x}");
+        }
+        let _ = write!(line, " payload {}", r.payload_len);
+        match r.icrc.status {
+            IcrcStatus::Ok => {}
+            IcrcStatus::Bad => {
+                let _ = write!(
+                    line,
+                    " ICRC BAD {:#010x} (expected {:#010x})",
+                    r.icrc.value.unwrap_or(0),
+                    r.icrc.computed.unwrap_or(0)
+                );
+            }
+            IcrcStatus::Unchecked => line.push_str(" icrc unchecked"),
+        }
+    } else if let Some(mc) = f.mac_control {
+        let src = f.src_mac.map(|m| Mac(m).to_string()).unwrap_or_default();
+        match mc {
+            MacControl::Pfc { cev, quanta } => {
+                let _ = write!(line, "PFC from {src} cev {cev:#04x}");
+                for (prio, q) in quanta.iter().enumerate() {
+                    if cev & (1 << prio) != 0 {
+                        if *q == 0 {
+                            let _ = write!(line, " p{prio}:XON");
+                        } else {
+                            let _ = write!(line, " p{prio}:{q}");
+                        }
+                    }
+                }
+            }
+            MacControl::Pause { quanta } => {
+                let _ = write!(line, "PAUSE from {src} quanta {quanta}");
+            }
+            MacControl::Other { opcode } => {
+                let _ = write!(line, "MAC Control opcode {opcode:#06x}");
+            }
+        }
+    } else if let Some(u) = &f.udp {
+        let _ = write!(line, "UDP {} > {} len {}", u.sport, u.dport, u.len);
+    } else if let Some(ip) = &f.ip {
+        let _ = write!(line, "IPv{}", ip.version);
+    } else if let Some(t) = f.ethertype {
+        let _ = write!(line, "ethertype {t:#06x}");
+    }
+    if f.is_snapped() {
+        let _ = write!(line, " [{} of {} bytes]", f.caplen, f.len);
+    }
+    if let Some(err) = f.error {
+        if f.is_malformed() || !matches!(err, roce_parsers::DecodeError::Truncated { .. }) {
+            let _ = write!(line, " [malformed: {err}]");
+        }
+    }
+    line.push('\n');
+    out.write_all(line.as_bytes())
+}
