@@ -90,6 +90,8 @@ impl DecodeCounts {
 
 /// Per-frame warnings on stderr: the first few in full, then only a count.
 pub struct Warnings {
+    /// Link types already reported as unsupported (one line each, not one per frame).
+    unsupported: Vec<u32>,
     shown: u32,
     suppressed: u64,
     limit: u32,
@@ -98,6 +100,7 @@ pub struct Warnings {
 impl Warnings {
     pub fn new(limit: u32) -> Self {
         Warnings {
+            unsupported: Vec::new(),
             shown: 0,
             suppressed: 0,
             limit,
@@ -106,8 +109,18 @@ impl Warnings {
 
     pub fn frame(&mut self, frame_no: u64, f: &Frame<'_>) {
         let Some(err) = f.error else { return };
-        let is_warning = f.is_malformed() || matches!(err, DecodeError::UnsupportedLinkType(_));
-        if !is_warning {
+        if let DecodeError::UnsupportedLinkType(lt) = err {
+            if !self.unsupported.contains(&lt) {
+                self.unsupported.push(lt);
+                eprintln!(
+                    "roce-sniff: warning: frame {frame_no}: link type {lt} ({}) is not supported \
+                     (supported: Ethernet, Linux cooked SLL/SLL2, raw IP); its frames are counted, not decoded",
+                    roce_parsers::link::linktype_name(lt)
+                );
+            }
+            return;
+        }
+        if !f.is_malformed() {
             return;
         }
         if self.shown < self.limit {

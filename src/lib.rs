@@ -7,6 +7,7 @@ pub mod cli;
 pub mod decode;
 pub mod error;
 pub mod packets;
+pub mod synth;
 
 use std::ffi::OsString;
 use std::fs::File;

@@ -220,10 +220,13 @@ pub fn decode_frame(linktype: u32, data: &[u8], orig_len: u32) -> Frame<'_> {
                 link::linux_sll2(data)
             };
             match cooked {
-                Ok(c) => (
-                    LaxSlicedPacket::from_ether_type(EtherType(c.protocol), c.payload),
-                    Some(c.protocol),
-                ),
+                Ok(c) => {
+                    frame.src_mac = c.src_mac;
+                    (
+                        LaxSlicedPacket::from_ether_type(EtherType(c.protocol), c.payload),
+                        Some(c.protocol),
+                    )
+                }
                 Err(e) => {
                     frame.error = Some(e);
                     return frame;
@@ -407,18 +410,16 @@ fn decode_transport<'a>(
     }
     let headers_len = BTH_LEN + ExtHeaders::wire_len(bth.opcode);
     let trailer_len = usize::from(bth.pad) + ICRC_LEN;
-    let payload_len = match wire_len.checked_sub(headers_len + trailer_len) {
-        Some(n) => n,
-        None => {
-            frame.error = Some(DecodeError::Invalid {
-                layer: Layer::Bth,
-                what: "packet shorter than its headers, pad and ICRC",
-            });
-            0
-        }
-    };
-    let payload = &after_ext[..after_ext.len().min(payload_len)];
-    let icrc = if data.len() >= wire_len && wire_len >= BTH_LEN + ICRC_LEN {
+    let payload_len = wire_len.checked_sub(headers_len + trailer_len);
+    if payload_len.is_none() {
+        frame.error = Some(DecodeError::Invalid {
+            layer: Layer::Bth,
+            what: "packet shorter than its headers, pad and ICRC",
+        });
+    }
+    let payload = &after_ext[..after_ext.len().min(payload_len.unwrap_or(0))];
+    // A packet too short for its own headers has no ICRC where one would look for it.
+    let icrc = if payload_len.is_some() && data.len() >= wire_len {
         let icrc_at = wire_len - ICRC_LEN;
         let crc = icrc::compute(net, udp_header, &data[..icrc_at]);
         let mut trailer = [0u8; ICRC_LEN];
@@ -432,7 +433,84 @@ fn decode_transport<'a>(
         bth,
         ext,
         payload,
-        payload_len: u32::try_from(payload_len).unwrap_or(u32::MAX),
+        payload_len: u32::try_from(payload_len.unwrap_or(0)).unwrap_or(u32::MAX),
         icrc,
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::link::LINKTYPE_ETHERNET;
+
+    // The ConnectX-4 Lx CNP of scapy's vectors.
+    const CNP: &str = "e41d2dab2bc27cfe90643b32080045c2003c718c4000401191610a0011010a001201000012b7002800008100ffff40000118000000000000000000000000000000000000000082fd002a";
+
+    fn hex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn cnp_decodes_completely() {
+        let raw = hex(CNP);
+        let f = decode_frame(LINKTYPE_ETHERNET, &raw, raw.len() as u32);
+        assert_eq!(f.error, None);
+        let ip = f.ip.unwrap();
+        assert_eq!((ip.dscp, ip.ecn), (48, 2));
+        assert_eq!(f.udp.unwrap().sport, 0);
+        let r = f.roce.unwrap();
+        assert_eq!(r.bth.opcode, crate::Opcode::CNP);
+        assert!(r.bth.becn);
+        assert_eq!(r.bth.dqpn, 0x118);
+        assert_eq!(r.payload_len, 0);
+    }
+
+    #[test]
+    fn every_cut_decodes_as_far_as_bytes_go() {
+        let raw = hex(CNP);
+        for cut in 0..raw.len() {
+            // As a snap-length cut: lax, not malformed once the headers are in.
+            let f = decode_frame(LINKTYPE_ETHERNET, &raw[..cut], raw.len() as u32);
+            assert!(f.is_snapped());
+            if cut >= 14 + 20 + 8 + 12 {
+                assert_eq!(f.roce.unwrap().bth.dqpn, 0x118, "cut {cut}");
+                assert_eq!(f.roce.unwrap().icrc.status, crate::IcrcStatus::Unchecked);
+            }
+            if cut >= 14 + 20 {
+                assert!(f.ip.is_some(), "cut {cut}");
+            }
+            // As a frame whose wire length is its captured length: the error names a layer.
+            let g = decode_frame(LINKTYPE_ETHERNET, &raw[..cut], cut as u32);
+            if g.roce.is_none() && cut > 0 {
+                assert!(g.error.is_some() || g.udp.is_none(), "cut {cut}: {g:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn udp_source_port_4791_is_not_rocev2() {
+        let mut raw = hex(CNP);
+        // Swap the ports: source 4791, destination 0.
+        raw[34..36].copy_from_slice(&4791u16.to_be_bytes());
+        raw[36..38].copy_from_slice(&0u16.to_be_bytes());
+        let f = decode_frame(LINKTYPE_ETHERNET, &raw, raw.len() as u32);
+        assert!(f.roce.is_none());
+        assert_eq!(f.udp.unwrap().sport, 4791);
+    }
+
+    #[test]
+    fn raw_ip_and_unknown_link_types() {
+        let raw = hex(CNP);
+        let f = decode_frame(
+            crate::link::LINKTYPE_RAW,
+            &raw[14..],
+            (raw.len() - 14) as u32,
+        );
+        assert!(f.roce.is_some());
+        let f = decode_frame(147, &raw, raw.len() as u32);
+        assert_eq!(f.error, Some(DecodeError::UnsupportedLinkType(147)));
+    }
 }

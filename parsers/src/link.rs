@@ -49,6 +49,8 @@ pub fn is_supported(linktype: u32) -> bool {
 #[derive(Debug, Clone, Copy)]
 pub struct Cooked<'a> {
     pub protocol: u16,
+    /// The sender's link-layer address, when it is a 6-byte MAC.
+    pub src_mac: Option<[u8; 6]>,
     /// ARPHRD type of the interface (1 = Ethernet).
     pub hatype: u16,
     pub payload: &'a [u8],
@@ -65,6 +67,7 @@ pub fn linux_sll(data: &[u8]) -> Result<Cooked<'_>, DecodeError> {
     Ok(Cooked {
         hatype: u16::from_be_bytes([data[2], data[3]]),
         protocol: u16::from_be_bytes([data[14], data[15]]),
+        src_mac: mac(u16::from_be_bytes([data[4], data[5]]).into(), &data[6..14]),
         payload: &data[SLL_LEN..],
     })
 }
@@ -77,8 +80,13 @@ pub fn linux_sll2(data: &[u8]) -> Result<Cooked<'_>, DecodeError> {
     Ok(Cooked {
         protocol: u16::from_be_bytes([data[0], data[1]]),
         hatype: u16::from_be_bytes([data[8], data[9]]),
+        src_mac: mac(data[11].into(), &data[12..20]),
         payload: &data[SLL2_LEN..],
     })
+}
+
+fn mac(halen: usize, addr: &[u8]) -> Option<[u8; 6]> {
+    (halen == 6).then(|| [addr[0], addr[1], addr[2], addr[3], addr[4], addr[5]])
 }
 
 #[cfg(test)]

@@ -1,0 +1,9 @@
+//! Crafted frames and capture files, for the test captures of `testdata/` and for benchmarks.
+//! Every value is chosen by the caller, so tests know exactly what to expect.
+
+pub mod frames;
+pub mod testdata;
+pub mod writer;
+
+pub use frames::{FrameSpec, Net, RoceSpec};
+pub use writer::{PcapFlavor, PcapWriter, PcapngWriter};

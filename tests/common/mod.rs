@@ -1,0 +1,104 @@
+//! Helpers for the end-to-end tests: run the real binary, read its NDJSON, find the captures.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_roce-sniff")
+}
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn testdata(name: &str) -> PathBuf {
+    repo().join("testdata").join(name)
+}
+
+/// The real captures of ../shared/captures (or $ROCE_SNIFF_SHARED_CAPTURES). Missing is a
+/// failure, not a silent pass: these are what users bring.
+pub fn shared_captures() -> Vec<PathBuf> {
+    let dir = std::env::var_os("ROCE_SNIFF_SHARED_CAPTURES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("../shared/captures"));
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| {
+            panic!(
+                "real captures not found at {} ({e}); set ROCE_SNIFF_SHARED_CAPTURES",
+                dir.display()
+            )
+        })
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no captures in {}", dir.display());
+    files
+}
+
+pub fn shared_capture(name: &str) -> PathBuf {
+    shared_captures()
+        .into_iter()
+        .find(|p| p.file_name().is_some_and(|n| n == name))
+        .unwrap_or_else(|| panic!("shared capture {name} missing"))
+}
+
+/// Every crafted capture under testdata/, recursively.
+pub fn testdata_captures() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).expect("testdata readable").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "pcap" || x == "pcapng") {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&repo().join("testdata"), &mut out);
+    out.sort();
+    out
+}
+
+pub fn run(args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run roce-sniff")
+}
+
+pub fn run_path(path: &Path, extra: &[&str]) -> Output {
+    let p = path.to_str().expect("utf-8 path");
+    let mut args = vec!["-r", p];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// `--packets --json` of a capture, one value per frame; asserts exit code 0.
+pub fn ndjson(path: &Path) -> Vec<Value> {
+    let out = run_path(path, &["--packets", "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}: {}",
+        path.display(),
+        stderr(&out)
+    );
+    stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line {l}: {e}")))
+        .collect()
+}
