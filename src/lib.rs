@@ -2,11 +2,14 @@
 //! are the stages of ARCHITECTURE.md: capture (records), decode (frames), packets (per-frame
 //! output).
 
+pub mod analysis;
 pub mod capture;
 pub mod cli;
 pub mod decode;
 pub mod error;
 pub mod packets;
+pub mod report;
+pub mod summary;
 pub mod synth;
 
 use std::ffi::OsString;
@@ -14,10 +17,13 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
+use crate::analysis::report_build::CaptureMeta;
+use crate::analysis::Analyzer;
 use crate::capture::CaptureInput;
 use crate::cli::{Config, Output};
 use crate::decode::{DecodeCounts, Warnings};
 use crate::error::{is_broken_pipe, Error};
+use crate::summary::PacketSummary;
 
 /// Exit codes (documented in --help and README).
 pub const EXIT_OK: u8 = 0;
@@ -74,6 +80,7 @@ pub fn run(config: &Config) -> Result<u8, Error> {
     let mut frame_no = 0u64;
     let mut first_ts: Option<u64> = None;
     let mut line = String::with_capacity(256);
+    let mut analyzer = Analyzer::new(config.analysis);
 
     let outcome = input.for_each_batch(|batch| {
         for rec in batch {
@@ -82,6 +89,7 @@ pub fn run(config: &Config) -> Result<u8, Error> {
             counts.add(&frame);
             warnings.frame(frame_no, &frame);
             if !config.packets {
+                analyzer.feed(&PacketSummary::new(frame_no, rec.ts_ns, &frame));
                 continue;
             }
             if config.roce_only && frame.roce.is_none() && frame.mac_control.is_none() {
@@ -110,23 +118,34 @@ pub fn run(config: &Config) -> Result<u8, Error> {
         }
     };
     warnings.finish();
+    let mut file_warnings = Vec::new();
     if let Some(msg) = &outcome.truncated_tail {
         eprintln!("roce-sniff: warning: {name}: {msg}; every complete frame before it was read");
+        file_warnings.push(msg.clone());
     }
     if let Some(msg) = &outcome.corrupt {
         eprintln!("roce-sniff: warning: {name}: {msg}; reading stopped there, {frame_no} frames read before it");
+        file_warnings.push(format!("{msg}; reading stopped there"));
     }
     if !config.packets {
-        let summary = format!(
-            "{name}: {} frames, {} RoCE ({} RoCEv1), {} PFC, {} PAUSE, {} truncated, {} malformed, ICRC ok {} bad {} unchecked {}\n",
-            counts.frames, counts.roce, counts.rocev1, counts.pfc, counts.pause, counts.truncated,
-            counts.malformed, counts.icrc_ok, counts.icrc_bad, counts.icrc_unchecked
-        );
-        out.write_all(summary.as_bytes())
-            .map_err(|source| Error::Output {
-                path: "<stdout>".into(),
-                source,
-            })?;
+        let report = analyzer.finish(CaptureMeta {
+            file: name.clone(),
+            format: outcome.format,
+            snaplen: outcome.snaplen,
+            decode: counts,
+            warnings: file_warnings,
+        });
+        let written = if config.json.is_some() {
+            serde_json::to_writer_pretty(&mut out, &report)
+                .map_err(io::Error::from)
+                .and_then(|_| out.write_all(b"\n"))
+        } else {
+            out.write_all(report::text::render(&report).as_bytes())
+        };
+        written.map_err(|source| Error::Output {
+            path: "<output>".into(),
+            source,
+        })?;
     }
     out.flush().map_err(|source| Error::Output {
         path: "<stdout>".into(),

@@ -1,0 +1,489 @@
+//! Findings: what looks wrong, ranked, each with its evidence and likely cause.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
+
+use roce_parsers::link::{LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2};
+use roce_parsers::Transport;
+
+use super::flow::Flow;
+use super::{Analyzer, INCAST_MIN_SENDERS};
+use crate::report::{CaptureReport, Finding, FlowReport, PauseReport, PriorityReport, Severity};
+
+fn finding(
+    severity: Severity,
+    code: &'static str,
+    message: String,
+    cause: &str,
+    flow: Option<String>,
+    count: u64,
+    frames: Vec<u64>,
+) -> Finding {
+    Finding {
+        severity,
+        code,
+        message,
+        cause: cause.to_string(),
+        flow,
+        count,
+        frames,
+    }
+}
+
+fn key_of(r: &FlowReport) -> String {
+    let mut s = format!("{} > {} qp {:#08x}", r.src, r.dst, r.dqpn);
+    if let Some(v) = r.vlan {
+        s.push_str(&format!(" vlan {v}"));
+    }
+    s
+}
+
+fn ranges(r: &FlowReport) -> String {
+    let shown: Vec<String> = r
+        .psn
+        .missing_ranges
+        .iter()
+        .map(|[a, b]| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}-{b}")
+            }
+        })
+        .collect();
+    shown.join(", ")
+}
+
+pub(super) fn find(
+    an: &Analyzer,
+    flows: &[(FlowReport, &Flow)],
+    capture: &CaptureReport,
+    priorities: &[PriorityReport],
+    pause: &[PauseReport],
+    roce_priorities: &[u8],
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let capture_lossy = !capture.warnings.is_empty();
+    for (r, f) in flows {
+        let flow = Some(key_of(r));
+        let reliable = matches!(
+            f.transport,
+            Some(Transport::Rc | Transport::Xrc | Transport::Rd)
+        );
+        if r.psn.gaps > 0 || r.psn.missing > 0 {
+            let mut msg = format!(
+                "PSN loss on {} {}: {} gaps, {} PSNs never seen",
+                r.transport.unwrap_or("?"),
+                key_of(r),
+                r.psn.gaps,
+                r.psn.missing
+            );
+            if !r.psn.missing_ranges.is_empty() {
+                msg.push_str(&format!(" (first missing: {})", ranges(r)));
+            }
+            let cause = if reliable {
+                "packets were dropped on the path (a full buffer on a lossy priority, or link errors); RC recovers by going back, at the cost of throughput"
+            } else {
+                "packets were dropped on the path and UC/UD never resend: the loss reached the application"
+            };
+            let cause = if capture_lossy {
+                format!(
+                    "{cause}; the capture itself is incomplete, so some gaps may be capture drops"
+                )
+            } else {
+                cause.to_string()
+            };
+            out.push(finding(
+                Severity::Critical,
+                "psn_loss",
+                msg,
+                &cause,
+                flow.clone(),
+                r.psn.gaps.max(r.psn.missing),
+                f.loss.frames.clone(),
+            ));
+        }
+        if r.read_response_gaps > 0 {
+            out.push(finding(
+                Severity::Critical,
+                "read_response_loss",
+                format!("{} gaps in READ responses on {}", r.read_response_gaps, key_of(r)),
+                "READ response packets were dropped on the way back to the requester, which must re-read",
+                flow.clone(),
+                r.read_response_gaps,
+                vec![],
+            ));
+        }
+        if r.psn.retransmitted > 0 {
+            out.push(finding(
+                Severity::Warning,
+                "retransmissions",
+                format!(
+                    "{} retransmitted packets on {} ({} PSN-sequence NAKs, {} RNR NAKs)",
+                    r.psn.retransmitted,
+                    key_of(r),
+                    r.naks.psn_sequence_error,
+                    r.naks.rnr
+                ),
+                "after a NAK or a timeout the requester resent everything from the first unacknowledged PSN (go-back-N)",
+                flow.clone(),
+                r.psn.retransmitted,
+                f.retrans.frames.clone(),
+            ));
+        }
+        if r.psn.out_of_order > 0 {
+            out.push(finding(
+                Severity::Warning,
+                "out_of_order",
+                format!("{} packets arrived out of order on {}", r.psn.out_of_order, key_of(r)),
+                "the network reordered packets of one QP (ECMP path change, adaptive routing, or a mirror merging two directions)",
+                flow.clone(),
+                r.psn.out_of_order,
+                vec![],
+            ));
+        }
+        if r.psn.duplicates > 0 {
+            out.push(finding(
+                Severity::Info,
+                "duplicates",
+                format!("{} duplicate PSNs on {}", r.psn.duplicates, key_of(r)),
+                "the same packet was captured twice (mirror or TAP duplication) or resent without a NAK",
+                flow.clone(),
+                r.psn.duplicates,
+                f.dups.frames.clone(),
+            ));
+        }
+        let n = &f.naks;
+        let errors = [
+            (&n.invalid_request, "invalid request", "the responder rejected the request as malformed or unsupported by the QP (wrong opcode for the QP's access flags)"),
+            (&n.remote_access_error, "remote access error", "the request addressed memory the responder had not registered, or used a wrong R_Key or range"),
+            (&n.remote_operational_error, "remote operational error", "the responder failed internally while executing the request (its QP went to the error state)"),
+            (&n.invalid_rd_request, "invalid RD request", "the responder rejected an RD request"),
+            (&n.other, "reserved NAK code", "the responder sent a NAK code the specification reserves"),
+        ];
+        for (ev, what, cause) in errors {
+            if ev.count > 0 {
+                out.push(finding(
+                    Severity::Critical,
+                    "nak_error",
+                    format!("{} NAK ({what}) for {}", ev.count, key_of(r)),
+                    cause,
+                    flow.clone(),
+                    ev.count,
+                    ev.frames.clone(),
+                ));
+            }
+        }
+        if n.rnr.count > 0 {
+            out.push(finding(
+                Severity::Warning,
+                "rnr_nak",
+                format!("{} RNR NAKs for {}", n.rnr.count, key_of(r)),
+                "the responder had no receive buffer posted (receiver not ready): the application does not post receives fast enough",
+                flow.clone(),
+                n.rnr.count,
+                n.rnr.frames.clone(),
+            ));
+        }
+        if r.ce > 0 && r.cnps == 0 && f.is_data() {
+            out.push(finding(
+                Severity::Warning,
+                "ce_without_cnp",
+                format!("{} CE-marked packets on {} and no CNP came back", r.ce, key_of(r)),
+                "congestion control is off at the receiver (no DCQCN notification point), or its CNPs travel where this capture does not see them",
+                flow.clone(),
+                r.ce,
+                f.ce.frames.clone(),
+            ));
+        } else if r.ce_without_cnp > 0 && f.is_data() {
+            out.push(finding(
+                Severity::Info,
+                "ce_unanswered",
+                format!(
+                    "{} of {} CE marks on {} got no CNP within {} ms",
+                    r.ce_without_cnp,
+                    r.ce,
+                    key_of(r),
+                    super::CNP_WINDOW_NS / 1_000_000
+                ),
+                "CNPs are rate-limited per QP, so not every mark gets one; many unanswered marks mean the receiver reacts slowly",
+                flow.clone(),
+                r.ce_without_cnp,
+                f.ce_unanswered.frames.clone(),
+            ));
+        }
+        if f.not_ect_data.count > 0 {
+            out.push(finding(
+                Severity::Warning,
+                "not_ect",
+                format!("{} RoCE data packets sent Not-ECT on {}", f.not_ect_data.count, key_of(r)),
+                "ECN is not enabled on the sender, so switches cannot mark this traffic and drop or pause it instead",
+                flow.clone(),
+                f.not_ect_data.count,
+                f.not_ect_data.frames.clone(),
+            ));
+        }
+        if f.dscp0_with_pcp.count > 0 {
+            out.push(finding(
+                Severity::Warning,
+                "dscp0_with_pcp",
+                format!(
+                    "{} RoCE data packets with DSCP 0 (TOS 0x00) but PCP set on {}",
+                    f.dscp0_with_pcp.count,
+                    key_of(r)
+                ),
+                "the RoCE traffic class is set for layer 2 only: switches that classify by DSCP put this traffic in the default, lossy queue",
+                flow.clone(),
+                f.dscp0_with_pcp.count,
+                f.dscp0_with_pcp.frames.clone(),
+            ));
+        }
+        if r.icrc_bad > 0 {
+            out.push(finding(
+                Severity::Critical,
+                "icrc_bad",
+                format!("{} frames with a bad ICRC on {}", r.icrc_bad, key_of(r)),
+                "frames were corrupted in flight (cable, optic, or a device rewriting fields the ICRC covers)",
+                flow.clone(),
+                r.icrc_bad,
+                f.icrc_bad.frames.clone(),
+            ));
+        }
+        if r.oversize > 0 {
+            out.push(finding(
+                Severity::Warning,
+                "exceeds_path_mtu",
+                format!(
+                    "{} packets carry more payload than the path MTU ({} bytes) on {}",
+                    r.oversize,
+                    r.path_mtu.unwrap_or(0),
+                    key_of(r)
+                ),
+                "the sender uses a larger MTU than the QP's path MTU: an MTU mismatch that switches with a smaller MTU drop",
+                flow.clone(),
+                r.oversize,
+                f.oversize.frames.clone(),
+            ));
+        }
+    }
+
+    // Tagged and untagged RoCE data at once: some flows use the wrong GID index.
+    if an.counts.linktypes.contains_key(&LINKTYPE_ETHERNET) {
+        let data: Vec<&(FlowReport, &Flow)> = flows.iter().filter(|(_, f)| f.is_data()).collect();
+        let untagged: Vec<&&(FlowReport, &Flow)> =
+            data.iter().filter(|(r, _)| r.vlan.is_none()).collect();
+        if !untagged.is_empty() && untagged.len() < data.len() {
+            for (r, f) in untagged {
+                out.push(finding(
+                    Severity::Warning,
+                    "untagged_roce",
+                    format!("RoCE flow {} is untagged while other RoCE flows are tagged", key_of(r)),
+                    "the QP uses a GID of the untagged interface instead of the VLAN interface (wrong GID index), so it gets no PCP and no lossless priority",
+                    Some(key_of(r)),
+                    r.packets,
+                    vec![f.first_frame],
+                ));
+            }
+        }
+    }
+
+    for p in priorities {
+        if p.roce && p.xoff > 0 {
+            out.push(finding(
+                Severity::Warning,
+                "pfc_pause_roce_priority",
+                format!(
+                    "PFC paused RoCE priority {} from {}: {} XOFF, {:.1} us paused, longest {:.1} us",
+                    p.priority, p.source, p.xoff, p.pause_us, p.longest_pause_us
+                ),
+                "a buffer on the lossless priority filled up (congestion such as incast, or a slow receiver) and the link was stopped",
+                None,
+                p.xoff,
+                p.first_frame.into_iter().collect(),
+            ));
+        }
+        if p.storms_total > 0 {
+            let s = &p.storms[0];
+            out.push(finding(
+                Severity::Critical,
+                "pfc_storm",
+                format!(
+                    "PFC storm on priority {} from {}: {} storm(s), the first {:.1} ms long at {:.0} frames/s",
+                    p.priority, p.source, p.storms_total, s.duration_ms, s.rate_fps
+                ),
+                "a stuck receiver or a pause loop keeps the priority paused (a PFC watchdog should break it)",
+                None,
+                p.storms_total,
+                vec![s.first_frame],
+            ));
+        }
+    }
+    for p in pause {
+        out.push(finding(
+            Severity::Warning,
+            "pause_8023x",
+            format!("{} 802.3x PAUSE frames from {}: {:.1} us paused", p.frames, p.source, p.pause_us),
+            "link-level flow control stops every priority at once, RoCE and everything else; PFC is what RoCE expects",
+            None,
+            p.frames,
+            p.first_frame.into_iter().collect(),
+        ));
+    }
+    if let Some(f) = incast(flows) {
+        out.push(f);
+    }
+    capture_findings(an, capture, roce_priorities, &mut out);
+    out.sort_by(|a, b| a.severity.cmp(&b.severity).then(b.count.cmp(&a.count)));
+    out
+}
+
+/// The most senders sending RoCE data to one receiver at the same time.
+fn incast(flows: &[(FlowReport, &Flow)]) -> Option<Finding> {
+    let mut by_dst: BTreeMap<IpAddr, Vec<(u64, bool, IpAddr)>> = BTreeMap::new();
+    for (_, f) in flows.iter().filter(|(_, f)| f.is_data()) {
+        let e = by_dst.entry(f.key.dst).or_default();
+        e.push((f.first_ts, true, f.key.src));
+        e.push((f.last_ts, false, f.key.src));
+    }
+    let mut worst: Option<(IpAddr, usize, u64)> = None;
+    for (dst, mut events) in by_dst {
+        // Starts before ends at the same instant: touching intervals overlap.
+        events.sort_by_key(|&(ts, start, _)| (ts, !start));
+        let mut active: HashMap<IpAddr, u32> = HashMap::new();
+        for (ts, start, src) in events {
+            let n = active.entry(src).or_default();
+            if start {
+                *n += 1;
+            } else {
+                *n -= 1;
+            }
+            let senders = active.values().filter(|&&n| n > 0).count();
+            if worst.is_none_or(|(_, w, _)| senders > w) {
+                worst = Some((dst, senders, ts));
+            }
+        }
+    }
+    let (dst, senders, ts) = worst?;
+    if senders < INCAST_MIN_SENDERS {
+        return None;
+    }
+    let troubled = flows.iter().any(|(r, f)| {
+        f.key.dst == dst && f.is_data() && (r.ce > 0 || r.psn.gaps > 0 || r.psn.retransmitted > 0)
+    });
+    Some(finding(
+        if troubled { Severity::Warning } else { Severity::Info },
+        "incast",
+        format!("incast: {senders} senders sent RoCE data to {dst} at once (at {:.6} s)", ts as f64 / 1e9),
+        "many-to-one traffic converges on one switch port; its buffer fills and the port marks CE, pauses or drops",
+        None,
+        senders as u64,
+        vec![],
+    ))
+}
+
+fn capture_findings(
+    an: &Analyzer,
+    capture: &CaptureReport,
+    roce_priorities: &[u8],
+    out: &mut Vec<Finding>,
+) {
+    let c = &an.counts;
+    if c.packets > 0 && c.roce == 0 {
+        out.push(finding(
+            Severity::Info,
+            "no_roce",
+            "no RoCE frames in this capture".into(),
+            "RDMA NICs bypass the kernel, so tcpdump on the netdev sees no RoCE; capture on a switch mirror port, with ibdump, or with a libpcap that can open the RDMA device",
+            None,
+            0,
+            vec![],
+        ));
+    }
+    let eth_roce = c.linktypes.contains_key(&LINKTYPE_ETHERNET) && c.roce > 0;
+    if eth_roce && roce_priorities.is_empty() {
+        out.push(finding(
+            Severity::Info,
+            "no_vlan_tags",
+            "no RoCE frame carries a VLAN tag: PCP cannot be seen in this capture".into(),
+            "the traffic is untagged, or the capture was taken on a VLAN sub-interface whose tags the kernel strips; capture on the parent interface or a mirror port",
+            None,
+            c.roce,
+            vec![],
+        ));
+    }
+    let cooked = c
+        .linktypes
+        .iter()
+        .filter(|(lt, _)| matches!(**lt, LINKTYPE_LINUX_SLL | LINKTYPE_LINUX_SLL2))
+        .map(|(_, n)| n)
+        .sum::<u64>();
+    if cooked > 0 {
+        out.push(finding(
+            Severity::Info,
+            "cooked_capture",
+            format!("{cooked} frames are Linux cooked (tcpdump -i any): no Ethernet header, no PCP"),
+            "`tcpdump -i any` replaces the Ethernet header; capture on the interface itself to see VLAN tags and PCP",
+            None,
+            cooked,
+            vec![],
+        ));
+    }
+    if c.icrc_unchecked > 0 {
+        out.push(finding(
+            Severity::Info,
+            "snaplen_hides_icrc",
+            format!("{} RoCE frames were cut by the snap length: their ICRC could not be checked", c.icrc_unchecked),
+            "the capture was taken with a snap length (-s); capture whole frames (-s 0) to check ICRCs",
+            None,
+            c.icrc_unchecked,
+            vec![],
+        ));
+    }
+    for w in &capture.warnings {
+        out.push(finding(
+            Severity::Warning,
+            "capture_damaged",
+            w.clone(),
+            "the capture file is incomplete (a tcpdump that was killed, a full disk, or a damaged copy); everything before the damage was analysed",
+            None,
+            1,
+            vec![],
+        ));
+    }
+    if capture.malformed > 0 {
+        out.push(finding(
+            Severity::Warning,
+            "malformed_frames",
+            format!("{} malformed frames", capture.malformed),
+            "frames whose headers contradict their lengths: corruption, a capture device that mangles frames, or traffic that is not RoCE on UDP port 4791",
+            None,
+            capture.malformed,
+            vec![],
+        ));
+    }
+    if capture.unsupported_link_type > 0 {
+        out.push(finding(
+            Severity::Warning,
+            "unsupported_link_type",
+            format!("{} frames have a link type roce-sniff does not decode", capture.unsupported_link_type),
+            "the capture uses a link type other than Ethernet, Linux cooked or raw IP (for example native InfiniBand in ERF)",
+            None,
+            capture.unsupported_link_type,
+            vec![],
+        ));
+    }
+    if capture.flows_untracked_packets > 0 {
+        out.push(finding(
+            Severity::Warning,
+            "flows_untracked",
+            format!(
+                "{} packets belong to flows beyond --max-flows and were not analysed",
+                capture.flows_untracked_packets
+            ),
+            "the capture has more flows than --max-flows allows; raise it to analyse them all",
+            None,
+            capture.flows_untracked_packets,
+            vec![],
+        ));
+    }
+}

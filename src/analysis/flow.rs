@@ -1,0 +1,199 @@
+//! One flow: the RoCE packets of (source, destination, destination QP, VLAN), with what was
+//! learned about the requests it carries (PSN, QoS) and what came back for them from the other
+//! direction (ACKs, NAKs, READ responses, CNPs).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
+use std::net::IpAddr;
+
+use roce_parsers::Transport;
+
+use super::latency::Samples;
+use super::psn::{PsnTracker, ResponseTracker};
+
+/// Most frame numbers kept as evidence per kind of event.
+pub const EVIDENCE_FRAMES: usize = 5;
+/// Outstanding requests remembered for ACK and READ latency.
+const MAX_OUTSTANDING: usize = 65_536;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FlowKey {
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    pub dqpn: u32,
+    pub vlan: Option<u16>,
+}
+
+impl FlowKey {
+    /// Whether `other` runs between the same two hosts in the opposite direction.
+    pub fn is_reverse_hosts(&self, other: &FlowKey) -> bool {
+        self.src == other.dst && self.dst == other.src
+    }
+}
+
+impl fmt::Display for FlowKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} > {} qp {:#08x}", self.src, self.dst, self.dqpn)?;
+        if let Some(v) = self.vlan {
+            write!(f, " vlan {v}")?;
+        }
+        Ok(())
+    }
+}
+
+/// First frame numbers of some kind of event, and how many there were.
+#[derive(Debug, Clone, Default)]
+pub struct Evidence {
+    pub count: u64,
+    pub frames: Vec<u64>,
+}
+
+impl Evidence {
+    pub fn add(&mut self, frame_no: u64) {
+        self.count += 1;
+        if self.frames.len() < EVIDENCE_FRAMES {
+            self.frames.push(frame_no);
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct NakCounts {
+    pub psn_sequence_error: Evidence,
+    pub invalid_request: Evidence,
+    pub remote_access_error: Evidence,
+    pub remote_operational_error: Evidence,
+    pub invalid_rd_request: Evidence,
+    pub other: Evidence,
+    pub rnr: Evidence,
+}
+
+#[derive(Debug, Clone)]
+pub struct Flow {
+    pub key: FlowKey,
+    pub transport: Option<Transport>,
+    pub first_frame: u64,
+    pub first_ts: u64,
+    pub last_ts: u64,
+    pub packets: u64,
+    pub bytes: u64,
+    pub payload_bytes: u64,
+    /// Request packets (the data this flow carries).
+    pub requests: u64,
+    pub messages: u64,
+    pub opcodes: BTreeMap<u8, u64>,
+    /// Index 8 counts untagged frames.
+    pub pcp: [u64; 9],
+    pub dscp: [u64; 64],
+    pub ecn: [u64; 4],
+    /// DSCP-0 data frames that carry a non-zero PCP.
+    pub dscp0_with_pcp: Evidence,
+    pub not_ect_data: Evidence,
+    pub path_mtu: Option<u32>,
+    pub oversize: Evidence,
+    pub icrc_bad: Evidence,
+    pub req: PsnTracker,
+    pub loss: Evidence,
+    pub retrans: Evidence,
+    pub dups: Evidence,
+    pub read_resp: ResponseTracker,
+    /// The flow of the other direction of the same QP pair.
+    pub peer: Option<usize>,
+    pub paired_by: Option<&'static str>,
+    // What came back for this flow's requests.
+    pub acks: u64,
+    pub naks: NakCounts,
+    pub read_responses: u64,
+    pub cnps: Evidence,
+    pub first_cnp_ts: Option<u64>,
+    pub ce: Evidence,
+    pub first_ce_ts: Option<u64>,
+    /// CE marks waiting for a CNP, oldest first.
+    pub ce_pending: VecDeque<(u64, u64)>,
+    pub ce_unanswered: Evidence,
+    /// CNP packets this flow carries (it is the reverse of a congested data flow).
+    pub cnps_sent: u64,
+    pub ack_rtt: Samples,
+    pub read_latency: Samples,
+    /// (PSN, ts, retransmitted) of requests with AckReq, awaiting an ACK.
+    pub awaiting_ack: VecDeque<(u32, u64)>,
+    /// (first response PSN, ts) of READ requests awaiting their first response.
+    pub awaiting_read: VecDeque<(u32, u64)>,
+}
+
+impl Flow {
+    pub fn new(key: FlowKey, frame_no: u64, ts: u64) -> Self {
+        Flow {
+            key,
+            transport: None,
+            first_frame: frame_no,
+            first_ts: ts,
+            last_ts: ts,
+            packets: 0,
+            bytes: 0,
+            payload_bytes: 0,
+            requests: 0,
+            messages: 0,
+            opcodes: BTreeMap::new(),
+            pcp: [0; 9],
+            dscp: [0; 64],
+            ecn: [0; 4],
+            dscp0_with_pcp: Evidence::default(),
+            not_ect_data: Evidence::default(),
+            path_mtu: None,
+            oversize: Evidence::default(),
+            icrc_bad: Evidence::default(),
+            req: PsnTracker::default(),
+            loss: Evidence::default(),
+            retrans: Evidence::default(),
+            dups: Evidence::default(),
+            read_resp: ResponseTracker::default(),
+            peer: None,
+            paired_by: None,
+            acks: 0,
+            naks: NakCounts::default(),
+            read_responses: 0,
+            cnps: Evidence::default(),
+            first_cnp_ts: None,
+            ce: Evidence::default(),
+            first_ce_ts: None,
+            ce_pending: VecDeque::new(),
+            ce_unanswered: Evidence::default(),
+            cnps_sent: 0,
+            ack_rtt: Samples::default(),
+            read_latency: Samples::default(),
+            awaiting_ack: VecDeque::new(),
+            awaiting_read: VecDeque::new(),
+        }
+    }
+
+    pub fn await_ack(&mut self, psn: u32, ts: u64) {
+        if self.awaiting_ack.len() == MAX_OUTSTANDING {
+            self.awaiting_ack.pop_front();
+        }
+        self.awaiting_ack.push_back((psn, ts));
+    }
+
+    pub fn await_read(&mut self, psn: u32, ts: u64) {
+        if self.awaiting_read.len() == MAX_OUTSTANDING {
+            self.awaiting_read.pop_front();
+        }
+        self.awaiting_read.push_back((psn, ts));
+    }
+
+    /// CE marks older than `window_ns` before `now` will get no CNP any more.
+    pub fn expire_ce(&mut self, now: u64, window_ns: u64) {
+        while let Some(&(ts, frame)) = self.ce_pending.front() {
+            if now.saturating_sub(ts) <= window_ns {
+                break;
+            }
+            self.ce_pending.pop_front();
+            self.ce_unanswered.add(frame);
+        }
+    }
+
+    /// Whether this flow carried requests (data), as opposed to only responses or CNPs.
+    pub fn is_data(&self) -> bool {
+        self.requests > 0
+    }
+}

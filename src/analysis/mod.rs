@@ -1,0 +1,515 @@
+//! The analysis: fed `PacketSummary` values in capture order, it keeps per-flow and per-priority
+//! state only (memory bounded by the number of flows, never by the capture size), and at the
+//! end turns that state into the `Report`.
+
+pub mod cm;
+pub mod findings;
+pub mod flow;
+pub mod latency;
+pub mod pfc;
+pub mod psn;
+pub mod report_build;
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
+
+use roce_parsers::aeth::{
+    NAK_INVALID_RD_REQUEST, NAK_INVALID_REQUEST, NAK_PSN_SEQUENCE_ERROR, NAK_REMOTE_ACCESS_ERROR,
+    NAK_REMOTE_OPERATIONAL_ERROR,
+};
+use roce_parsers::{Aeth, AethKind, IcrcStatus, Operation, Position, Transport};
+
+use crate::summary::{PacketSummary, Payload, RoceSummary};
+use cm::CmMessage;
+use flow::{Flow, FlowKey};
+use pfc::{PauseTracker, PfcConfig};
+use psn::{psn_diff, Arrival};
+
+/// A CE mark counts as answered when a CNP for its flow arrives within this time.
+pub const CNP_WINDOW_NS: u64 = 1_000_000;
+/// Distinct senders to one receiver at once that make an incast.
+pub const INCAST_MIN_SENDERS: usize = 4;
+
+#[derive(Debug, Clone, Copy)]
+pub struct AnalysisConfig {
+    pub pfc: PfcConfig,
+    pub max_flows: usize,
+}
+
+impl Default for AnalysisConfig {
+    fn default() -> Self {
+        AnalysisConfig {
+            pfc: PfcConfig {
+                link_gbps: 100.0,
+                storm_ns: 100_000_000,
+                storm_fps: 1000.0,
+            },
+            max_flows: 100_000,
+        }
+    }
+}
+
+/// Capture-wide counters.
+#[derive(Debug, Clone, Default)]
+pub struct CaptureCounts {
+    pub packets: u64,
+    pub bytes: u64,
+    pub roce: u64,
+    pub rocev1: u64,
+    pub pfc: u64,
+    pub pause: u64,
+    pub malformed: u64,
+    pub truncated: u64,
+    pub icrc_ok: u64,
+    pub icrc_bad: u64,
+    pub icrc_unchecked: u64,
+    pub first_ts: Option<u64>,
+    pub last_ts: u64,
+    /// Link types seen, with frame counts.
+    pub linktypes: BTreeMap<u32, u64>,
+    /// RoCE frames by PCP of their innermost tag (index 8: untagged).
+    pub roce_pcp: [u64; 9],
+    pub cnps_unattributed: u64,
+    pub flows_untracked_packets: u64,
+}
+
+pub struct Analyzer {
+    cfg: AnalysisConfig,
+    pub(crate) flows: Vec<Flow>,
+    index: HashMap<FlowKey, usize>,
+    /// CM requests awaiting their reply: (active IP, passive IP, comm id) -> (QPN, path MTU).
+    cm_requests: HashMap<(IpAddr, IpAddr, u32), (u32, Option<u32>)>,
+    /// Pairs learned from CM, by flow key, both ways; MTU from the request.
+    cm_pairs: HashMap<FlowKey, (FlowKey, Option<u32>)>,
+    /// PFC per (source MAC, priority); 802.3x PAUSE per source MAC.
+    pub(crate) pfc: BTreeMap<([u8; 6], u8), PauseTracker>,
+    pub(crate) pause: BTreeMap<[u8; 6], PauseTracker>,
+    pub(crate) counts: CaptureCounts,
+}
+
+fn is_reliable(t: Option<Transport>) -> bool {
+    matches!(t, Some(Transport::Rc | Transport::Xrc | Transport::Rd))
+}
+
+impl Analyzer {
+    pub fn new(cfg: AnalysisConfig) -> Self {
+        Analyzer {
+            cfg,
+            flows: Vec::new(),
+            index: HashMap::new(),
+            cm_requests: HashMap::new(),
+            cm_pairs: HashMap::new(),
+            pfc: BTreeMap::new(),
+            pause: BTreeMap::new(),
+            counts: CaptureCounts::default(),
+        }
+    }
+
+    pub fn config(&self) -> &AnalysisConfig {
+        &self.cfg
+    }
+
+    pub fn counts(&self) -> &CaptureCounts {
+        &self.counts
+    }
+
+    pub fn flow_count(&self) -> usize {
+        self.flows.len()
+    }
+
+    /// Feeds one packet. Packets must come in capture order.
+    pub fn feed(&mut self, p: &PacketSummary) {
+        let c = &mut self.counts;
+        c.packets += 1;
+        c.bytes += u64::from(p.len);
+        c.first_ts.get_or_insert(p.ts_ns);
+        c.last_ts = c.last_ts.max(p.ts_ns);
+        *c.linktypes.entry(p.linktype).or_default() += 1;
+        if p.malformed {
+            c.malformed += 1;
+        }
+        if p.caplen < p.len {
+            c.truncated += 1;
+        }
+        match p.payload {
+            Payload::Roce(r) => self.roce(p, &r),
+            Payload::Pfc { cev, quanta } => {
+                self.counts.pfc += 1;
+                let mac = p.src_mac.unwrap_or_default();
+                for (prio, &q) in quanta.iter().enumerate() {
+                    if cev & (1 << prio) != 0 {
+                        self.pfc.entry((mac, prio as u8)).or_default().frame(
+                            &self.cfg.pfc,
+                            p.frame_no,
+                            p.ts_ns,
+                            q,
+                        );
+                    }
+                }
+            }
+            Payload::Pause { quanta } => {
+                self.counts.pause += 1;
+                let mac = p.src_mac.unwrap_or_default();
+                self.pause.entry(mac).or_default().frame(
+                    &self.cfg.pfc,
+                    p.frame_no,
+                    p.ts_ns,
+                    quanta,
+                );
+            }
+            Payload::Other => {}
+        }
+    }
+
+    fn flow_index(&mut self, key: FlowKey, p: &PacketSummary) -> Option<usize> {
+        if let Some(&i) = self.index.get(&key) {
+            return Some(i);
+        }
+        if self.flows.len() >= self.cfg.max_flows {
+            return None;
+        }
+        let i = self.flows.len();
+        let mut flow = Flow::new(key, p.frame_no, p.ts_ns);
+        // A pair learned from RDMA-CM before the flow's first packet.
+        if let Some(&(peer_key, mtu)) = self.cm_pairs.get(&key) {
+            flow.path_mtu = flow.path_mtu.or(mtu);
+            if let Some(&j) = self.index.get(&peer_key) {
+                flow.peer = Some(j);
+                flow.paired_by = Some("rdma_cm");
+                self.flows[j].peer = Some(i);
+                self.flows[j].paired_by = Some("rdma_cm");
+            }
+        }
+        self.flows.push(flow);
+        self.index.insert(key, i);
+        Some(i)
+    }
+
+    fn roce(&mut self, p: &PacketSummary, r: &RoceSummary) {
+        let c = &mut self.counts;
+        c.roce += 1;
+        if r.v1 {
+            c.rocev1 += 1;
+        }
+        match r.icrc {
+            IcrcStatus::Ok => c.icrc_ok += 1,
+            IcrcStatus::Bad => c.icrc_bad += 1,
+            IcrcStatus::Unchecked => c.icrc_unchecked += 1,
+        }
+        c.roce_pcp[p.vlan.map_or(8, |(_, pcp)| usize::from(pcp & 7))] += 1;
+        let Some((src, dst)) = p.addrs else { return };
+        if let Some(msg) = r.cm {
+            self.cm_message(msg, src, dst, p.vlan.map(|v| v.0));
+        }
+        let key = FlowKey {
+            src,
+            dst,
+            dqpn: r.dqpn,
+            vlan: p.vlan.map(|v| v.0),
+        };
+        let Some(fi) = self.flow_index(key, p) else {
+            self.counts.flows_untracked_packets += 1;
+            return;
+        };
+        let op = r.opcode;
+        let ecn = p.tclass.map(|t| t & 3);
+        {
+            let f = &mut self.flows[fi];
+            f.packets += 1;
+            f.bytes += u64::from(p.len);
+            f.payload_bytes += u64::from(r.payload_len);
+            f.last_ts = f.last_ts.max(p.ts_ns);
+            *f.opcodes.entry(op.0).or_default() += 1;
+            f.pcp[p.vlan.map_or(8, |(_, pcp)| usize::from(pcp & 7))] += 1;
+            if let Some(tc) = p.tclass {
+                f.dscp[usize::from(tc >> 2)] += 1;
+                f.ecn[usize::from(tc & 3)] += 1;
+            }
+            if r.icrc == IcrcStatus::Bad {
+                f.icrc_bad.add(p.frame_no);
+            }
+            if f.transport.is_none() && op.is_known() && op != roce_parsers::Opcode::CNP {
+                f.transport = Some(op.transport());
+            }
+            if ecn == Some(3) {
+                f.ce.add(p.frame_no);
+                f.first_ce_ts.get_or_insert(p.ts_ns);
+            }
+        }
+        match op.operation() {
+            Operation::Cnp => self.cnp(fi, p),
+            Operation::Send | Operation::Write | Operation::ReadRequest | Operation::Atomic => {
+                self.request(fi, p, r)
+            }
+            Operation::Ack | Operation::AtomicAck | Operation::ReadResponse => {
+                self.response(fi, p, r)
+            }
+            Operation::Unknown => {}
+        }
+    }
+
+    fn cm_message(&mut self, msg: CmMessage, src: IpAddr, dst: IpAddr, vlan: Option<u16>) {
+        match msg {
+            CmMessage::Request {
+                comm_id,
+                qpn,
+                path_mtu,
+            } => {
+                self.cm_requests
+                    .insert((src, dst, comm_id), (qpn, path_mtu));
+            }
+            CmMessage::Reply {
+                remote_comm_id,
+                qpn,
+                ..
+            } => {
+                // The reply goes from the passive side (src) back to the active side (dst).
+                let Some(&(active_qpn, mtu)) = self.cm_requests.get(&(dst, src, remote_comm_id))
+                else {
+                    return;
+                };
+                let to_passive = FlowKey {
+                    src: dst,
+                    dst: src,
+                    dqpn: qpn,
+                    vlan,
+                };
+                let to_active = FlowKey {
+                    src,
+                    dst,
+                    dqpn: active_qpn,
+                    vlan,
+                };
+                self.cm_pairs.insert(to_passive, (to_active, mtu));
+                self.cm_pairs.insert(to_active, (to_passive, mtu));
+                if let (Some(&a), Some(&b)) =
+                    (self.index.get(&to_passive), self.index.get(&to_active))
+                {
+                    self.pair(a, b, "rdma_cm");
+                }
+            }
+        }
+    }
+
+    fn pair(&mut self, a: usize, b: usize, how: &'static str) {
+        self.flows[a].peer = Some(b);
+        self.flows[b].peer = Some(a);
+        self.flows[a].paired_by = Some(how);
+        self.flows[b].paired_by = Some(how);
+    }
+
+    /// The path MTU of a QP pair: known on either direction.
+    fn mtu_of(&self, fi: usize) -> Option<u32> {
+        let f = &self.flows[fi];
+        f.path_mtu
+            .or_else(|| f.peer.and_then(|j| self.flows[j].path_mtu))
+    }
+
+    fn request(&mut self, fi: usize, p: &PacketSummary, r: &RoceSummary) {
+        let op = r.opcode;
+        let mtu = self.mtu_of(fi);
+        let f = &mut self.flows[fi];
+        f.requests += 1;
+        if matches!(op.position(), Position::Last | Position::Only) {
+            f.messages += 1;
+        }
+        if matches!(op.operation(), Operation::Atomic | Operation::ReadRequest) {
+            f.messages += 1;
+        }
+        // First/Middle packets carry exactly one path MTU of payload.
+        if matches!(op.position(), Position::First | Position::Middle) && f.path_mtu.is_none() {
+            f.path_mtu = Some(r.payload_len);
+        }
+        if let Some(m) = f.path_mtu.or(mtu) {
+            if r.payload_len > m {
+                f.oversize.add(p.frame_no);
+            }
+        }
+        // QP 1 carries connection management, not RoCE data: its marking does not matter.
+        if let Some(tc) = p.tclass.filter(|_| r.dqpn != 1) {
+            if tc >> 2 == 0 && p.vlan.is_some_and(|(_, pcp)| pcp != 0) {
+                f.dscp0_with_pcp.add(p.frame_no);
+            }
+            if tc & 3 == 0 {
+                f.not_ect_data.add(p.frame_no);
+            }
+        }
+        if p.tclass.is_some_and(|t| t & 3 == 3) {
+            f.expire_ce(p.ts_ns, CNP_WINDOW_NS);
+            f.ce_pending.push_back((p.ts_ns, p.frame_no));
+        }
+        let (consumes, read_len) = match (op.operation(), r.dma_len) {
+            (Operation::ReadRequest, Some(len)) => match mtu.or(f.path_mtu) {
+                Some(m) if m > 0 => (len.div_ceil(m).max(1), None),
+                _ => (1, Some(len)),
+            },
+            _ => (1, None),
+        };
+        let arrival = f
+            .req
+            .request(r.psn, p.ts_ns, consumes, read_len, is_reliable(f.transport));
+        match arrival {
+            Arrival::Gap(_) => f.loss.add(p.frame_no),
+            Arrival::Retransmitted => {
+                f.retrans.add(p.frame_no);
+                // Karn: no RTT samples from requests that were sent more than once.
+                f.awaiting_ack.retain(|&(psn, _)| psn_diff(psn, r.psn) < 0);
+            }
+            Arrival::Duplicate => f.dups.add(p.frame_no),
+            _ => {}
+        }
+        if arrival == Arrival::InOrder || matches!(arrival, Arrival::Gap(_)) {
+            if r.ackreq {
+                f.await_ack(r.psn, p.ts_ns);
+            }
+            if op.operation() == Operation::ReadRequest {
+                f.await_read(r.psn, p.ts_ns);
+            }
+        }
+    }
+
+    /// The request flow a response flow answers: its CM or PSN-matched peer.
+    fn request_flow_for(&mut self, fi: usize, psn: u32) -> Option<usize> {
+        if let Some(j) = self.flows[fi].peer {
+            return Some(j);
+        }
+        let key = self.flows[fi].key;
+        let mut best: Option<(usize, i32)> = None;
+        for (j, d) in self.flows.iter().enumerate() {
+            if j == fi
+                || d.peer.is_some()
+                || !d.is_data()
+                || !key.is_reverse_hosts(&d.key)
+                || key.vlan != d.key.vlan
+            {
+                continue;
+            }
+            let Some(expected) = d.req.expected() else {
+                continue;
+            };
+            // A response carries the PSN of a request already sent: at or behind the last one,
+            // or within the responses of a READ whose size is unknown.
+            let dist = psn_diff(psn, expected);
+            if (-65_536..4_096).contains(&dist) {
+                let closeness = (dist + 1).abs();
+                if best.is_none_or(|(_, c)| closeness < c) {
+                    best = Some((j, closeness));
+                }
+            }
+        }
+        let (j, _) = best?;
+        self.pair(fi, j, "psn");
+        Some(j)
+    }
+
+    fn response(&mut self, fi: usize, p: &PacketSummary, r: &RoceSummary) {
+        let op = r.opcode;
+        if op.operation() == Operation::ReadResponse {
+            let first = matches!(op.position(), Position::First | Position::Only);
+            let last = matches!(op.position(), Position::Last | Position::Only);
+            self.flows[fi].read_resp.response(r.psn, first, last);
+            if matches!(op.position(), Position::First | Position::Middle)
+                && self.flows[fi].path_mtu.is_none()
+            {
+                self.flows[fi].path_mtu = Some(r.payload_len);
+            }
+        }
+        let Some(di) = self.request_flow_for(fi, r.psn) else {
+            return;
+        };
+        if self.flows[di].path_mtu.is_none() {
+            self.flows[di].path_mtu = self.flows[fi].path_mtu;
+        }
+        let d = &mut self.flows[di];
+        if op.operation() == Operation::ReadResponse {
+            d.read_responses += 1;
+            if matches!(op.position(), Position::First | Position::Only) {
+                while let Some(&(psn, ts)) = d.awaiting_read.front() {
+                    let dist = psn_diff(psn, r.psn);
+                    if dist > 0 {
+                        break;
+                    }
+                    d.awaiting_read.pop_front();
+                    if dist == 0 {
+                        d.read_latency.add(p.ts_ns.saturating_sub(ts));
+                        break;
+                    }
+                }
+            }
+        }
+        let Some((syndrome, msn)) = r.aeth else {
+            return;
+        };
+        let aeth = Aeth { syndrome, msn };
+        match aeth.kind() {
+            AethKind::Ack => {
+                if op.operation() == Operation::Ack {
+                    d.acks += 1;
+                }
+                while let Some(&(psn, ts)) = d.awaiting_ack.front() {
+                    if psn_diff(psn, r.psn) > 0 {
+                        break;
+                    }
+                    d.awaiting_ack.pop_front();
+                    d.ack_rtt.add(p.ts_ns.saturating_sub(ts));
+                }
+            }
+            AethKind::RnrNak => {
+                d.naks.rnr.add(p.frame_no);
+                d.req.nak(r.psn);
+            }
+            AethKind::Nak => {
+                let slot = match aeth.value() {
+                    NAK_PSN_SEQUENCE_ERROR => {
+                        d.req.nak(r.psn);
+                        &mut d.naks.psn_sequence_error
+                    }
+                    NAK_INVALID_REQUEST => &mut d.naks.invalid_request,
+                    NAK_REMOTE_ACCESS_ERROR => &mut d.naks.remote_access_error,
+                    NAK_REMOTE_OPERATIONAL_ERROR => &mut d.naks.remote_operational_error,
+                    NAK_INVALID_RD_REQUEST => &mut d.naks.invalid_rd_request,
+                    _ => &mut d.naks.other,
+                };
+                slot.add(p.frame_no);
+                // Everything before the NAK's PSN was received.
+                d.awaiting_ack.retain(|&(psn, _)| psn_diff(psn, r.psn) >= 0);
+            }
+            AethKind::Reserved => {}
+        }
+    }
+
+    /// A CNP on flow `fi` (receiver -> sender) concerns the data the sender sends on the peer
+    /// flow; without a known peer, the data flow between the same hosts that was CE-marked last.
+    fn cnp(&mut self, fi: usize, p: &PacketSummary) {
+        self.flows[fi].cnps_sent += 1;
+        let target = self.flows[fi].peer.or_else(|| {
+            let key = self.flows[fi].key;
+            let candidates: Vec<usize> = (0..self.flows.len())
+                .filter(|&j| {
+                    j != fi && self.flows[j].is_data() && key.is_reverse_hosts(&self.flows[j].key)
+                })
+                .collect();
+            candidates
+                .iter()
+                .copied()
+                .filter(|&j| self.flows[j].first_ce_ts.is_some())
+                .max_by_key(|&j| self.flows[j].ce_pending.back().map_or(0, |&(ts, _)| ts))
+                .or(if candidates.len() == 1 {
+                    Some(candidates[0])
+                } else {
+                    None
+                })
+        });
+        let Some(di) = target else {
+            self.counts.cnps_unattributed += 1;
+            return;
+        };
+        let d = &mut self.flows[di];
+        d.cnps.add(p.frame_no);
+        if d.first_ce_ts.is_some_and(|ce| ce <= p.ts_ns) && d.first_cnp_ts.is_none() {
+            d.first_cnp_ts = Some(p.ts_ns);
+        }
+        d.expire_ce(p.ts_ns, CNP_WINDOW_NS);
+        d.ce_pending.clear();
+    }
+}

@@ -1,0 +1,249 @@
+//! PFC and 802.3x PAUSE: per source MAC and priority, XOFF/XON counts, quanta, the time
+//! actually paused (the union of pause intervals, cut short by XON), the longest continuous
+//! pause, and storms.
+//!
+//! A storm is a stretch of at least `storm_ms` during which the priority either stays paused
+//! (each XOFF arriving before the previous one ran out) or receives pause frames faster than
+//! `storm_fps`. Overlapping stretches of both kinds are reported as one storm.
+
+use serde::Serialize;
+
+/// Storms listed per priority; more are counted.
+const STORMS_SHOWN: usize = 32;
+
+#[derive(Debug, Clone, Copy)]
+pub struct PfcConfig {
+    pub link_gbps: f64,
+    pub storm_ns: u64,
+    pub storm_fps: f64,
+}
+
+impl PfcConfig {
+    /// One pause quantum (512 bit times) in nanoseconds.
+    pub fn quantum_ns(&self) -> f64 {
+        512.0 / self.link_gbps
+    }
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Storm {
+    pub start_ts: f64,
+    pub end_ts: f64,
+    pub duration_ms: f64,
+    pub frames: u64,
+    /// Pause frames per second over the storm.
+    pub rate_fps: f64,
+    /// "paused" (continuously paused) or "rate" (frames faster than --storm-fps), or both.
+    pub kind: &'static str,
+    pub first_frame: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Stretch {
+    start: u64,
+    end: u64,
+    frames: u64,
+    first_frame: u64,
+}
+
+/// Pause state of one (MAC, priority).
+#[derive(Debug, Clone, Default)]
+pub struct PauseTracker {
+    pub xoff: u64,
+    pub xon: u64,
+    pub quanta: u64,
+    pub paused_ns: u64,
+    pub longest_ns: u64,
+    pub first_frame: Option<u64>,
+    /// The pause in force: (start, end, frames in it, first frame).
+    interval: Option<Stretch>,
+    /// Frames arriving faster than the storm rate.
+    burst: Option<Stretch>,
+    last_frame_ts: Option<u64>,
+    /// Candidate storms: (start, end, frames, first frame, kind bits 1=paused 2=rate).
+    storms: Vec<(Stretch, u8)>,
+    storms_total: u64,
+}
+
+impl PauseTracker {
+    /// A pause frame for this priority at `ts` asking for `quanta` (0 = XON).
+    pub fn frame(&mut self, cfg: &PfcConfig, frame_no: u64, ts: u64, quanta: u16) {
+        self.first_frame.get_or_insert(frame_no);
+        // Rate stretch: consecutive frames closer than 1/storm_fps.
+        let min_gap = (1e9 / cfg.storm_fps) as u64;
+        match (self.burst.as_mut(), self.last_frame_ts) {
+            (Some(b), Some(last)) if ts.saturating_sub(last) <= min_gap => {
+                b.end = ts;
+                b.frames += 1;
+            }
+            _ => {
+                if let Some(b) = self.burst.take() {
+                    self.maybe_storm(cfg, b, 2);
+                }
+                self.burst = Some(Stretch {
+                    start: ts,
+                    end: ts,
+                    frames: 1,
+                    first_frame: frame_no,
+                });
+            }
+        }
+        self.last_frame_ts = Some(ts);
+
+        if quanta == 0 {
+            self.xon += 1;
+            if let Some(mut iv) = self.interval.take() {
+                if ts < iv.end {
+                    iv.end = ts.max(iv.start);
+                }
+                iv.frames += 1;
+                self.close_interval(cfg, iv);
+            }
+            return;
+        }
+        self.xoff += 1;
+        self.quanta += u64::from(quanta);
+        let end = ts + (f64::from(quanta) * cfg.quantum_ns()).round() as u64;
+        match self.interval.as_mut() {
+            // A new XOFF before the last ran out restarts the timer.
+            Some(iv) if ts <= iv.end => {
+                iv.end = end;
+                iv.frames += 1;
+            }
+            _ => {
+                if let Some(iv) = self.interval.take() {
+                    self.close_interval(cfg, iv);
+                }
+                self.interval = Some(Stretch {
+                    start: ts,
+                    end,
+                    frames: 1,
+                    first_frame: frame_no,
+                });
+            }
+        }
+    }
+
+    fn close_interval(&mut self, cfg: &PfcConfig, iv: Stretch) {
+        let dur = iv.end - iv.start;
+        self.paused_ns += dur;
+        self.longest_ns = self.longest_ns.max(dur);
+        self.maybe_storm(cfg, iv, 1);
+    }
+
+    fn maybe_storm(&mut self, cfg: &PfcConfig, s: Stretch, kind: u8) {
+        if s.end - s.start < cfg.storm_ns {
+            return;
+        }
+        // Merge with an overlapping candidate of the other kind.
+        if let Some((last, k)) = self.storms.last_mut() {
+            if s.start <= last.end && last.start <= s.end {
+                last.start = last.start.min(s.start);
+                last.end = last.end.max(s.end);
+                last.frames = last.frames.max(s.frames);
+                last.first_frame = last.first_frame.min(s.first_frame);
+                *k |= kind;
+                return;
+            }
+        }
+        self.storms_total += 1;
+        if self.storms.len() < STORMS_SHOWN {
+            self.storms.push((s, kind));
+        }
+    }
+
+    /// Closes what is still open at the end of the capture.
+    pub fn finish(&mut self, cfg: &PfcConfig) {
+        if let Some(iv) = self.interval.take() {
+            self.close_interval(cfg, iv);
+        }
+        if let Some(b) = self.burst.take() {
+            self.maybe_storm(cfg, b, 2);
+        }
+        self.storms.sort_by_key(|(s, _)| s.start);
+    }
+
+    pub fn storms(&self) -> Vec<Storm> {
+        self.storms
+            .iter()
+            .map(|(s, kind)| {
+                let dur_ns = (s.end - s.start).max(1);
+                Storm {
+                    start_ts: s.start as f64 / 1e9,
+                    end_ts: s.end as f64 / 1e9,
+                    duration_ms: dur_ns as f64 / 1e6,
+                    frames: s.frames,
+                    rate_fps: s.frames as f64 * 1e9 / dur_ns as f64,
+                    kind: match kind {
+                        1 => "paused",
+                        2 => "rate",
+                        _ => "paused+rate",
+                    },
+                    first_frame: s.first_frame,
+                }
+            })
+            .collect()
+    }
+
+    pub fn storms_total(&self) -> u64 {
+        self.storms_total
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CFG: PfcConfig = PfcConfig {
+        link_gbps: 100.0,
+        storm_ns: 100_000_000,
+        storm_fps: 1000.0,
+    };
+
+    #[test]
+    fn xoff_then_xon_cuts_the_pause() {
+        let mut t = PauseTracker::default();
+        t.frame(&CFG, 1, 1_000_000, 0xffff); // 335.5 us
+        t.frame(&CFG, 2, 1_100_000, 0); // XON after 100 us
+        t.finish(&CFG);
+        assert_eq!((t.xoff, t.xon, t.quanta), (1, 1, 0xffff));
+        assert_eq!(t.paused_ns, 100_000);
+        assert_eq!(t.longest_ns, 100_000);
+        assert!(t.storms().is_empty());
+    }
+
+    #[test]
+    fn refreshed_xoff_is_one_continuous_pause_and_a_storm() {
+        let mut t = PauseTracker::default();
+        // An XOFF of 0xffff quanta every 300 us for 150 ms: paused throughout.
+        let mut ts = 0;
+        for i in 0..500 {
+            t.frame(&CFG, i, ts, 0xffff);
+            ts += 300_000;
+        }
+        t.finish(&CFG);
+        let expected = 499 * 300_000 + 335_539;
+        assert!(
+            (t.paused_ns as i64 - expected as i64).abs() <= 1,
+            "{}",
+            t.paused_ns
+        );
+        assert_eq!(t.longest_ns, t.paused_ns);
+        let storms = t.storms();
+        assert_eq!(storms.len(), 1);
+        assert_eq!(storms[0].frames, 500);
+        assert_eq!(storms[0].kind, "paused+rate");
+    }
+
+    #[test]
+    fn short_pauses_far_apart_are_no_storm() {
+        let mut t = PauseTracker::default();
+        for i in 0..10 {
+            t.frame(&CFG, i, i * 10_000_000, 100);
+        }
+        t.finish(&CFG);
+        assert_eq!(t.xoff, 10);
+        assert_eq!(t.paused_ns, 10 * 512);
+        assert!(t.storms().is_empty());
+    }
+}

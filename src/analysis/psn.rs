@@ -1,0 +1,356 @@
+//! PSN bookkeeping of one request stream (the requests a QP sends on a flow).
+//!
+//! 24-bit sequence numbers compared modulo 2^24 with a window of 2^23. Arrivals are classified
+//! against the next expected PSN:
+//! - ahead: a gap; the skipped PSNs become holes (missing until something fills them);
+//! - behind and in a hole: filled late, either by a retransmission (after a NAK, or after the
+//!   stream was idle for a retransmission timeout) or by reordering (out of order);
+//! - behind and not in a hole (seen before): a retransmission when a NAK covers it, when it is
+//!   part of a go-back-N replay, or when the stream was idle for a timeout; otherwise a duplicate.
+//!
+//! A READ request consumes as many PSNs as responses it asks for: exactly ceil(len/MTU) when the
+//! path MTU is known, otherwise the next request may be anywhere from 1 to ceil(len/256) PSNs on.
+
+use serde::Serialize;
+
+const PSN_MOD: u32 = 1 << 24;
+/// Most holes tracked individually; beyond, skipped PSNs are only counted.
+const MAX_HOLES: usize = 1024;
+/// Ranges listed in the report.
+pub const MISSING_RANGES_SHOWN: usize = 8;
+/// A repeated PSN after this much silence on the stream is a timeout retransmission, not a
+/// duplicate (a mirror port duplicates within nanoseconds; RC timeouts are far longer).
+pub const RETRANSMIT_IDLE_NS: u64 = 100_000;
+/// Smallest path MTU: bounds how many responses a READ of unknown MTU can ask for.
+const MIN_MTU: u32 = 256;
+
+/// `a - b` as a signed distance in PSN space.
+pub fn psn_diff(a: u32, b: u32) -> i32 {
+    let d = a.wrapping_sub(b) & (PSN_MOD - 1);
+    if d >= PSN_MOD / 2 {
+        d as i32 - PSN_MOD as i32
+    } else {
+        d as i32
+    }
+}
+
+pub fn psn_add(a: u32, n: u32) -> u32 {
+    a.wrapping_add(n) & (PSN_MOD - 1)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrival {
+    InOrder,
+    /// Ahead of the expected PSN by this many.
+    Gap(u32),
+    OutOfOrder,
+    Duplicate,
+    Retransmitted,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct PsnCounts {
+    /// Arrivals ahead of the expected PSN.
+    pub gaps: u64,
+    /// PSNs skipped by gaps and never seen by the end of the capture.
+    pub missing: u64,
+    /// The first missing ranges, inclusive.
+    pub missing_ranges: Vec<[u32; 2]>,
+    pub duplicates: u64,
+    pub out_of_order: u64,
+    pub retransmitted: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Replay {
+    /// Last PSN sent before the go-back: the replay is over once PSNs pass it.
+    until: u32,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct PsnTracker {
+    expected: Option<u32>,
+    /// (PSN, DMA length) of the previous request when it was a READ of unknown response count.
+    open_read: Option<(u32, u32)>,
+    /// Skipped ranges (start, length) in the order they appeared.
+    holes: Vec<(u32, u32)>,
+    /// Skipped PSNs that did not fit in `holes`.
+    untracked_missing: u64,
+    replay: Option<Replay>,
+    /// PSN from the latest NAK (sequence error) or RNR NAK for this stream, not yet acted on.
+    nak_from: Option<u32>,
+    last_ts: u64,
+    counts: PsnCounts,
+}
+
+impl PsnTracker {
+    pub fn expected(&self) -> Option<u32> {
+        self.expected
+    }
+
+    /// The responder asked for a resend from `psn` (NAK sequence error or RNR NAK).
+    pub fn nak(&mut self, psn: u32) {
+        self.nak_from = Some(psn);
+    }
+
+    /// Records a request. `consumes` is the PSNs it uses (ceil(len/MTU) for a READ of known
+    /// MTU, else 1); `read_len` is the DMA length of a READ whose MTU is unknown. `reliable`
+    /// is false for UC/UD, which never retransmit.
+    pub fn request(
+        &mut self,
+        psn: u32,
+        ts: u64,
+        consumes: u32,
+        read_len: Option<u32>,
+        reliable: bool,
+    ) -> Arrival {
+        let idle = ts.saturating_sub(self.last_ts) >= RETRANSMIT_IDLE_NS && self.last_ts != 0;
+        self.last_ts = ts;
+        let open_read = self.open_read.take();
+        let Some(expected) = self.expected else {
+            self.advance(psn, consumes, read_len);
+            return Arrival::InOrder;
+        };
+        if let Some(r) = self.replay {
+            if psn_diff(psn, r.until) > 0 {
+                self.replay = None;
+            }
+        }
+        let d = psn_diff(psn, expected);
+        if d == 0 {
+            self.advance(psn, consumes, read_len);
+            return Arrival::InOrder;
+        }
+        if d > 0 {
+            // After a READ of unknown MTU, a jump of up to its largest response count is not loss.
+            if let Some((read_psn, len)) = open_read {
+                let max_responses = len.div_ceil(MIN_MTU).max(1);
+                let jump = psn_diff(psn, read_psn);
+                if jump > 0 && jump as u32 <= max_responses {
+                    self.advance(psn, consumes, read_len);
+                    return Arrival::InOrder;
+                }
+            }
+            self.counts.gaps += 1;
+            self.add_hole(expected, d as u32);
+            self.advance(psn, consumes, read_len);
+            return Arrival::Gap(d as u32);
+        }
+        // Behind the expected PSN.
+        let filled = self.fill_hole(psn);
+        if !reliable {
+            return if filled {
+                self.counts.out_of_order += 1;
+                Arrival::OutOfOrder
+            } else {
+                self.counts.duplicates += 1;
+                Arrival::Duplicate
+            };
+        }
+        let in_replay = self.replay.is_some();
+        let nak_covers = self
+            .nak_from
+            .is_some_and(|n| psn_diff(psn, n) >= 0 && psn_diff(psn, expected) < 0);
+        if in_replay || nak_covers || idle {
+            if !in_replay {
+                self.replay = Some(Replay {
+                    until: psn_add(expected, PSN_MOD - 1),
+                });
+                self.nak_from = None;
+            }
+            self.counts.retransmitted += 1;
+            Arrival::Retransmitted
+        } else if filled {
+            self.counts.out_of_order += 1;
+            Arrival::OutOfOrder
+        } else {
+            self.counts.duplicates += 1;
+            Arrival::Duplicate
+        }
+    }
+
+    fn advance(&mut self, psn: u32, consumes: u32, read_len: Option<u32>) {
+        self.expected = Some(psn_add(psn, consumes.max(1)));
+        self.open_read = read_len.map(|len| (psn, len));
+    }
+
+    fn add_hole(&mut self, start: u32, len: u32) {
+        if self.holes.len() < MAX_HOLES {
+            self.holes.push((start, len));
+        } else {
+            self.untracked_missing += u64::from(len);
+        }
+    }
+
+    /// Removes `psn` from the hole that holds it; false if no hole does.
+    fn fill_hole(&mut self, psn: u32) -> bool {
+        let Some(i) = self
+            .holes
+            .iter()
+            .position(|&(s, l)| (0..l as i32).contains(&psn_diff(psn, s)))
+        else {
+            return false;
+        };
+        let (start, len) = self.holes[i];
+        let offset = psn_diff(psn, start) as u32;
+        let before = (start, offset);
+        let after = (psn_add(psn, 1), len - offset - 1);
+        match (before.1 > 0, after.1 > 0) {
+            (true, true) => {
+                self.holes[i] = before;
+                self.holes.insert(i + 1, after);
+            }
+            (true, false) => self.holes[i] = before,
+            (false, true) => self.holes[i] = after,
+            (false, false) => {
+                self.holes.remove(i);
+            }
+        }
+        true
+    }
+
+    /// Final counts: holes still open are the missing PSNs.
+    pub fn finish(&self) -> PsnCounts {
+        let mut c = self.counts.clone();
+        c.missing =
+            self.untracked_missing + self.holes.iter().map(|&(_, l)| u64::from(l)).sum::<u64>();
+        c.missing_ranges = self
+            .holes
+            .iter()
+            .take(MISSING_RANGES_SHOWN)
+            .map(|&(s, l)| [s, psn_add(s, l - 1)])
+            .collect();
+        c
+    }
+}
+
+/// READ responses on a flow: within one READ the PSNs run consecutively.
+#[derive(Debug, Clone, Default)]
+pub struct ResponseTracker {
+    next: Option<u32>,
+    pub gaps: u64,
+    pub missing: u64,
+}
+
+impl ResponseTracker {
+    /// `first` is true for READ Response First/Only (a new READ starts), `last` for Last/Only.
+    pub fn response(&mut self, psn: u32, first: bool, last: bool) {
+        if !first {
+            if let Some(n) = self.next {
+                let d = psn_diff(psn, n);
+                if d > 0 {
+                    self.gaps += 1;
+                    self.missing += d as u64;
+                }
+            }
+        }
+        self.next = if last { None } else { Some(psn_add(psn, 1)) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed(t: &mut PsnTracker, psns: &[u32]) -> Vec<Arrival> {
+        psns.iter()
+            .enumerate()
+            .map(|(i, &p)| t.request(p, 1_000 + i as u64 * 10, 1, None, true))
+            .collect()
+    }
+
+    #[test]
+    fn diff_wraps() {
+        assert_eq!(psn_diff(0, 0xffffff), 1);
+        assert_eq!(psn_diff(0xffffff, 0), -1);
+        assert_eq!(psn_diff(5, 3), 2);
+        assert_eq!(psn_add(0xffffff, 2), 1);
+    }
+
+    #[test]
+    fn wrap_is_not_a_gap() {
+        let mut t = PsnTracker::default();
+        let a = feed(&mut t, &[0xfffffd, 0xfffffe, 0xffffff, 0, 1]);
+        assert!(a.iter().all(|&x| x == Arrival::InOrder));
+        assert_eq!(t.finish(), PsnCounts::default());
+    }
+
+    #[test]
+    fn gap_then_nak_then_go_back_n() {
+        let mut t = PsnTracker::default();
+        feed(&mut t, &[10, 11, 12, 14, 15]);
+        t.nak(13);
+        let a: Vec<_> = [13, 14, 15, 16]
+            .iter()
+            .map(|&p| t.request(p, 5_000, 1, None, true))
+            .collect();
+        assert_eq!(
+            a,
+            [
+                Arrival::Retransmitted,
+                Arrival::Retransmitted,
+                Arrival::Retransmitted,
+                Arrival::InOrder
+            ]
+        );
+        let c = t.finish();
+        assert_eq!(
+            (c.gaps, c.missing, c.retransmitted, c.duplicates),
+            (1, 0, 3, 0)
+        );
+    }
+
+    #[test]
+    fn reorder_duplicate_and_missing() {
+        let mut t = PsnTracker::default();
+        let a = feed(&mut t, &[1, 2, 4, 3, 5, 5, 9, 10]);
+        assert_eq!(a[2], Arrival::Gap(1));
+        assert_eq!(a[3], Arrival::OutOfOrder);
+        assert_eq!(a[5], Arrival::Duplicate);
+        assert_eq!(a[6], Arrival::Gap(3));
+        let c = t.finish();
+        assert_eq!(
+            (c.gaps, c.out_of_order, c.duplicates, c.missing),
+            (2, 1, 1, 3)
+        );
+        assert_eq!(c.missing_ranges, vec![[6, 8]]);
+    }
+
+    #[test]
+    fn timeout_retransmission_after_idle() {
+        let mut t = PsnTracker::default();
+        t.request(1, 1_000, 1, None, true);
+        t.request(2, 1_100, 1, None, true);
+        assert_eq!(
+            t.request(2, 1_100 + RETRANSMIT_IDLE_NS, 1, None, true),
+            Arrival::Retransmitted
+        );
+        // Unreliable transports never retransmit: the same is a duplicate.
+        let mut u = PsnTracker::default();
+        u.request(1, 1_000, 1, None, false);
+        assert_eq!(u.request(1, 1_000_000, 1, None, false), Arrival::Duplicate);
+    }
+
+    #[test]
+    fn read_requests_advance_by_their_responses() {
+        let mut t = PsnTracker::default();
+        // MTU known: 4096 bytes at MTU 1024 is 4 PSNs.
+        t.request(100, 1, 4, None, true);
+        assert_eq!(t.request(104, 2, 1, None, true), Arrival::InOrder);
+        // MTU unknown: anything up to ceil(len/256) is fine, beyond is a gap.
+        t.request(105, 3, 1, Some(2048), true);
+        assert_eq!(t.request(109, 4, 1, None, true), Arrival::InOrder);
+        t.request(110, 5, 1, Some(512), true);
+        assert_eq!(t.request(115, 6, 1, None, true), Arrival::Gap(4));
+    }
+
+    #[test]
+    fn read_response_gaps() {
+        let mut r = ResponseTracker::default();
+        r.response(10, true, false);
+        r.response(11, false, false);
+        r.response(13, false, true);
+        r.response(20, true, true);
+        assert_eq!((r.gaps, r.missing), (1, 1));
+    }
+}

@@ -1,0 +1,219 @@
+//! The text report: summary, findings, flows (troubled first), PFC.
+
+use std::fmt::Write as _;
+
+use super::{FlowReport, Report, Severity};
+
+fn human_bytes(b: u64) -> String {
+    let b = b as f64;
+    if b >= 1e9 {
+        format!("{:.2} GB", b / 1e9)
+    } else if b >= 1e6 {
+        format!("{:.2} MB", b / 1e6)
+    } else if b >= 1e3 {
+        format!("{:.1} kB", b / 1e3)
+    } else {
+        format!("{b} B")
+    }
+}
+
+fn counts(map: &std::collections::BTreeMap<String, u64>) -> String {
+    if map.is_empty() {
+        return "-".into();
+    }
+    if map.len() == 1 {
+        return map.keys().next().cloned().unwrap_or_default();
+    }
+    map.iter()
+        .map(|(k, v)| format!("{k}:{v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn flow_name(f: &FlowReport) -> String {
+    let mut s = format!("{} > {} qp {:#08x}", f.src, f.dst, f.dqpn);
+    if let Some(v) = f.vlan {
+        let _ = write!(s, " vlan {v}");
+    }
+    s
+}
+
+fn opt_us(v: Option<f64>) -> String {
+    v.map_or("-".into(), |x| format!("{x:.1}"))
+}
+
+/// Renders the report as text for a terminal.
+pub fn render(r: &Report) -> String {
+    let mut o = String::new();
+    let c = &r.capture;
+    let _ = writeln!(o, "roce-sniff report: {}", c.file);
+    let lts: Vec<String> = c.link_types.keys().cloned().collect();
+    let _ = writeln!(
+        o,
+        "  {} {}, {} frames ({}) over {:.6} s",
+        c.format.unwrap_or("?"),
+        if lts.is_empty() {
+            "-".into()
+        } else {
+            lts.join(", ")
+        },
+        c.packets,
+        human_bytes(c.bytes),
+        c.duration_s
+    );
+    let _ = writeln!(
+        o,
+        "  RoCE {} ({} RoCEv1) in {} flows; PFC {}, PAUSE {}; ICRC {} ok, {} bad, {} unchecked; {} malformed, {} cut by snap length",
+        c.roce_packets,
+        c.rocev1_packets,
+        c.flows,
+        c.pfc_frames,
+        c.pause_frames,
+        c.icrc_ok,
+        c.icrc_bad,
+        c.icrc_unchecked,
+        c.malformed,
+        c.truncated
+    );
+    for w in &c.warnings {
+        let _ = writeln!(o, "  warning: {w}");
+    }
+
+    let crit = r
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Critical)
+        .count();
+    let warn = r
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Warning)
+        .count();
+    let info = r.findings.len() - crit - warn;
+    let _ = writeln!(
+        o,
+        "\nFindings: {crit} critical, {warn} warning, {info} info"
+    );
+    if r.findings.is_empty() {
+        let _ = writeln!(o, "  nothing looks wrong");
+    }
+    for f in &r.findings {
+        let _ = writeln!(
+            o,
+            "  {:<8} {:<24} {}",
+            f.severity.name().to_uppercase(),
+            f.code,
+            f.message
+        );
+        let _ = writeln!(o, "  {:<8} {:<24} cause: {}", "", "", f.cause);
+        if !f.frames.is_empty() {
+            let frames: Vec<String> = f.frames.iter().map(u64::to_string).collect();
+            let _ = writeln!(o, "  {:<8} {:<24} frames: {}", "", "", frames.join(", "));
+        }
+    }
+
+    if !r.flows.is_empty() {
+        let _ = writeln!(o, "\nFlows (troubled first)");
+        let width = r
+            .flows
+            .iter()
+            .map(|f| flow_name(f).len())
+            .max()
+            .unwrap_or(4)
+            .max(4);
+        let _ = writeln!(
+            o,
+            "  {:>3} {:<width$} {:<4} {:<9} {:>8} {:>8} {:>5} {:<9} {:<6} {:<14} {:>5} {:>7} {:>5} {:>4} {:>4} {:>4} {:>6} {:>5} {:>17}",
+            "#", "flow", "tr", "role", "packets", "Gb/s", "MTU", "PCP", "DSCP", "ECN", "gaps", "missing", "retx", "dup", "ooo", "NAK", "CE", "CNP", "ACK RTT p50/p99 us"
+        );
+        for f in &r.flows {
+            let rtt = if f.ack_rtt_us.count > 0 {
+                format!("{}/{}", opt_us(f.ack_rtt_us.p50), opt_us(f.ack_rtt_us.p99))
+            } else {
+                "-".into()
+            };
+            let _ = writeln!(
+                o,
+                "  {:>3} {:<width$} {:<4} {:<9} {:>8} {:>8.3} {:>5} {:<9} {:<6} {:<14} {:>5} {:>7} {:>5} {:>4} {:>4} {:>4} {:>6} {:>5} {:>17}",
+                f.id,
+                flow_name(f),
+                f.transport.unwrap_or("-"),
+                f.role,
+                f.packets,
+                f.gbps,
+                f.path_mtu.map_or("-".into(), |m| m.to_string()),
+                counts(&f.pcp),
+                counts(&f.dscp),
+                counts(&f.ecn),
+                f.psn.gaps,
+                f.psn.missing,
+                f.psn.retransmitted,
+                f.psn.duplicates,
+                f.psn.out_of_order,
+                f.naks.total(),
+                f.ce,
+                f.cnps,
+                rtt
+            );
+        }
+    }
+
+    let p = &r.pfc;
+    if !p.priorities.is_empty() || !p.pause_8023x.is_empty() {
+        let prios: Vec<String> = p.roce_priorities.iter().map(u8::to_string).collect();
+        let _ = writeln!(
+            o,
+            "\nPFC at {} Gb/s (RoCE on priorit{} {})",
+            p.link_gbps,
+            if prios.len() == 1 { "y" } else { "ies" },
+            if prios.is_empty() {
+                "-".into()
+            } else {
+                prios.join(", ")
+            }
+        );
+        let _ = writeln!(
+            o,
+            "  {:>4} {:<17} {:<4} {:>7} {:>6} {:>10} {:>12} {:>12} {:>6}",
+            "prio", "source", "RoCE", "XOFF", "XON", "quanta", "paused us", "longest us", "storms"
+        );
+        for q in &p.priorities {
+            let _ = writeln!(
+                o,
+                "  {:>4} {:<17} {:<4} {:>7} {:>6} {:>10} {:>12.1} {:>12.1} {:>6}",
+                q.priority,
+                q.source,
+                if q.roce { "yes" } else { "no" },
+                q.xoff,
+                q.xon,
+                q.pause_quanta,
+                q.pause_us,
+                q.longest_pause_us,
+                q.storms_total
+            );
+            for s in &q.storms {
+                let _ = writeln!(
+                    o,
+                    "       storm {:.6}..{:.6} s: {:.1} ms, {} frames, {:.0} frames/s ({}), from frame {}",
+                    s.start_ts, s.end_ts, s.duration_ms, s.frames, s.rate_fps, s.kind, s.first_frame
+                );
+            }
+        }
+        for q in &p.pause_8023x {
+            let _ = writeln!(
+                o,
+                "  {:>4} {:<17} {:<4} {:>7} {:>6} {:>10} {:>12.1} {:>12.1} {:>6}",
+                "all",
+                q.source,
+                "802.3x",
+                q.frames - q.xon,
+                q.xon,
+                q.pause_quanta,
+                q.pause_us,
+                q.longest_pause_us,
+                q.storms.len()
+            );
+        }
+    }
+    o
+}

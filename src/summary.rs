@@ -1,0 +1,107 @@
+//! `PacketSummary`: the few values of a decoded frame the analysis needs, small, `Copy` and
+//! free of borrows, so frames can be decoded in parallel and analysed in order.
+
+use std::net::IpAddr;
+
+use roce_parsers::{Frame, IcrcStatus, MacControl, Opcode};
+
+use crate::analysis::cm::{self, CmMessage};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RoceSummary {
+    pub opcode: Opcode,
+    pub dqpn: u32,
+    pub psn: u32,
+    pub ackreq: bool,
+    pub fecn: bool,
+    pub becn: bool,
+    /// AETH syndrome and MSN.
+    pub aeth: Option<(u8, u32)>,
+    /// RETH DMA length.
+    pub dma_len: Option<u32>,
+    /// UD source QP (DETH).
+    pub sqpn: Option<u32>,
+    pub payload_len: u32,
+    pub icrc: IcrcStatus,
+    pub v1: bool,
+    /// An RDMA-CM message carried in a UD SEND to QP 1.
+    pub cm: Option<CmMessage>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Payload {
+    Roce(RoceSummary),
+    Pfc { cev: u16, quanta: [u16; 8] },
+    Pause { quanta: u16 },
+    Other,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PacketSummary {
+    pub frame_no: u64,
+    pub ts_ns: u64,
+    pub len: u32,
+    pub caplen: u32,
+    pub linktype: u32,
+    pub src_mac: Option<[u8; 6]>,
+    pub addrs: Option<(IpAddr, IpAddr)>,
+    /// Innermost VLAN tag: (VID, PCP).
+    pub vlan: Option<(u16, u8)>,
+    /// DSCP << 2 | ECN.
+    pub tclass: Option<u8>,
+    pub malformed: bool,
+    pub payload: Payload,
+}
+
+impl PacketSummary {
+    pub fn new(frame_no: u64, ts_ns: u64, f: &Frame<'_>) -> Self {
+        let payload = if let Some(r) = &f.roce {
+            let b = &r.bth;
+            Payload::Roce(RoceSummary {
+                opcode: b.opcode,
+                dqpn: b.dqpn,
+                psn: b.psn,
+                ackreq: b.ackreq,
+                fecn: b.fecn,
+                becn: b.becn,
+                aeth: r.ext.aeth.map(|a| (a.syndrome, a.msn)),
+                dma_len: r.ext.reth.map(|x| x.dlen),
+                sqpn: r.ext.deth.map(|d| d.sqpn),
+                payload_len: r.payload_len,
+                icrc: r.icrc.status,
+                v1: r.version == roce_parsers::RoceVersion::V1,
+                cm: if b.dqpn == 1 && r.ext.deth.is_some() {
+                    cm::parse(r.payload)
+                } else {
+                    None
+                },
+            })
+        } else {
+            match f.mac_control {
+                Some(MacControl::Pfc { cev, quanta }) => Payload::Pfc { cev, quanta },
+                Some(MacControl::Pause { quanta }) => Payload::Pause { quanta },
+                _ => Payload::Other,
+            }
+        };
+        PacketSummary {
+            frame_no,
+            ts_ns,
+            len: f.len,
+            caplen: f.caplen,
+            linktype: f.linktype,
+            src_mac: f.src_mac,
+            addrs: f.addresses(),
+            vlan: f.inner_vlan().map(|v| (v.vid, v.pcp)),
+            tclass: f.traffic_class(),
+            malformed: f.is_malformed(),
+            payload,
+        }
+    }
+
+    pub fn roce(&self) -> Option<&RoceSummary> {
+        match &self.payload {
+            Payload::Roce(r) => Some(r),
+            _ => None,
+        }
+    }
+}
