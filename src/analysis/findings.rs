@@ -70,21 +70,26 @@ pub(super) fn find(
             f.transport,
             Some(Transport::Rc | Transport::Xrc | Transport::Rd)
         );
-        if r.psn.gaps > 0 || r.psn.missing > 0 {
+        let lost = r.psn.missing + r.psn.recovered;
+        if lost > 0 {
             let mut msg = format!(
-                "PSN loss on {} {}: {} gaps, {} PSNs never seen",
+                "PSN loss on {} {}: {} PSNs lost ({} recovered by retransmission, {} never seen) in {} gaps",
                 r.transport.unwrap_or("?"),
                 key_of(r),
-                r.psn.gaps,
-                r.psn.missing
+                lost,
+                r.psn.recovered,
+                r.psn.missing,
+                r.psn.gaps
             );
             if !r.psn.missing_ranges.is_empty() {
-                msg.push_str(&format!(" (first missing: {})", ranges(r)));
+                msg.push_str(&format!("; first missing: {}", ranges(r)));
             }
-            let cause = if reliable {
-                "packets were dropped on the path (a full buffer on a lossy priority, or link errors); RC recovers by going back, at the cost of throughput"
-            } else {
+            let cause = if !reliable {
                 "packets were dropped on the path and UC/UD never resend: the loss reached the application"
+            } else if r.psn.missing > 0 {
+                "packets were dropped on the path and not all were resent before the capture ended"
+            } else {
+                "packets were dropped on the path (a full buffer on a lossy priority, or link errors); RC recovered by going back, at the cost of throughput"
             };
             let cause = if capture_lossy {
                 format!(
@@ -99,7 +104,7 @@ pub(super) fn find(
                 msg,
                 &cause,
                 flow.clone(),
-                r.psn.gaps.max(r.psn.missing),
+                lost,
                 f.loss.frames.clone(),
             ));
         }

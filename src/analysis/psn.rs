@@ -59,6 +59,8 @@ pub struct PsnCounts {
     pub duplicates: u64,
     pub out_of_order: u64,
     pub retransmitted: u64,
+    /// Skipped PSNs that arrived later in a retransmission: lost, then repaired.
+    pub recovered: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -159,6 +161,9 @@ impl PsnTracker {
                 self.nak_from = None;
             }
             self.counts.retransmitted += 1;
+            if filled {
+                self.counts.recovered += 1;
+            }
             Arrival::Retransmitted
         } else if filled {
             self.counts.out_of_order += 1;

@@ -435,6 +435,277 @@ pub fn all() -> Vec<(String, Vec<u8>)> {
         ),
     ));
     files.push(("damaged.pcap".to_string(), damaged()));
+    for (name, frames) in [
+        ("analysis_psn.pcap", analysis_psn()),
+        ("analysis_congestion.pcap", analysis_congestion()),
+        ("analysis_marking.pcap", analysis_marking()),
+        ("sample.pcap", sample()),
+    ] {
+        files.push((
+            name.to_string(),
+            pcap_bytes(
+                &frames,
+                PcapFlavor {
+                    nanos: true,
+                    big_endian: false,
+                },
+                LINKTYPE_ETHERNET,
+                65535,
+            ),
+        ));
+    }
     files.push(("unknown_linktype.pcapng".to_string(), unknown_linktype()));
     files
+}
+
+const US: u64 = 1_000;
+const MS: u64 = 1_000_000;
+
+/// `analysis_psn.pcap`: PSN behaviour on seven QPs, every expected count known (VLAN 100, PCP 3,
+/// DSCP 26 ECT(0) throughout; path MTU 1024).
+///
+/// | flow (requests)            | what happens                                     | expected                                  |
+/// |----------------------------|--------------------------------------------------|-------------------------------------------|
+/// | .1 > .2 qp 0x100, RC WRITE | PSNs wrap 0xfffff8..7; PSN 1 lost; NAK(1); go-back resends 1..5 | gaps 1, missing 0, retransmitted 5, NAK seq 1, ACKs 3, RTT samples 3 |
+/// | .3 > .2 qp 0x101, RC SEND  | 1003 and 1004 swapped                            | gaps 1, out_of_order 1, missing 0         |
+/// | .4 > .2 qp 0x102, RC WRITE | 5001 captured twice                              | duplicates 1                              |
+/// | .5 > .2 qp 0x103, UC WRITE | 203..205 lost, never resent                      | gaps 1, missing 3, range 203-205          |
+/// | .1 > .2 qp 0x104, RC SEND  | 302 resent after 5 ms without ACK (timeout)      | retransmitted 1, duplicates 0             |
+/// | .1 > .2 qp 0x105, RC READ  | READs of 4096, 10000, 100 bytes, then a WRITE    | no gap; 15 READ responses, 3 READ latencies |
+/// | .3 > .2 qp 0x106, RC       | RNR NAK then resend; remote access error NAK     | rnr 1, retransmitted 1, remote_access_error 1 |
+pub fn analysis_psn() -> Frames {
+    use super::scenario::{host, Conn, Timeline};
+    let (a, b, c, d, e) = (host(1), host(2), host(3), host(4), host(5));
+    let v = Some((100, 3));
+    let mut tl = Timeline::default();
+    let t0 = T0_NS;
+
+    // Loss, NAK, go-back-N across the PSN wrap.
+    let mut l = Conn::rc(a, b, v, 0x6a, 0x200, 0x100, 0xff_fff8);
+    let mut pkts = Vec::new();
+    for _ in 0..4 {
+        pkts.extend(l.write(4096));
+    }
+    // pkts[i] has PSN 0xfffff8 + i; PSN 1 is pkts[9].
+    let mut t = t0;
+    for (i, p) in pkts.iter().enumerate().take(14) {
+        t += US;
+        if i != 9 {
+            tl.push(t, l.request_frame(p));
+        }
+        if i == 3 || i == 7 {
+            tl.push(t + 500, l.response_frame(&l.ack(p.bth.psn)));
+        }
+    }
+    // The responder saw PSN 2 ahead of 1 and NAKs; the requester goes back to 1.
+    tl.push(t0 + 10 * US + 500, l.response_frame(&l.nak(1, 0)));
+    t = t0 + 20 * US;
+    for p in &pkts[9..16] {
+        t += US;
+        tl.push(t, l.request_frame(p));
+    }
+    tl.push(t + 500, l.response_frame(&l.ack(pkts[15].bth.psn)));
+
+    // Reordering.
+    let mut r = Conn::rc(c, b, v, 0x6a, 0x201, 0x101, 1000);
+    let mut pk = r.send(8192);
+    pk.swap(3, 4);
+    for (i, p) in pk.iter().enumerate() {
+        tl.push(t0 + 100 * US + i as u64 * US, r.request_frame(p));
+    }
+    tl.push(t0 + 110 * US, r.response_frame(&r.ack(1007)));
+
+    // A duplicate.
+    let mut dup = Conn::rc(d, b, v, 0x6a, 0x202, 0x102, 5000);
+    let pk = dup.write(4096);
+    for (i, p) in pk.iter().enumerate() {
+        tl.push(t0 + 200 * US + i as u64 * US, dup.request_frame(p));
+        if i == 1 {
+            tl.push(t0 + 200 * US + i as u64 * US + 100, dup.request_frame(p));
+        }
+    }
+
+    // UC: unrepaired loss.
+    let mut uc = Conn::rc(e, b, v, 0x6a, 0x203, 0x103, 200).uc();
+    for (i, p) in uc.write(8192).iter().enumerate() {
+        if !(3..=5).contains(&i) {
+            tl.push(t0 + 300 * US + i as u64 * US, uc.request_frame(p));
+        }
+    }
+
+    // Timeout retransmission.
+    let mut to = Conn::rc(a, b, v, 0x6a, 0x204, 0x104, 300);
+    let mut last = None;
+    for i in 0..3u64 {
+        let p = to.send(256).remove(0);
+        tl.push(t0 + 400 * US + i * US, to.request_frame(&p));
+        if i < 2 {
+            tl.push(
+                t0 + 400 * US + i * US + 500,
+                to.response_frame(&to.ack(p.bth.psn)),
+            );
+        }
+        last = Some(p);
+    }
+    let last = last.expect("three sends");
+    tl.push(t0 + 5 * MS, to.request_frame(&last));
+    tl.push(t0 + 5 * MS + 600, to.response_frame(&to.ack(last.bth.psn)));
+
+    // READs: the request PSN advances by the number of responses.
+    let mut rd = Conn::rc(a, b, v, 0x6a, 0x205, 0x105, 7000);
+    let mut t = t0 + 600 * US;
+    for len in [4096, 10000, 100] {
+        let (req, resps) = rd.read(len);
+        tl.push(t, rd.request_frame(&req));
+        for (i, resp) in resps.iter().enumerate() {
+            tl.push(t + 3 * US + i as u64 * US, rd.response_frame(resp));
+        }
+        t += 20 * US;
+    }
+    let w = rd.write(512).remove(0);
+    tl.push(t, rd.request_frame(&w));
+    tl.push(t + 2 * US, rd.response_frame(&rd.ack(w.bth.psn)));
+
+    // RNR NAK, resend, ACK; then a remote access error.
+    let mut n = Conn::rc(c, b, v, 0x6a, 0x206, 0x106, 40);
+    let s = n.send(64).remove(0);
+    tl.push(t0 + 800 * US, n.request_frame(&s));
+    tl.push(t0 + 801 * US, n.response_frame(&n.rnr_nak(40)));
+    tl.push(t0 + 900 * US, n.request_frame(&s));
+    tl.push(t0 + 901 * US, n.response_frame(&n.ack(40)));
+    let w = n.write(64).remove(0);
+    tl.push(t0 + 950 * US, n.request_frame(&w));
+    tl.push(t0 + 951 * US, n.response_frame(&n.nak(41, 2)));
+    tl.into_frames()
+}
+
+/// `analysis_congestion.pcap`: ECN and PFC.
+///
+/// - .1 > .2 qp 0x110: 100 WRITE Only (1024 B, 1 us apart), packets 40..59 CE-marked; CNPs
+///   come back at first CE + 10 us and + 60 us; ACKs every 10 packets. Expected: ce 20, cnps 2,
+///   ce_to_cnp_us 10, ce_without_cnp 0.
+/// - .3 > .2 qp 0x111: 50 WRITE Only, packets 10..19 CE-marked, no CNP. Expected: ce 10,
+///   cnps 0, ce_without_cnp 10.
+/// - PFC from 02:00:00:00:00:5e on priority 3 (a RoCE priority): XOFF 0xffff at 200 us,
+///   refreshed at 300 us, XON at 400 us; XOFF 1000 quanta at 1 ms. Expected: xoff 3, xon 1,
+///   quanta 132070, paused 205.12 us at 100G, longest 200 us, no storm.
+/// - PFC from 02:00:00:00:00:5f on priority 4: XOFF 0xffff every 250 us from 2 ms to 152 ms
+///   (601 frames). Expected: one storm, paused throughout, 601 frames.
+/// - 802.3x PAUSE from 02:00:00:00:00:60: 256 quanta at 500 us and 600 us. Expected: 2 frames,
+///   2.62 us paused.
+pub fn analysis_congestion() -> Frames {
+    use super::scenario::{host, Conn, Timeline};
+    let (a, b, c) = (host(1), host(2), host(3));
+    let v = Some((100, 3));
+    let mut tl = Timeline::default();
+    let t0 = T0_NS;
+
+    let mut x = Conn::rc(a, b, v, 0x6a, 0x300, 0x110, 10);
+    for i in 0..100u64 {
+        let p = x.write(1024).remove(0);
+        let ce = (40..60).contains(&i);
+        let conn = if ce { x.clone().tos(0x6b) } else { x.clone() };
+        tl.push(t0 + i * US, conn.request_frame(&p));
+        if i % 10 == 9 {
+            tl.push(t0 + i * US + 500, x.response_frame(&x.ack(p.bth.psn)));
+        }
+    }
+    tl.push(t0 + 50 * US, x.cnp_frame());
+    tl.push(t0 + 100 * US, x.cnp_frame());
+
+    let mut y = Conn::rc(c, b, v, 0x6a, 0x301, 0x111, 10);
+    for i in 0..50u64 {
+        let p = y.write(1024).remove(0);
+        let conn = if (10..20).contains(&i) {
+            y.clone().tos(0x6b)
+        } else {
+            y.clone()
+        };
+        tl.push(t0 + 3 + i * US, conn.request_frame(&p));
+    }
+
+    let sw = [0x02, 0, 0, 0, 0, 0x5e];
+    let p3 = |q| {
+        let mut quanta = [0u16; 8];
+        quanta[3] = q;
+        frames::pfc(sw, 1 << 3, quanta)
+    };
+    tl.push(t0 + 200 * US, p3(0xffff));
+    tl.push(t0 + 300 * US, p3(0xffff));
+    tl.push(t0 + 400 * US, p3(0));
+    tl.push(t0 + MS, p3(1000));
+    let storm_src = [0x02, 0, 0, 0, 0, 0x5f];
+    for i in 0..=600u64 {
+        let mut quanta = [0u16; 8];
+        quanta[4] = 0xffff;
+        tl.push(
+            t0 + 2 * MS + i * 250 * US,
+            frames::pfc(storm_src, 1 << 4, quanta),
+        );
+    }
+    let pause_src = [0x02, 0, 0, 0, 0, 0x60];
+    tl.push(t0 + 500 * US, frames::pause(pause_src, 256));
+    tl.push(t0 + 600 * US, frames::pause(pause_src, 256));
+    tl.into_frames()
+}
+
+/// `analysis_marking.pcap`: QoS marking mistakes, four senders to .2 at once (an incast).
+///
+/// - .1 > .2 qp 0x120: VLAN 100 PCP 3 but TOS 0x00: dscp0_with_pcp 10, not_ect 10.
+/// - .3 > .2 qp 0x121: untagged while the others are tagged, TOS 0x6a.
+/// - .4 > .2 qp 0x122: PCP 3, TOS 0x68 (DSCP 26, Not-ECT): not_ect 10.
+/// - .5 > .2 qp 0x123: PCP 3, TOS 0x6a: WRITE of 3072 at MTU 1024, then a WRITE Only of 2048
+///   (oversize 1), then a SEND Only with a bad ICRC (icrc_bad 1); a CNP back with DSCP 48, PCP 6.
+pub fn analysis_marking() -> Frames {
+    use super::scenario::{host, Conn, Timeline};
+    let b = host(2);
+    let v = Some((100, 3));
+    let mut tl = Timeline::default();
+    let t0 = T0_NS;
+    let mut m1 = Conn::rc(host(1), b, v, 0x00, 0x400, 0x120, 1);
+    let mut m2 = Conn::rc(host(3), b, None, 0x6a, 0x401, 0x121, 1);
+    let mut m3 = Conn::rc(host(4), b, v, 0x68, 0x402, 0x122, 1);
+    for i in 0..10u64 {
+        for (k, conn) in [&mut m1, &mut m2, &mut m3].into_iter().enumerate() {
+            let p = conn.send(512).remove(0);
+            tl.push(t0 + i * US + k as u64 * 100, conn.request_frame(&p));
+        }
+    }
+    let mut m4 = Conn::rc(host(5), b, v, 0x6a, 0x403, 0x123, 1);
+    let mut t = t0 + 300;
+    for p in m4.write(3072) {
+        tl.push(t, m4.request_frame(&p));
+        t += US;
+    }
+    // A WRITE Only of 2048 bytes on a path whose MTU is 1024.
+    let big = RoceSpec::new(0x0a, m4.resp_qpn, m4.psn)
+        .ackreq()
+        .payload(2048)
+        .reth(0x7f00_0000_0000, 0x1234, 2048);
+    m4.psn += 1;
+    tl.push(t, m4.request_frame(&big));
+    let mut bad = m4.send(64).remove(0);
+    bad.corrupt_icrc = true;
+    tl.push(t + US, m4.request_frame(&bad));
+    tl.push(t + 2 * US, m4.cnp_frame());
+    tl.into_frames()
+}
+
+/// `sample.pcap`, the README's demo: the three analysis scenarios one after the other
+/// (PSN at 0 s, congestion at 0.01 s, marking at 0.2 s), so its report shows every kind of
+/// finding and each flow's counts are those of its scenario.
+pub fn sample() -> Frames {
+    let mut out = analysis_psn();
+    out.extend(
+        analysis_congestion()
+            .into_iter()
+            .map(|(t, f)| (t + 10 * MS, f)),
+    );
+    out.extend(
+        analysis_marking()
+            .into_iter()
+            .map(|(t, f)| (t + 200 * MS, f)),
+    );
+    out.sort_by_key(|(t, _)| *t);
+    out
 }

@@ -1,0 +1,366 @@
+//! End-to-end analysis tests: the report of the real binary on the crafted captures equals what
+//! the generator put in (src/synth/testdata.rs documents each), and the real captures show no
+//! false loss.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+
+fn report(path: &std::path::Path, extra: &[&str]) -> Value {
+    let mut args = vec!["--json"];
+    args.extend_from_slice(extra);
+    let out = run_path(path, &args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    serde_json::from_str(&stdout(&out)).expect("one JSON document")
+}
+
+fn flow<'a>(r: &'a Value, src: &str, dqpn: u32) -> &'a Value {
+    r["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["src"] == src && f["dqpn"] == dqpn)
+        .unwrap_or_else(|| panic!("no flow {src} qp {dqpn:#x}"))
+}
+
+fn psn(f: &Value) -> (u64, u64, u64, u64, u64) {
+    let p = &f["psn"];
+    (
+        p["gaps"].as_u64().unwrap(),
+        p["missing"].as_u64().unwrap(),
+        p["duplicates"].as_u64().unwrap(),
+        p["out_of_order"].as_u64().unwrap(),
+        p["retransmitted"].as_u64().unwrap(),
+    )
+}
+
+fn codes(r: &Value) -> Vec<String> {
+    r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn report_has_the_documented_top_level() {
+    let r = report(&testdata("analysis_psn.pcap"), &[]);
+    assert_eq!(r["schema"], "roce-sniff.report/1");
+    for k in [
+        "packets",
+        "bytes",
+        "roce_packets",
+        "pfc_frames",
+        "malformed",
+        "truncated",
+        "icrc_bad",
+        "first_ts",
+        "last_ts",
+    ] {
+        assert!(r["capture"].get(k).is_some(), "capture.{k}");
+    }
+    let f = &r["flows"][0];
+    for k in [
+        "src",
+        "dst",
+        "dqpn",
+        "vlan",
+        "packets",
+        "bytes",
+        "pcp",
+        "dscp",
+        "ecn",
+        "opcodes",
+        "psn",
+        "naks",
+        "cnps",
+        "ack_rtt_us",
+        "path_mtu",
+        "gbps",
+    ] {
+        assert!(f.get(k).is_some(), "flows[].{k}");
+    }
+    for k in [
+        "gaps",
+        "missing",
+        "duplicates",
+        "out_of_order",
+        "retransmitted",
+    ] {
+        assert!(f["psn"].get(k).is_some(), "psn.{k}");
+    }
+    assert!(r["pfc"].get("priorities").is_some() && r["pfc"].get("pause_8023x").is_some());
+    let finding = &r["findings"][0];
+    for k in ["severity", "code", "message", "flow", "frames"] {
+        assert!(finding.get(k).is_some(), "findings[].{k}");
+    }
+}
+
+#[test]
+fn psn_scenarios_count_exactly() {
+    let r = report(&testdata("analysis_psn.pcap"), &[]);
+    assert_eq!(r["capture"]["roce_packets"], 76);
+    // Loss of PSN 1 across the wrap, NAK, go-back-N from 1 to 5.
+    let l = flow(&r, "10.0.0.1", 0x100);
+    assert_eq!(psn(l), (1, 0, 0, 0, 5));
+    assert_eq!(l["psn"]["recovered"], 1);
+    assert_eq!(l["naks"]["psn_sequence_error"], 1);
+    assert_eq!(l["acks"], 3);
+    assert_eq!(
+        l["ack_rtt_us"],
+        json!({"count": 3, "p50": 0.5, "p99": 0.5, "max": 0.5})
+    );
+    assert_eq!(l["path_mtu"], 1024);
+    assert_eq!(l["paired_by"], "psn");
+    assert_eq!(l["peer"], "10.0.0.2 > 10.0.0.1 qp 0x000200 vlan 100");
+    assert_eq!(l["opcodes"]["RC_RDMA_WRITE_FIRST"], 5);
+    // Reordering: a gap that is filled, not loss.
+    assert_eq!(psn(flow(&r, "10.0.0.3", 0x101)), (1, 0, 0, 1, 0));
+    // A duplicate.
+    assert_eq!(psn(flow(&r, "10.0.0.4", 0x102)), (0, 0, 1, 0, 0));
+    // UC loss is never repaired.
+    let uc = flow(&r, "10.0.0.5", 0x103);
+    assert_eq!(psn(uc), (1, 3, 0, 0, 0));
+    assert_eq!(uc["psn"]["missing_ranges"], json!([[203, 205]]));
+    assert_eq!(uc["transport"], "UC");
+    // Timeout retransmission; Karn: no RTT sample from the resent request.
+    let to = flow(&r, "10.0.0.1", 0x104);
+    assert_eq!(psn(to), (0, 0, 0, 0, 1));
+    assert_eq!(to["ack_rtt_us"]["count"], 2);
+    // READs advance the PSN by their responses: no gap.
+    let rd = flow(&r, "10.0.0.1", 0x105);
+    assert_eq!(psn(rd), (0, 0, 0, 0, 0));
+    assert_eq!(rd["read_responses"], 15);
+    assert_eq!(
+        rd["read_latency_us"],
+        json!({"count": 3, "p50": 3.0, "p99": 3.0, "max": 3.0})
+    );
+    assert_eq!(flow(&r, "10.0.0.2", 0x205)["read_response_gaps"], 0);
+    // RNR NAK and its resend, a remote access error.
+    let n = flow(&r, "10.0.0.3", 0x106);
+    assert_eq!(psn(n), (0, 0, 0, 0, 1));
+    assert_eq!(n["naks"]["rnr"], 1);
+    assert_eq!(n["naks"]["remote_access_error"], 1);
+    let c = codes(&r);
+    for code in [
+        "psn_loss",
+        "retransmissions",
+        "out_of_order",
+        "duplicates",
+        "nak_error",
+        "rnr_nak",
+    ] {
+        assert!(c.contains(&code.to_string()), "{code} in {c:?}");
+    }
+    // Exactly the two lossy flows get a loss finding (the reordered one does not).
+    assert_eq!(c.iter().filter(|x| *x == "psn_loss").count(), 2);
+    // Findings are ranked: critical first.
+    let sev: Vec<&str> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["severity"].as_str().unwrap())
+        .collect();
+    let rank = |s: &str| {
+        ["critical", "warning", "info"]
+            .iter()
+            .position(|x| *x == s)
+            .unwrap()
+    };
+    assert!(sev.windows(2).all(|w| rank(w[0]) <= rank(w[1])), "{sev:?}");
+    // The troubled flows come first.
+    assert!(
+        r["flows"][0]["psn"]["gaps"].as_u64().unwrap() > 0
+            || r["flows"][0]["naks"]["remote_access_error"] == 1
+    );
+}
+
+#[test]
+fn congestion_scenario_counts_ce_cnp_and_pfc() {
+    let r = report(&testdata("analysis_congestion.pcap"), &[]);
+    let x = flow(&r, "10.0.0.1", 0x110);
+    assert_eq!((x["ce"].clone(), x["cnps"].clone()), (json!(20), json!(2)));
+    assert_eq!(x["ce_to_cnp_us"], 10.0);
+    assert_eq!(x["ce_without_cnp"], 0);
+    assert_eq!(x["ecn"], json!({"ce": 20, "ect0": 80}));
+    let y = flow(&r, "10.0.0.3", 0x111);
+    assert_eq!(
+        (
+            y["ce"].clone(),
+            y["cnps"].clone(),
+            y["ce_without_cnp"].clone()
+        ),
+        (json!(10), json!(0), json!(10))
+    );
+    let pfc = &r["pfc"];
+    assert_eq!(pfc["roce_priorities"], json!([3, 6]));
+    let p3 = pfc["priorities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["priority"] == 3)
+        .unwrap();
+    assert_eq!(p3["roce"], true);
+    assert_eq!(
+        (p3["xoff"].clone(), p3["xon"].clone()),
+        (json!(3), json!(1))
+    );
+    assert_eq!(p3["pause_quanta"], 132_070);
+    assert!((p3["pause_us"].as_f64().unwrap() - 205.12).abs() < 1e-6);
+    assert_eq!(p3["longest_pause_us"], 200.0);
+    assert_eq!(p3["storms"], json!([]));
+    let p4 = pfc["priorities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["priority"] == 4)
+        .unwrap();
+    assert_eq!(p4["roce"], false);
+    assert_eq!(p4["xoff"], 601);
+    assert_eq!(p4["storms_total"], 1);
+    let storm = &p4["storms"][0];
+    assert_eq!(storm["frames"], 601);
+    assert_eq!(storm["kind"], "paused+rate");
+    assert!((storm["duration_ms"].as_f64().unwrap() - 150.3355).abs() < 0.001);
+    let pause = &pfc["pause_8023x"][0];
+    assert_eq!(pause["frames"], 2);
+    assert!((pause["pause_us"].as_f64().unwrap() - 2.62).abs() < 0.01);
+    let c = codes(&r);
+    for code in [
+        "pfc_storm",
+        "ce_without_cnp",
+        "pfc_pause_roce_priority",
+        "pause_8023x",
+    ] {
+        assert!(c.contains(&code.to_string()), "{code} in {c:?}");
+    }
+}
+
+#[test]
+fn link_speed_and_storm_options_change_the_pfc_math() {
+    // At 25G a quantum is 4x longer; a 200 ms storm threshold leaves no storm.
+    let r = report(
+        &testdata("analysis_congestion.pcap"),
+        &["--link-speed", "25G", "--storm-ms", "200"],
+    );
+    let prios = r["pfc"]["priorities"].as_array().unwrap();
+    let p3 = prios.iter().find(|p| p["priority"] == 3).unwrap();
+    // 200 us cut by XON, then 1000 quanta at 25G = 20.48 us.
+    assert!((p3["pause_us"].as_f64().unwrap() - 220.48).abs() < 1e-6);
+    let p4 = prios.iter().find(|p| p["priority"] == 4).unwrap();
+    assert_eq!(p4["storms_total"], 0);
+    assert_eq!(r["pfc"]["link_gbps"], 25.0);
+    // A low --storm-fps alone does not make a storm of the short pauses on priority 3.
+    let bad = run_path(
+        &testdata("analysis_congestion.pcap"),
+        &["--link-speed", "1G"],
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("outside 10G..800G"));
+}
+
+#[test]
+fn marking_scenario_finds_each_mistake() {
+    let r = report(&testdata("analysis_marking.pcap"), &[]);
+    let c = codes(&r);
+    for code in [
+        "dscp0_with_pcp",
+        "not_ect",
+        "untagged_roce",
+        "exceeds_path_mtu",
+        "icrc_bad",
+        "incast",
+    ] {
+        assert!(c.contains(&code.to_string()), "{code} in {c:?}");
+    }
+    let m1 = flow(&r, "10.0.0.1", 0x120);
+    assert_eq!(m1["dscp"], json!({"0": 10}));
+    assert_eq!(m1["pcp"], json!({"3": 10}));
+    assert_eq!(flow(&r, "10.0.0.3", 0x121)["pcp"], json!({"untagged": 10}));
+    let m4 = flow(&r, "10.0.0.5", 0x123);
+    assert_eq!(
+        (
+            m4["oversize"].clone(),
+            m4["icrc_bad"].clone(),
+            m4["cnps"].clone()
+        ),
+        (json!(1), json!(1), json!(1))
+    );
+    assert_eq!(psn(m4), (0, 0, 0, 0, 0));
+    let untagged: Vec<&Value> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "untagged_roce")
+        .collect();
+    assert_eq!(untagged.len(), 1);
+    assert_eq!(untagged[0]["flow"], "10.0.0.3 > 10.0.0.2 qp 0x000121");
+    let incast = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "incast")
+        .unwrap();
+    assert_eq!(incast["count"], 4);
+    assert_eq!(r["capture"]["icrc_bad"], 1);
+}
+
+#[test]
+fn sample_combines_the_scenarios_with_the_same_counts() {
+    let r = report(&testdata("sample.pcap"), &[]);
+    assert_eq!(psn(flow(&r, "10.0.0.1", 0x100)), (1, 0, 0, 0, 5));
+    assert_eq!(flow(&r, "10.0.0.1", 0x110)["cnps"], 2);
+    assert_eq!(flow(&r, "10.0.0.1", 0x120)["dscp"], json!({"0": 10}));
+    let text = stdout(&run_path(&testdata("sample.pcap"), &[]));
+    assert!(text.starts_with("roce-sniff report: "));
+    for section in [
+        "Findings:",
+        "Flows (troubled first)",
+        "PFC at 100 Gb/s (RoCE on priorities 3, 6)",
+    ] {
+        assert!(text.contains(section), "{section}");
+    }
+    assert!(text.contains("CRITICAL psn_loss"));
+}
+
+#[test]
+fn real_captures_show_no_false_loss() {
+    for path in shared_captures() {
+        let r = report(&path, &[]);
+        for f in r["flows"].as_array().unwrap() {
+            assert_eq!(psn(f), (0, 0, 0, 0, 0), "{}: {f}", path.display());
+            assert_eq!(f["read_response_gaps"], 0);
+        }
+        let c = codes(&r);
+        assert!(!c.contains(&"psn_loss".to_string()), "{}", path.display());
+    }
+    // montybeatnik: RDMA-CM pairs the RC QPs; the READ of 4096 bytes at MTU 1024 is no gap.
+    let r = report(
+        &shared_capture("montybeatnik_roce_capture_read-write-ecn.pcap"),
+        &[],
+    );
+    let w = flow(&r, "192.168.65.5", 0x11);
+    assert_eq!(w["paired_by"], "rdma_cm");
+    assert_eq!(w["path_mtu"], 1024);
+    assert_eq!(w["read_responses"], 4);
+    assert_eq!(w["read_latency_us"]["count"], 1);
+    assert_eq!(
+        w["opcodes"],
+        json!({"RC_RDMA_WRITE_ONLY": 1, "RC_RDMA_READ_REQUEST": 1})
+    );
+    // oferby: two SEND flows paired by their ACK PSNs, ECT(0).
+    let r = report(&shared_capture("oferby_roce.pcap"), &[]);
+    let data: Vec<&Value> = r["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["role"] == "data")
+        .collect();
+    assert_eq!(data.len(), 2);
+    for f in data {
+        assert_eq!(f["ecn"], json!({"ect0": f["packets"]}));
+        assert!(f["ack_rtt_us"]["count"].as_u64().unwrap() > 0);
+    }
+}
