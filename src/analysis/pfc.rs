@@ -27,6 +27,8 @@ impl PfcConfig {
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Storm {
+    /// Start in nanoseconds since the epoch (exact; `start_ts` is the same in seconds).
+    pub start_ns: u64,
     pub start_ts: f64,
     pub end_ts: f64,
     pub duration_ms: f64,
@@ -169,6 +171,7 @@ impl PauseTracker {
             .map(|(s, kind)| {
                 let dur_ns = (s.end - s.start).max(1);
                 Storm {
+                    start_ns: s.start,
                     start_ts: s.start as f64 / 1e9,
                     end_ts: s.end as f64 / 1e9,
                     duration_ms: dur_ns as f64 / 1e6,

@@ -248,6 +248,7 @@ impl Analyzer {
             icrc_unchecked: c.icrc_unchecked,
             first_ts: c.first_ts.map(secs),
             last_ts: c.first_ts.map(|_| secs(c.last_ts)),
+            first_ts_ns: c.first_ts,
             duration_s: secs(duration_ns),
             flows: self.flows.len(),
             flows_untracked_packets: c.flows_untracked_packets,

@@ -46,6 +46,8 @@ pub struct CaptureReport {
     pub icrc_unchecked: u64,
     pub first_ts: Option<f64>,
     pub last_ts: Option<f64>,
+    /// `first_ts` in exact nanoseconds.
+    pub first_ts_ns: Option<u64>,
     pub duration_s: f64,
     pub flows: usize,
     /// Packets of flows beyond --max-flows (counted, not analysed).

@@ -191,11 +191,17 @@ pub fn render(r: &Report) -> String {
                 q.longest_pause_us,
                 q.storms_total
             );
+            let t0 = c.first_ts_ns.unwrap_or(0);
             for s in &q.storms {
                 let _ = writeln!(
                     o,
-                    "       storm {:.6}..{:.6} s: {:.1} ms, {} frames, {:.0} frames/s ({}), from frame {}",
-                    s.start_ts, s.end_ts, s.duration_ms, s.frames, s.rate_fps, s.kind, s.first_frame
+                    "       storm at +{:.6} s: {:.1} ms, {} frames, {:.0} frames/s ({}), from frame {}",
+                    s.start_ns.saturating_sub(t0) as f64 / 1e9,
+                    s.duration_ms,
+                    s.frames,
+                    s.rate_fps,
+                    s.kind,
+                    s.first_frame
                 );
             }
         }

@@ -498,7 +498,7 @@ pub fn analysis_psn() -> Frames {
         }
     }
     // The responder saw PSN 2 ahead of 1 and NAKs; the requester goes back to 1.
-    tl.push(t0 + 10 * US + 500, l.response_frame(&l.nak(1, 0)));
+    tl.push(t0 + 11 * US + 500, l.response_frame(&l.nak(1, 0)));
     t = t0 + 20 * US;
     for p in &pkts[9..16] {
         t += US;
