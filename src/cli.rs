@@ -8,6 +8,7 @@ use clap::Parser;
 use crate::analysis::pfc::PfcConfig;
 use crate::analysis::AnalysisConfig;
 use crate::error::Error;
+use crate::verify::{EcnExpect, Expectations};
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -16,7 +17,14 @@ Examples:
   roce-sniff -r capture.pcap --packets --json    one JSON object per frame (NDJSON)
   tcpdump -i eth0 -w - | roce-sniff -r -         read a capture from standard input
 
-Exit codes: 0 ok, 1 verification failed, 2 error (unreadable input, bad flags).";
+Verification (for test scripts):
+  roce-sniff -r cap.pcap --expect-tos 0x68 --expect-pcp 3
+      checks every RoCE data and ACK frame; prints a per-flow table and PASS or FAIL.
+      A check the capture cannot support (PCP without VLAN tags, a cooked capture) is
+      UNVERIFIABLE, and a capture without RoCE is not a PASS: both exit with 1.
+
+Exit codes: 0 ok (verification passed), 1 verification failed or could not be made,
+2 error (unreadable input, bad flags).";
 
 #[derive(Parser, Debug)]
 #[command(
@@ -61,6 +69,35 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 100_000)]
     pub max_flows: usize,
 
+    /// Verify: every RoCE data/ACK frame must carry this DSCP (0-63).
+    #[arg(long, value_name = "N", value_parser = parse_dscp, help_heading = "Verification (exit code 1 when a frame does not match)")]
+    pub expect_dscp: Option<u8>,
+
+    /// Verify: every RoCE data/ACK frame must carry this TOS; only its DSCP part is compared
+    /// (switches rewrite the ECN bits; check those with --expect-ecn).
+    #[arg(long, value_name = "0xNN", value_parser = parse_byte, help_heading = "Verification (exit code 1 when a frame does not match)")]
+    pub expect_tos: Option<u8>,
+
+    /// Verify: every RoCE data/ACK frame must carry this VLAN PCP (0-7), innermost tag.
+    #[arg(long, value_name = "N", value_parser = parse_pcp, help_heading = "Verification (exit code 1 when a frame does not match)")]
+    pub expect_pcp: Option<u8>,
+
+    /// Verify: every RoCE data/ACK frame must carry this VLAN ID (innermost tag).
+    #[arg(long, value_name = "N", value_parser = parse_vid, help_heading = "Verification (exit code 1 when a frame does not match)")]
+    pub expect_vlan: Option<u16>,
+
+    /// Verify: ECN must be `ect` (ECT(0), ECT(1) or CE) or `not-ect` on every RoCE data/ACK frame.
+    #[arg(long, value_name = "ect|not-ect", value_parser = EcnExpect::parse, help_heading = "Verification (exit code 1 when a frame does not match)")]
+    pub expect_ecn: Option<EcnExpect>,
+
+    /// Verify: every CNP must carry this DSCP (CNPs are otherwise reported apart).
+    #[arg(long, value_name = "N", value_parser = parse_dscp, help_heading = "Verification (exit code 1 when a frame does not match)")]
+    pub expect_cnp_dscp: Option<u8>,
+
+    /// Verify: every CNP must carry this PCP.
+    #[arg(long, value_name = "N", value_parser = parse_pcp, help_heading = "Verification (exit code 1 when a frame does not match)")]
+    pub expect_cnp_pcp: Option<u8>,
+
     /// Show at most this many per-frame warnings on stderr (the rest are counted).
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub max_warnings: u32,
@@ -81,6 +118,41 @@ pub struct Config {
     pub json: Option<Output>,
     pub max_warnings: u32,
     pub analysis: AnalysisConfig,
+    pub expect: Expectations,
+}
+
+/// A number in decimal or 0x-hexadecimal.
+fn parse_number(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let parsed = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => t.parse(),
+    };
+    parsed.map_err(|_| format!("`{s}` is not a number"))
+}
+
+fn parse_max(s: &str, max: u64, what: &str) -> Result<u64, String> {
+    let v = parse_number(s)?;
+    if v > max {
+        return Err(format!("{what} {v} is out of range 0..{max}"));
+    }
+    Ok(v)
+}
+
+pub fn parse_dscp(s: &str) -> Result<u8, String> {
+    parse_max(s, 63, "DSCP").map(|v| v as u8)
+}
+
+pub fn parse_pcp(s: &str) -> Result<u8, String> {
+    parse_max(s, 7, "PCP").map(|v| v as u8)
+}
+
+pub fn parse_vid(s: &str) -> Result<u16, String> {
+    parse_max(s, 4095, "VLAN ID").map(|v| v as u16)
+}
+
+pub fn parse_byte(s: &str) -> Result<u8, String> {
+    parse_max(s, 255, "TOS").map(|v| v as u8)
 }
 
 /// Parses "100G", "100g", "100" or "100Gb/s" into Gb/s; 10 to 800 are accepted.
@@ -145,8 +217,30 @@ impl Config {
             },
             max_flows: a.max_flows,
         };
+        let tos_dscp = a.expect_tos.map(|t| t >> 2);
+        if let (Some(d), Some(t)) = (a.expect_dscp, tos_dscp) {
+            if d != t {
+                return Err(Error::Usage(format!(
+                    "--expect-dscp {d} and --expect-tos (DSCP {t}) disagree"
+                )));
+            }
+        }
+        let expect = Expectations {
+            dscp: a.expect_dscp.or(tos_dscp),
+            pcp: a.expect_pcp,
+            vlan: a.expect_vlan,
+            ecn: a.expect_ecn,
+            cnp_dscp: a.expect_cnp_dscp,
+            cnp_pcp: a.expect_cnp_pcp,
+        };
+        if expect.any() && a.packets {
+            return Err(Error::Usage(
+                "--expect-* verifies the whole capture; it does not combine with --packets".into(),
+            ));
+        }
         Ok(Config {
             input,
+            expect,
             analysis,
             packets: a.packets,
             roce_only: a.roce_only,
@@ -169,5 +263,35 @@ mod tests {
         assert!(parse_link_speed("1G").is_err());
         assert!(parse_link_speed("1600G").is_err());
         assert!(parse_link_speed("fast").is_err());
+    }
+
+    #[test]
+    fn expectations() {
+        let c = Config::from_args([
+            "roce-sniff",
+            "-r",
+            "x",
+            "--expect-tos",
+            "0x6a",
+            "--expect-pcp",
+            "3",
+        ])
+        .unwrap();
+        assert_eq!(c.expect.dscp, Some(26));
+        assert_eq!(c.expect.pcp, Some(3));
+        assert!(Config::from_args(["roce-sniff", "-r", "x", "--expect-pcp", "8"]).is_err());
+        assert!(Config::from_args(["roce-sniff", "-r", "x", "--expect-dscp", "64"]).is_err());
+        assert!(Config::from_args([
+            "roce-sniff",
+            "-r",
+            "x",
+            "--expect-dscp",
+            "10",
+            "--expect-tos",
+            "0x68"
+        ])
+        .is_err());
+        assert!(Config::from_args(["roce-sniff", "-r", "x", "--expect-ecn", "maybe"]).is_err());
+        assert_eq!(parse_vid("0x64"), Ok(100));
     }
 }

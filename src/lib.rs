@@ -11,6 +11,7 @@ pub mod packets;
 pub mod report;
 pub mod summary;
 pub mod synth;
+pub mod verify;
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -24,6 +25,7 @@ use crate::cli::{Config, Output};
 use crate::decode::{DecodeCounts, Warnings};
 use crate::error::{is_broken_pipe, Error};
 use crate::summary::PacketSummary;
+use crate::verify::{CaptureContext, Verifier};
 
 /// Exit codes (documented in --help and README).
 pub const EXIT_OK: u8 = 0;
@@ -81,6 +83,7 @@ pub fn run(config: &Config) -> Result<u8, Error> {
     let mut first_ts: Option<u64> = None;
     let mut line = String::with_capacity(256);
     let mut analyzer = Analyzer::new(config.analysis);
+    let mut verifier = config.expect.any().then(|| Verifier::new(config.expect));
 
     let outcome = input.for_each_batch(|batch| {
         for rec in batch {
@@ -89,7 +92,11 @@ pub fn run(config: &Config) -> Result<u8, Error> {
             counts.add(&frame);
             warnings.frame(frame_no, &frame);
             if !config.packets {
-                analyzer.feed(&PacketSummary::new(frame_no, rec.ts_ns, &frame));
+                let summary = PacketSummary::new(frame_no, rec.ts_ns, &frame);
+                analyzer.feed(&summary);
+                if let Some(v) = verifier.as_mut() {
+                    v.feed(&summary);
+                }
                 continue;
             }
             if config.roce_only && frame.roce.is_none() && frame.mac_control.is_none() {
@@ -127,18 +134,25 @@ pub fn run(config: &Config) -> Result<u8, Error> {
         eprintln!("roce-sniff: warning: {name}: {msg}; reading stopped there, {frame_no} frames read before it");
         file_warnings.push(format!("{msg}; reading stopped there"));
     }
+    let mut exit = EXIT_OK;
     if !config.packets {
-        let report = analyzer.finish(CaptureMeta {
+        let mut report = analyzer.finish(CaptureMeta {
             file: name.clone(),
             format: outcome.format,
             snaplen: outcome.snaplen,
             decode: counts,
             warnings: file_warnings,
         });
+        report.verify = verifier.map(|v| v.finish(&CaptureContext::default()));
+        if report.verify.as_ref().is_some_and(|v| !v.passed) {
+            exit = EXIT_VERIFY_FAILED;
+        }
         let written = if config.json.is_some() {
             serde_json::to_writer_pretty(&mut out, &report)
                 .map_err(io::Error::from)
                 .and_then(|_| out.write_all(b"\n"))
+        } else if let Some(v) = &report.verify {
+            out.write_all(verify::render(v, &name).as_bytes())
         } else {
             out.write_all(report::text::render(&report).as_bytes())
         };
@@ -151,5 +165,5 @@ pub fn run(config: &Config) -> Result<u8, Error> {
         path: "<stdout>".into(),
         source,
     })?;
-    Ok(EXIT_OK)
+    Ok(exit)
 }

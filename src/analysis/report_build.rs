@@ -280,6 +280,7 @@ impl Analyzer {
                 pause_8023x,
             },
             findings,
+            verify: None,
         }
     }
 }

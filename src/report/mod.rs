@@ -21,6 +21,9 @@ pub struct Report {
     pub flows: Vec<FlowReport>,
     pub pfc: PfcReport,
     pub findings: Vec<Finding>,
+    /// Present when --expect-* options were given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify: Option<crate::verify::VerifyReport>,
 }
 
 #[derive(Debug, Clone, Serialize)]

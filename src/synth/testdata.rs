@@ -440,6 +440,8 @@ pub fn all() -> Vec<(String, Vec<u8>)> {
         ("analysis_congestion.pcap", analysis_congestion()),
         ("analysis_marking.pcap", analysis_marking()),
         ("sample.pcap", sample()),
+        ("verify_pass.pcap", verify_pass()),
+        ("no_roce.pcap", no_roce()),
     ] {
         files.push((
             name.to_string(),
@@ -455,6 +457,15 @@ pub fn all() -> Vec<(String, Vec<u8>)> {
         ));
     }
     files.push(("unknown_linktype.pcapng".to_string(), unknown_linktype()));
+    files.push((
+        "verify_cooked.pcap".to_string(),
+        pcap_bytes(
+            &verify_cooked(),
+            PcapFlavor::MICRO_LE,
+            LINKTYPE_LINUX_SLL2,
+            65535,
+        ),
+    ));
     files
 }
 
@@ -708,4 +719,70 @@ pub fn sample() -> Frames {
     );
     out.sort_by_key(|(t, _)| *t);
     out
+}
+
+/// `verify_pass.pcap`: everything marked as configured: data and ACKs with DSCP 26 ECT(0)
+/// (TOS 0x6a) on VLAN 100 PCP 3, CNPs with DSCP 48 on PCP 6. Passes
+/// `--expect-tos 0x68 --expect-pcp 3 --expect-vlan 100 --expect-ecn ect --expect-cnp-dscp 48
+/// --expect-cnp-pcp 6`; 3 flows of 8 WRITE packets, their ACKs and one CNP.
+pub fn verify_pass() -> Frames {
+    use super::scenario::{host, Conn, Timeline};
+    let mut tl = Timeline::default();
+    let b = host(2);
+    for (k, a) in [host(1), host(3), host(4)].into_iter().enumerate() {
+        let mut c = Conn::rc(
+            a,
+            b,
+            Some((100, 3)),
+            0x6a,
+            0x500 + k as u32,
+            0x130 + k as u32,
+            100,
+        );
+        let t = T0_NS + k as u64 * 100;
+        for (i, p) in c.write(8192).iter().enumerate() {
+            tl.push(t + i as u64 * US, c.request_frame(p));
+        }
+        tl.push(t + 9 * US, c.response_frame(&c.ack(107)));
+        if k == 0 {
+            tl.push(t + 10 * US, c.cnp_frame());
+        }
+    }
+    tl.into_frames()
+}
+
+/// `verify_cooked.pcap`: `tcpdump -i any` style (Linux cooked SLL2), untagged: DSCP and ECN can
+/// be verified, PCP and VLAN cannot.
+pub fn verify_cooked() -> Frames {
+    use super::scenario::{host, Conn};
+    let mut c = Conn::rc(host(1), host(2), None, 0x6a, 0x600, 0x140, 1);
+    c.write(4096)
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            (
+                T0_NS + i as u64 * US,
+                frames::to_sll2(&c.request_frame(p), 3),
+            )
+        })
+        .collect()
+}
+
+/// `no_roce.pcap`: DNS over UDP and PFC frames, and no RoCE at all.
+pub fn no_roce() -> Frames {
+    let link = FrameSpec::new(MAC_A, MAC_B).vlan(100, 3);
+    vec![
+        (
+            T0_NS,
+            frames::udp_v4(&link, IP_A, IP_B, 33333, 53, b"query"),
+        ),
+        (
+            T0_NS + US,
+            frames::pfc(MAC_SWITCH, 0x08, [0, 0, 0, 100, 0, 0, 0, 0]),
+        ),
+        (
+            T0_NS + 2 * US,
+            frames::udp_v4(&link, IP_B, IP_A, 53, 33333, b"answer"),
+        ),
+    ]
 }
