@@ -2,6 +2,7 @@
 
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Parser;
 
@@ -13,6 +14,8 @@ use crate::verify::{EcnExpect, Expectations};
 const AFTER_HELP: &str = "\
 Examples:
   roce-sniff -r capture.pcap                     analysis report (flows, PSN, ECN/CNP, PFC, findings)
+  roce-sniff -i eth0 --duration 30s              live: a status line every second, then the report
+  roce-sniff -i eth0 -w out.pcap -c 100000       live, keeping what was captured
   roce-sniff -r capture.pcap --packets           one line per frame, tcpdump-like
   roce-sniff -r capture.pcap --packets --json    one JSON object per frame (NDJSON)
   tcpdump -i eth0 -w - | roce-sniff -r -         read a capture from standard input
@@ -37,6 +40,50 @@ pub struct Args {
     /// Capture file to read (pcap or pcapng); `-` reads standard input.
     #[arg(short = 'r', long = "read", value_name = "FILE")]
     pub read: Option<String>,
+
+    /// Capture live on this interface (needs root, or CAP_NET_RAW and CAP_NET_ADMIN).
+    #[arg(
+        short = 'i',
+        long = "interface",
+        value_name = "IFACE",
+        help_heading = "Live capture"
+    )]
+    pub interface: Option<String>,
+
+    /// List the interfaces that can be captured on, like `tcpdump -D`.
+    #[arg(short = 'D', long = "list-interfaces", help_heading = "Live capture")]
+    pub list_interfaces: bool,
+
+    /// Stop a live capture after N frames.
+    #[arg(
+        short = 'c',
+        long = "count",
+        value_name = "N",
+        help_heading = "Live capture"
+    )]
+    pub count: Option<u64>,
+
+    /// Stop a live capture after this long: 30s, 500ms, 2m, 1h (a plain number is seconds).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Live capture")]
+    pub duration: Option<Duration>,
+
+    /// Also write what a live capture sees to this pcap file.
+    #[arg(
+        short = 'w',
+        long = "write",
+        value_name = "FILE",
+        help_heading = "Live capture"
+    )]
+    pub write: Option<PathBuf>,
+
+    /// Capture filter (BPF, as in tcpdump) for live capture; replaces the default, which keeps
+    /// RoCEv2, RoCEv1 and MAC Control frames, tagged or not.
+    #[arg(
+        value_name = "FILTER",
+        trailing_var_arg = true,
+        help_heading = "Live capture"
+    )]
+    pub filter: Vec<String>,
 
     /// Show every frame, one per line, instead of the analysis report.
     #[arg(long)]
@@ -103,6 +150,48 @@ pub struct Args {
     pub max_warnings: u32,
 }
 
+/// What to read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    File(String),
+    Live(LiveConfig),
+    ListDevices,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveConfig {
+    pub interface: String,
+    /// A user filter replacing the default one.
+    pub filter: Option<String>,
+    pub count: Option<u64>,
+    pub duration: Option<Duration>,
+    pub write: Option<PathBuf>,
+}
+
+/// Parses "30s", "500ms", "2m", "1h" or "10" (seconds).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let (num, unit) = match t.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(i) => (&t[..i], &t[i..]),
+        None => (t, "s"),
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a duration (say 30s, 500ms, 2m)"))?;
+    let secs = match unit {
+        "ms" => v / 1000.0,
+        "s" => v,
+        "m" | "min" => v * 60.0,
+        "h" => v * 3600.0,
+        _ => return Err(format!("`{s}`: unknown unit `{unit}` (ms, s, m, h)")),
+    };
+    if !secs.is_finite() || secs <= 0.0 {
+        return Err(format!("`{s}`: a duration must be positive"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
 /// Where JSON goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Output {
@@ -112,7 +201,7 @@ pub enum Output {
 
 #[derive(Debug, Clone)]
 pub struct Config {
-    pub input: String,
+    pub source: Source,
     pub packets: bool,
     pub roce_only: bool,
     pub json: Option<Output>,
@@ -185,9 +274,34 @@ impl Config {
     }
 
     fn validate(a: Args) -> Result<Config, Error> {
-        let Some(input) = a.read else {
+        let chosen = usize::from(a.read.is_some())
+            + usize::from(a.interface.is_some())
+            + usize::from(a.list_interfaces);
+        if chosen > 1 {
+            return Err(Error::Usage("give one of -r FILE, -i IFACE or -D".into()));
+        }
+        let live_only =
+            a.count.is_some() || a.duration.is_some() || a.write.is_some() || !a.filter.is_empty();
+        if live_only && a.interface.is_none() {
             return Err(Error::Usage(
-                "nothing to read: give a capture with -r FILE (or -r - for standard input)".into(),
+                "-c, --duration, -w and a capture filter apply to live capture (-i IFACE)".into(),
+            ));
+        }
+        let source = if let Some(path) = a.read {
+            Source::File(path)
+        } else if let Some(interface) = a.interface {
+            Source::Live(LiveConfig {
+                interface,
+                filter: (!a.filter.is_empty()).then(|| a.filter.join(" ")),
+                count: a.count,
+                duration: a.duration,
+                write: a.write,
+            })
+        } else if a.list_interfaces {
+            Source::ListDevices
+        } else {
+            return Err(Error::Usage(
+                "nothing to read: give a capture with -r FILE (-r - for standard input), or capture live with -i IFACE".into(),
             ));
         };
         if a.roce_only && !a.packets {
@@ -239,7 +353,7 @@ impl Config {
             ));
         }
         Ok(Config {
-            input,
+            source,
             expect,
             analysis,
             packets: a.packets,
@@ -293,5 +407,37 @@ mod tests {
         .is_err());
         assert!(Config::from_args(["roce-sniff", "-r", "x", "--expect-ecn", "maybe"]).is_err());
         assert_eq!(parse_vid("0x64"), Ok(100));
+    }
+
+    #[test]
+    fn live_flags() {
+        let c = Config::from_args([
+            "roce-sniff",
+            "-i",
+            "eth0",
+            "-c",
+            "10",
+            "udp",
+            "port",
+            "4791",
+        ])
+        .unwrap();
+        assert_eq!(
+            c.source,
+            Source::Live(LiveConfig {
+                interface: "eth0".into(),
+                filter: Some("udp port 4791".into()),
+                count: Some(10),
+                duration: None,
+                write: None,
+            })
+        );
+        assert!(Config::from_args(["roce-sniff", "-r", "x", "-c", "10"]).is_err());
+        assert!(Config::from_args(["roce-sniff", "-r", "x", "-i", "eth0"]).is_err());
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        assert!(parse_duration("0s").is_err() && parse_duration("5x").is_err());
     }
 }

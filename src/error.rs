@@ -16,6 +16,8 @@ pub enum Error {
     Output { path: PathBuf, source: io::Error },
     /// Flags that cannot work together, or a bad value.
     Usage(String),
+    /// Live capture could not start or went wrong; the message carries the hint.
+    Live(String),
 }
 
 impl fmt::Display for Error {
@@ -31,7 +33,7 @@ impl fmt::Display for Error {
             },
             Error::Capture { path, source } => write!(f, "{path}: {source}"),
             Error::Output { path, source } => write!(f, "{}: {source}", path.display()),
-            Error::Usage(msg) => f.write_str(msg),
+            Error::Usage(msg) | Error::Live(msg) => f.write_str(msg),
         }
     }
 }

@@ -390,7 +390,7 @@ struct MacControlJson {
 
 /// Writes one NDJSON line.
 pub fn write_json_line(
-    out: &mut impl Write,
+    out: &mut (impl Write + ?Sized),
     frame_no: u64,
     ts_ns: u64,
     f: &Frame<'_>,
@@ -418,7 +418,7 @@ fn opcode_text(op: Opcode) -> String {
 /// Writes one tcpdump-like line: frame number, time since the first frame, addresses, VLAN and
 /// PCP, DSCP/ECN, then the transport fields.
 pub fn write_text_line(
-    out: &mut impl Write,
+    out: &mut (impl Write + ?Sized),
     frame_no: u64,
     rel_ns: u64,
     f: &Frame<'_>,

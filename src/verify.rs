@@ -497,3 +497,74 @@ pub fn render(v: &VerifyReport, file: &str) -> String {
     let _ = writeln!(o, "{line}");
     o
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::summary::RoceSummary;
+    use roce_parsers::IcrcStatus;
+
+    fn frame(n: u64, vlan: Option<(u16, u8)>, tclass: u8) -> PacketSummary {
+        PacketSummary {
+            frame_no: n,
+            ts_ns: n,
+            len: 100,
+            caplen: 100,
+            linktype: LINKTYPE_ETHERNET,
+            src_mac: None,
+            addrs: Some(([10, 0, 0, 1].into(), [10, 0, 0, 2].into())),
+            vlan,
+            tclass: Some(tclass),
+            malformed: false,
+            payload: Payload::Roce(RoceSummary {
+                opcode: Opcode(0x04),
+                dqpn: 0x11,
+                psn: n as u32,
+                ackreq: false,
+                fecn: false,
+                becn: false,
+                aeth: None,
+                dma_len: None,
+                sqpn: None,
+                payload_len: 10,
+                icrc: IcrcStatus::Ok,
+                v1: false,
+                cm: None,
+            }),
+        }
+    }
+
+    #[test]
+    fn a_vlan_subinterface_makes_pcp_unverifiable() {
+        let exp = Expectations {
+            dscp: Some(26),
+            pcp: Some(3),
+            ..Expectations::default()
+        };
+        let mut v = Verifier::new(exp);
+        v.feed(&frame(1, None, 0x68));
+        let ctx = CaptureContext {
+            vlan_subinterface: Some("eth0.100".into()),
+        };
+        let r = v.finish(&ctx);
+        assert_eq!(r.verdict, "UNVERIFIABLE");
+        assert!(!r.passed);
+        assert_eq!(
+            r.violating, 0,
+            "an untagged frame on a sub-interface is not a PCP violation"
+        );
+        assert!(r.unverifiable[0].reason.contains("eth0.100"));
+    }
+
+    #[test]
+    fn tags_seen_elsewhere_make_untagged_frames_violations() {
+        let mut v = Verifier::new(Expectations {
+            pcp: Some(3),
+            ..Expectations::default()
+        });
+        v.feed(&frame(1, Some((100, 3)), 0x68));
+        v.feed(&frame(2, None, 0x68));
+        let r = v.finish(&CaptureContext::default());
+        assert_eq!((r.verdict, r.checked, r.violating), ("FAIL", 2, 1));
+    }
+}

@@ -73,8 +73,21 @@ pub struct CaptureCounts {
     pub flows_untracked_packets: u64,
 }
 
+/// Running totals for the live status view (cheap to read at any time).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Totals {
+    pub psn_gaps: u64,
+    pub retransmitted: u64,
+    pub ce: u64,
+    pub cnps: u64,
+    /// PFC XOFF frames per priority.
+    pub pfc_xoff: [u64; 8],
+    pub pause: u64,
+}
+
 pub struct Analyzer {
     cfg: AnalysisConfig,
+    pub totals: Totals,
     pub(crate) flows: Vec<Flow>,
     index: HashMap<FlowKey, usize>,
     /// CM requests awaiting their reply: (active IP, passive IP, comm id) -> (QPN, path MTU).
@@ -95,6 +108,7 @@ impl Analyzer {
     pub fn new(cfg: AnalysisConfig) -> Self {
         Analyzer {
             cfg,
+            totals: Totals::default(),
             flows: Vec::new(),
             index: HashMap::new(),
             cm_requests: HashMap::new(),
@@ -138,6 +152,9 @@ impl Analyzer {
                 let mac = p.src_mac.unwrap_or_default();
                 for (prio, &q) in quanta.iter().enumerate() {
                     if cev & (1 << prio) != 0 {
+                        if q > 0 {
+                            self.totals.pfc_xoff[prio] += 1;
+                        }
                         self.pfc.entry((mac, prio as u8)).or_default().frame(
                             &self.cfg.pfc,
                             p.frame_no,
@@ -149,6 +166,7 @@ impl Analyzer {
             }
             Payload::Pause { quanta } => {
                 self.counts.pause += 1;
+                self.totals.pause += 1;
                 let mac = p.src_mac.unwrap_or_default();
                 self.pause.entry(mac).or_default().frame(
                     &self.cfg.pfc,
@@ -232,6 +250,7 @@ impl Analyzer {
                 f.transport = Some(op.transport());
             }
             if ecn == Some(3) {
+                self.totals.ce += 1;
                 f.ce.add(p.frame_no);
                 f.first_ce_ts.get_or_insert(p.ts_ns);
             }
@@ -349,8 +368,12 @@ impl Analyzer {
             .req
             .request(r.psn, p.ts_ns, consumes, read_len, is_reliable(f.transport));
         match arrival {
-            Arrival::Gap(_) => f.loss.add(p.frame_no),
+            Arrival::Gap(_) => {
+                self.totals.psn_gaps += 1;
+                f.loss.add(p.frame_no)
+            }
             Arrival::Retransmitted => {
+                self.totals.retransmitted += 1;
                 f.retrans.add(p.frame_no);
                 // Karn: no RTT samples from requests that were sent more than once.
                 f.awaiting_ack.retain(|&(psn, _)| psn_diff(psn, r.psn) < 0);
@@ -481,6 +504,7 @@ impl Analyzer {
     /// A CNP on flow `fi` (receiver -> sender) concerns the data the sender sends on the peer
     /// flow; without a known peer, the data flow between the same hosts that was CE-marked last.
     fn cnp(&mut self, fi: usize, p: &PacketSummary) {
+        self.totals.cnps += 1;
         self.flows[fi].cnps_sent += 1;
         let target = self.flows[fi].peer.or_else(|| {
             let key = self.flows[fi].key;

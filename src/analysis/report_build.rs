@@ -254,6 +254,7 @@ impl Analyzer {
             flows_untracked_packets: c.flows_untracked_packets,
             cnps_unattributed: c.cnps_unattributed,
             warnings: meta.warnings.clone(),
+            live: None,
         };
         let findings = findings::find(
             &self,

@@ -56,8 +56,22 @@ pub struct CaptureReport {
     /// Packets of flows beyond --max-flows (counted, not analysed).
     pub flows_untracked_packets: u64,
     pub cnps_unattributed: u64,
-    /// Problems with the file itself (cut short, corrupt).
+    /// Problems with the file itself (cut short, corrupt), or capture drops.
     pub warnings: Vec<String>,
+    /// Live capture only: the interface and the kernel's counters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub live: Option<LiveStats>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct LiveStats {
+    pub interface: String,
+    pub filter: String,
+    /// Frames the kernel handed to the capture, dropped for lack of buffer, dropped by the
+    /// interface (pcap_stats).
+    pub received: u64,
+    pub dropped: u64,
+    pub if_dropped: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -1,0 +1,357 @@
+//! Live capture end to end: a veth pair with one end in a network namespace, the crafted and
+//! real captures replayed into it with tcpreplay, `roce-sniff -i` on the other end. The live
+//! report must count what the offline report of the same file counts, and `-w` must write the
+//! same frames. Needs root, network namespaces and tcpreplay; without them the test says so on
+//! stderr and is skipped (under CI a missing tcpreplay is a failure: `make test` installs it).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+
+struct Netns {
+    ns: String,
+    host_end: String,
+    ns_end: String,
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["link", "del", &self.host_end])
+            .status();
+        let _ = Command::new("ip").args(["netns", "del", &self.ns]).status();
+    }
+}
+
+fn sh(args: &[&str]) -> Result<(), String> {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("{}: {e}", args[0]))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+fn setup() -> Result<Netns, String> {
+    let uid = Command::new("id")
+        .arg("-u")
+        .output()
+        .map_err(|e| e.to_string())?;
+    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+        return Err("not root".into());
+    }
+    if Command::new("tcpreplay").arg("-V").output().is_err() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "tcpreplay missing under CI: `make test` installs it"
+        );
+        return Err("tcpreplay is not installed (`make test` installs it)".into());
+    }
+    let id = std::process::id();
+    let n = Netns {
+        ns: format!("rsn{id}"),
+        host_end: format!("rsh{id}"),
+        ns_end: format!("rsp{id}"),
+    };
+    sh(&["ip", "netns", "add", &n.ns])?;
+    sh(&[
+        "ip",
+        "link",
+        "add",
+        &n.host_end,
+        "type",
+        "veth",
+        "peer",
+        "name",
+        &n.ns_end,
+    ])?;
+    sh(&["ip", "link", "set", &n.ns_end, "netns", &n.ns])?;
+    // Jumbo MTU so that oversize frames of the crafted captures pass; no IPv6 chatter.
+    sh(&["ip", "link", "set", &n.host_end, "mtu", "9000", "up"])?;
+    sh(&[
+        "ip", "netns", "exec", &n.ns, "ip", "link", "set", &n.ns_end, "mtu", "9000", "up",
+    ])?;
+    let _ = sh(&[
+        "sysctl",
+        "-qw",
+        &format!("net.ipv6.conf.{}.disable_ipv6=1", n.host_end),
+    ]);
+    let _ = sh(&[
+        "ip",
+        "netns",
+        "exec",
+        &n.ns,
+        "sysctl",
+        "-qw",
+        &format!("net.ipv6.conf.{}.disable_ipv6=1", n.ns_end),
+    ]);
+    Ok(n)
+}
+
+/// Frames of the offline decode that the default live filter keeps, as their decoded objects
+/// without frame numbers and times.
+fn filtered_frames(path: &Path) -> Vec<Value> {
+    ndjson(path)
+        .into_iter()
+        .filter(|v| {
+            matches!(
+                v["kind"].as_str(),
+                Some("rocev2" | "rocev1" | "pfc" | "pause" | "mac_control")
+            ) || v["udp"]["dport"] == 4791
+        })
+        .map(strip_time)
+        .collect()
+}
+
+fn strip_time(mut v: Value) -> Value {
+    let o = v.as_object_mut().unwrap();
+    o.remove("frame");
+    o.remove("ts");
+    o.remove("ts_ns");
+    v
+}
+
+fn report_json(args: &[&str]) -> Value {
+    let out = run(args);
+    assert!(
+        out.status.code().is_some_and(|c| c <= 1),
+        "{args:?}: {}",
+        stderr(&out)
+    );
+    serde_json::from_str(&stdout(&out)).unwrap()
+}
+
+/// The counts that do not depend on replay timing. Whether a repeated PSN is a duplicate or a
+/// timeout retransmission depends on the silence before it, so `psn` is left out where the
+/// capture's packets are closer together than a replay can reproduce (`exact_timing` false).
+fn counts(r: &Value, exact_timing: bool) -> Vec<String> {
+    let mut rows: Vec<String> = r["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            format!(
+                "{} {} {} {} packets {} bytes {} psn {} naks {} ce {} cnps {} acks {} reads {} opcodes {}",
+                f["src"], f["dst"], f["dqpn"], f["vlan"], f["packets"], f["bytes"],
+                if exact_timing { f["psn"].clone() } else { f["psn"]["gaps"].clone() },
+                f["naks"],
+                f["ce"], f["cnps"], f["acks"], f["read_responses"], f["opcodes"]
+            )
+        })
+        .collect();
+    for p in r["pfc"]["priorities"].as_array().unwrap() {
+        rows.push(format!(
+            "pfc {} {} xoff {} xon {} quanta {} storms {}",
+            p["priority"], p["source"], p["xoff"], p["xon"], p["pause_quanta"], p["storms_total"]
+        ));
+    }
+    rows.sort();
+    rows
+}
+
+fn replay(n: &Netns, file: &Path, multiplier: Option<&str>, exact_timing: bool, dir: &Path) {
+    let name = file.file_stem().unwrap().to_string_lossy().into_owned();
+    let expected = filtered_frames(file);
+    let json = dir.join(format!("{name}.json"));
+    let written = dir.join(format!("{name}.pcap"));
+    let count = expected.len().to_string();
+    let child = Command::new(bin())
+        .args([
+            "-i",
+            &n.host_end,
+            "-c",
+            &count,
+            "--duration",
+            "30s",
+            "--json",
+        ])
+        .arg(&json)
+        .arg("-w")
+        .arg(&written)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until it listens.
+    std::thread::sleep(Duration::from_millis(700));
+    let mut args = vec![
+        "netns".to_string(),
+        "exec".into(),
+        n.ns.clone(),
+        "tcpreplay".into(),
+        "-q".into(),
+        "-i".into(),
+        n.ns_end.clone(),
+    ];
+    if let Some(m) = multiplier {
+        args.extend(["-x".into(), m.into()]);
+    }
+    args.push(file.to_string_lossy().into_owned());
+    let st = Command::new("ip")
+        .args(&args)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success(), "tcpreplay failed on {name}");
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code().is_some_and(|c| c <= 1), "{name}: {err}");
+    assert!(err.contains("listening on"), "{err}");
+
+    let live: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let file_s = file.to_str().unwrap();
+    let offline = report_json(&["-r", file_s, "--json"]);
+    assert_eq!(live["capture"]["live"]["dropped"], 0, "{name}");
+    assert_eq!(
+        live["capture"]["roce_packets"], offline["capture"]["roce_packets"],
+        "{name}"
+    );
+    assert_eq!(
+        counts(&live, exact_timing),
+        counts(&offline, exact_timing),
+        "{name}: live and offline reports differ"
+    );
+    // -w wrote the same frames.
+    let mut got: Vec<Value> = ndjson(&written).into_iter().map(strip_time).collect();
+    let mut want = expected;
+    let key = |v: &Value| v.to_string();
+    got.sort_by_key(key);
+    want.sort_by_key(key);
+    assert_eq!(got.len(), want.len(), "{name}: frames written by -w");
+    assert!(
+        got == want,
+        "{name}: -w wrote other frames than the capture holds"
+    );
+}
+
+#[test]
+fn live_capture_matches_offline_analysis() {
+    let n = match setup() {
+        Ok(n) => n,
+        Err(why) => {
+            eprintln!("SKIPPED live capture test: {why}");
+            return;
+        }
+    };
+    let dir: PathBuf = std::env::temp_dir().join(format!("roce-sniff-live-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Crafted: replayed at captured speed (the analysis of timeouts depends on timing).
+    replay(&n, &testdata("sample.pcap"), None, true, &dir);
+    // decode_all repeats PSNs 1 us apart: a replay cannot keep such timing.
+    replay(&n, &testdata("decode_all.pcap"), None, false, &dir);
+    // Real captures, sped up.
+    for name in [
+        "oferby_roce.pcap",
+        "montybeatnik_roce_capture_read-write-ecn.pcap",
+        "scapy_uts_vectors.pcap",
+    ] {
+        replay(&n, &shared_capture(name), Some("100"), true, &dir);
+    }
+    vlan_subinterface_cannot_show_pcp(&n);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// On a VLAN sub-interface the kernel strips the tag: a PCP check there is UNVERIFIABLE, with a
+/// warning that names the parent to capture on.
+fn vlan_subinterface_cannot_show_pcp(n: &Netns) {
+    let sub = format!("{}.100", n.host_end);
+    if let Err(why) = sh(&[
+        "ip",
+        "link",
+        "add",
+        "link",
+        &n.host_end,
+        "name",
+        &sub,
+        "type",
+        "vlan",
+        "id",
+        "100",
+    ]) {
+        eprintln!(
+            "SKIPPED VLAN sub-interface part of the live test: {why} (no 8021q support here)"
+        );
+        return;
+    }
+    sh(&["ip", "link", "set", &sub, "up"]).unwrap();
+    let file = testdata("verify_pass.pcap");
+    let child = Command::new(bin())
+        .args([
+            "-i",
+            &sub,
+            "-c",
+            "28",
+            "--duration",
+            "20s",
+            "--expect-tos",
+            "0x68",
+            "--expect-pcp",
+            "3",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    let st = Command::new("ip")
+        .args(["netns", "exec", &n.ns, "tcpreplay", "-q", "-i", &n.ns_end])
+        .arg(&file)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = child.wait_with_output().unwrap();
+    let _ = sh(&["ip", "link", "del", &sub]);
+    let (text, err) = (stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(1), "{text}{err}");
+    assert!(
+        err.contains(&format!("{sub} is a VLAN sub-interface")),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("capture on {} to see it", n.host_end)),
+        "{err}"
+    );
+    assert!(
+        text.contains("cannot verify PCP: the capture runs on the VLAN sub-interface"),
+        "{text}"
+    );
+    assert!(
+        text.contains("UNVERIFIABLE: 28 RoCE frames checked"),
+        "{text}"
+    );
+}
+
+#[test]
+fn live_errors_are_one_clear_line() {
+    let out = run(&["-i", "nonexistent0"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("nonexistent0: no such interface"), "{err}");
+    assert_eq!(err.lines().count(), 1);
+    let out = run(&["-r", "x.pcap", "-w", "y.pcap"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("apply to live capture"));
+    let out = run(&["-D"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        stdout(&out).lines().any(|l| l.starts_with("1.")),
+        "{}",
+        stdout(&out)
+    );
+}
