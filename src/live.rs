@@ -121,12 +121,13 @@ impl Status {
         }
     }
 
-    fn tick(&mut self, p: &Pipeline<'_>, stats: Option<pcap::Stat>, force: bool) {
+    fn due(&self) -> bool {
+        self.last.elapsed() >= STATUS_EVERY
+    }
+
+    fn tick(&mut self, p: &Pipeline<'_>, stats: Option<pcap::Stat>) {
         let now = Instant::now();
         let dt = now.duration_since(self.last);
-        if dt < STATUS_EVERY && !force {
-            return;
-        }
         let c = p.analyzer.counts();
         let t = p.analyzer.totals;
         let secs = dt.as_secs_f64().max(1e-3);
@@ -278,8 +279,9 @@ pub fn run(config: &Config, live: &LiveConfig, out: &mut dyn Write) -> Result<u8
                 break;
             }
         }
-        if !config.packets {
-            status.tick(&pipeline, None, false);
+        if !config.packets && status.due() {
+            let stats = cap.stats().ok();
+            status.tick(&pipeline, stats);
         }
         if !hinted
             && started.elapsed() >= NO_ROCE_HINT_AFTER
@@ -294,7 +296,7 @@ pub fn run(config: &Config, live: &LiveConfig, out: &mut dyn Write) -> Result<u8
     }
     let stats = cap.stats().ok();
     if !config.packets {
-        status.tick(&pipeline, stats, true);
+        status.tick(&pipeline, stats);
     }
     status.finish();
     if let Some(sf) = savefile.as_mut() {
