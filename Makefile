@@ -2,13 +2,13 @@
 # and `make test` (the whole test suite; .ci/run runs it).
 
 SAMPLE ?= testdata/sample.pcap
-APT_PACKAGES := libpcap-dev tshark tcpdump tcpreplay
+APT_PACKAGES := libpcap-dev tshark tcpdump tcpreplay chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps demo test build
+.PHONY: deps demo test build sample-report testdata
 
 # Debian packages: libpcap (live capture), tshark (the agreement tests), tcpdump and tcpreplay
-# (live tests). Installed only when missing.
+# (live tests), chromium (the headless screenshot of the HTML report). Installed only when missing.
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -27,3 +27,12 @@ demo: build
 
 test: deps
 	cargo test --workspace --all-targets
+
+# The committed sample report (README shows its plots).
+sample-report: build
+	rm -rf reports/sample
+	./target/release/roce-sniff -r testdata/sample.pcap --report reports/sample > /dev/null
+
+# Rewrite the crafted captures of testdata/ from the generator.
+testdata:
+	cargo run --release --bin gen-testdata

@@ -35,11 +35,15 @@ pub struct ReadOutcome {
 /// An opened input: a file path or `-` for standard input.
 pub struct CaptureInput {
     pub name: String,
+    /// File size, when the input is a regular file.
+    pub size: Option<u64>,
     reader: Box<dyn Read + Send>,
+    progress: Option<indicatif::ProgressBar>,
 }
 
 impl CaptureInput {
     pub fn open(path: &str) -> Result<Self, Error> {
+        let mut size = None;
         let reader: Box<dyn Read + Send> = if path == "-" {
             Box::new(io::stdin())
         } else {
@@ -57,6 +61,7 @@ impl CaptureInput {
                     source: io::Error::from(io::ErrorKind::IsADirectory),
                 });
             }
+            size = Some(meta.len());
             Box::new(file)
         };
         Ok(CaptureInput {
@@ -65,8 +70,28 @@ impl CaptureInput {
             } else {
                 path.to_string()
             },
+            size,
             reader,
+            progress: None,
         })
+    }
+
+    /// Shows a progress bar (bytes done, rate, time left) while reading; it costs one update
+    /// per 8 MiB block.
+    pub fn with_progress(mut self, bar: indicatif::ProgressBar) -> Self {
+        self.progress = Some(bar);
+        self
+    }
+
+    fn read_more(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
+        let n = read_some(&mut self.reader, buf).map_err(|source| Error::Input {
+            path: self.name.clone(),
+            source,
+        })?;
+        if let Some(p) = &self.progress {
+            p.inc(n as u64);
+        }
+        Ok(n)
     }
 
     /// Reads the whole input, calling `consume` with batches of records in capture order.
@@ -80,15 +105,9 @@ impl CaptureInput {
         let mut buf: Vec<u8> = vec![0; BLOCK];
         let mut filled = 0usize;
         let mut eof = false;
-        let io_err = |name: &str, source| Error::Input {
-            path: name.to_string(),
-            source,
-        };
-
         // File header.
         while filled < 24 && !eof {
-            let n = read_some(&mut self.reader, &mut buf[filled..])
-                .map_err(|e| io_err(&self.name, e))?;
+            let n = self.read_more(&mut buf[filled..])?;
             eof = n == 0;
             filled += n;
         }
@@ -179,10 +198,12 @@ impl CaptureInput {
             if buf.len() < need {
                 buf.resize(need, 0);
             }
-            let n = read_some(&mut self.reader, &mut buf[filled..])
-                .map_err(|e| io_err(&self.name, e))?;
+            let n = self.read_more(&mut buf[filled..])?;
             eof = n == 0;
             filled += n;
+        }
+        if let Some(p) = &self.progress {
+            p.finish_and_clear();
         }
         out.bytes_read = file_offset + (filled - pos) as u64;
         if out.linktype.is_none() {

@@ -145,6 +145,16 @@ pub struct Args {
     #[arg(long, value_name = "N", value_parser = parse_pcp, help_heading = "Verification (exit code 1 when a frame does not match)")]
     pub expect_cnp_pcp: Option<u8>,
 
+    /// Write a report directory: timelines (CSV, JSON), plots (PNG, SVG) and index.html.
+    /// Without DIR: reports/<capture name>.
+    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = "", help_heading = "Report directory")]
+    pub report: Option<String>,
+
+    /// Time bin of the timelines and plots: 100us, 1ms, 10ms... (default: from the capture's
+    /// duration, at most 1000 bins).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Report directory")]
+    pub bin: Option<Duration>,
+
     /// Show at most this many per-frame warnings on stderr (the rest are counted).
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub max_warnings: u32,
@@ -208,6 +218,21 @@ pub struct Config {
     pub max_warnings: u32,
     pub analysis: AnalysisConfig,
     pub expect: Expectations,
+    /// Where to write the report directory.
+    pub report_dir: Option<PathBuf>,
+}
+
+/// reports/<file stem>, or reports/live-<iface> for a live capture.
+fn default_report_dir(source: &Source) -> PathBuf {
+    let name = match source {
+        Source::File(p) if p == "-" => "stdin".to_string(),
+        Source::File(p) => std::path::Path::new(p)
+            .file_stem()
+            .map_or("capture".into(), |s| s.to_string_lossy().into_owned()),
+        Source::Live(l) => format!("live-{}", l.interface),
+        Source::ListDevices => "devices".into(),
+    };
+    PathBuf::from("reports").join(name)
 }
 
 /// A number in decimal or 0x-hexadecimal.
@@ -330,7 +355,23 @@ impl Config {
                 storm_fps: a.storm_fps,
             },
             max_flows: a.max_flows,
+            timelines: a.report.is_some(),
+            bin_ns: a
+                .bin
+                .map(|d| d.as_nanos().clamp(1, u128::from(u64::MAX)) as u64),
         };
+        if a.report.is_some() && a.packets {
+            return Err(Error::Usage(
+                "--report applies to the analysis, not to --packets".into(),
+            ));
+        }
+        let report_dir = a.report.map(|d| {
+            if d.is_empty() {
+                default_report_dir(&source)
+            } else {
+                PathBuf::from(d)
+            }
+        });
         let tos_dscp = a.expect_tos.map(|t| t >> 2);
         if let (Some(d), Some(t)) = (a.expect_dscp, tos_dscp) {
             if d != t {
@@ -353,6 +394,7 @@ impl Config {
             ));
         }
         Ok(Config {
+            report_dir,
             source,
             expect,
             analysis,

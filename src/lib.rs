@@ -17,7 +17,7 @@ pub mod verify;
 
 use std::ffi::OsString;
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, IsTerminal, Write};
 use std::process::ExitCode;
 
 use crate::capture::CaptureInput;
@@ -54,6 +54,9 @@ where
     }
 }
 
+/// Files at least this large get a progress bar (on a terminal).
+const PROGRESS_MIN_BYTES: u64 = 64 << 20;
+
 /// Opens where the output goes before the long work starts, so a bad path fails early.
 fn open_output(out: &Option<Output>) -> Result<Box<dyn Write>, Error> {
     match out {
@@ -83,7 +86,19 @@ pub fn run(config: &Config) -> Result<u8, Error> {
 }
 
 fn run_file(config: &Config, path: &str) -> Result<u8, Error> {
-    let input = CaptureInput::open(path)?;
+    let mut input = CaptureInput::open(path)?;
+    if let Some(size) = input.size.filter(|&s| s >= PROGRESS_MIN_BYTES) {
+        if std::io::stderr().is_terminal() {
+            let bar = indicatif::ProgressBar::new(size);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{bar:40} {bytes}/{total_bytes} {binary_bytes_per_sec} ETA {eta}",
+                )
+                .expect("static template"),
+            );
+            input = input.with_progress(bar);
+        }
+    }
     let name = input.name.clone();
     let mut out = open_output(&config.json)?;
     let mut pipeline = Pipeline::new(config);

@@ -88,7 +88,7 @@ impl<'c> Pipeline<'c> {
         self.warnings.finish();
         let mut exit = EXIT_OK;
         if !self.config.packets {
-            let mut report = self.analyzer.finish(CaptureMeta {
+            let (mut report, plots) = self.analyzer.finish_with_plots(CaptureMeta {
                 file: src.name.clone(),
                 format: src.format,
                 snaplen: src.snaplen,
@@ -99,6 +99,19 @@ impl<'c> Pipeline<'c> {
             report.verify = self.verifier.map(|v| v.finish(&src.context));
             if report.verify.as_ref().is_some_and(|v| !v.passed) {
                 exit = EXIT_VERIFY_FAILED;
+            }
+            if let (Some(dir), Some(plots)) = (&self.config.report_dir, plots.as_ref()) {
+                let text = report::text::render(&report);
+                report::dir::write_dir(dir, &report, &text, plots)?;
+                eprintln!(
+                    "roce-sniff: report written to {}",
+                    dir.join("index.html").display()
+                );
+            } else if let Some(dir) = &self.config.report_dir {
+                eprintln!(
+                    "roce-sniff: no frames, so no report directory was written to {}",
+                    dir.display()
+                );
             }
             let written = if self.config.json.is_some() {
                 serde_json::to_writer_pretty(&mut *out, &report)

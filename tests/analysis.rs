@@ -308,11 +308,60 @@ fn marking_scenario_finds_each_mistake() {
 }
 
 #[test]
-fn sample_combines_the_scenarios_with_the_same_counts() {
+fn sample_tells_its_story() {
+    // See sample() in src/synth/testdata.rs.
     let r = report(&testdata("sample.pcap"), &[]);
-    assert_eq!(psn(flow(&r, "10.0.0.1", 0x100)), (1, 0, 0, 0, 5));
-    assert_eq!(flow(&r, "10.0.0.1", 0x110)["cnps"], 2);
-    assert_eq!(flow(&r, "10.0.0.1", 0x120)["dscp"], json!({"0": 10}));
+    let lossy = flow(&r, "10.0.0.5", 0x213);
+    assert_eq!(psn(lossy), (1, 0, 0, 0, 4));
+    assert_eq!(lossy["psn"]["recovered"], 3);
+    assert_eq!(lossy["naks"]["psn_sequence_error"], 1);
+    assert_eq!(
+        lossy["dscp"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        ["0"]
+    );
+    let deaf = flow(&r, "10.0.0.4", 0x212);
+    assert!(deaf["ce"].as_u64().unwrap() > 0);
+    assert_eq!(deaf["cnps"], 0);
+    for (src, qp) in [("10.0.0.1", 0x210), ("10.0.0.3", 0x211)] {
+        let f = flow(&r, src, qp);
+        assert!(f["ce"].as_u64().unwrap() > 0);
+        assert_eq!(f["cnps"], f["ce"], "one CNP per CE mark");
+        assert_eq!(f["ce_without_cnp"], 0);
+        assert_eq!(f["ce_to_cnp_us"], 5.0);
+        assert_eq!(psn(f), (0, 0, 0, 0, 0));
+    }
+    assert_eq!(r["pfc"]["roce_priorities"], json!([3, 6]));
+    let prios = r["pfc"]["priorities"].as_array().unwrap();
+    let p3 = prios.iter().find(|p| p["priority"] == 3).unwrap();
+    assert_eq!(
+        (p3["xoff"].clone(), p3["storms_total"].clone()),
+        (json!(200), json!(0))
+    );
+    assert!((p3["pause_us"].as_f64().unwrap() - 40_135.539).abs() < 0.01);
+    let p4 = prios.iter().find(|p| p["priority"] == 4).unwrap();
+    assert_eq!(
+        (p4["xoff"].clone(), p4["storms_total"].clone()),
+        (json!(601), json!(1))
+    );
+    let c = codes(&r);
+    for code in [
+        "psn_loss",
+        "retransmissions",
+        "ce_without_cnp",
+        "pfc_pause_roce_priority",
+        "pfc_storm",
+        "dscp0_with_pcp",
+        "incast",
+        "snaplen_hides_icrc",
+    ] {
+        assert!(c.contains(&code.to_string()), "{code} in {c:?}");
+    }
+    // The lossy flow is listed first.
+    assert_eq!(r["flows"][0]["dqpn"], 0x213);
     let text = stdout(&run_path(&testdata("sample.pcap"), &[]));
     assert!(text.starts_with("roce-sniff report: "));
     for section in [

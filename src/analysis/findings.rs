@@ -233,7 +233,7 @@ pub(super) fn find(
                 Severity::Warning,
                 "dscp0_with_pcp",
                 format!(
-                    "{} RoCE data packets with DSCP 0 (TOS 0x00) but PCP set on {}",
+                    "{} RoCE data packets with DSCP 0 but PCP set on {}",
                     f.dscp0_with_pcp.count,
                     key_of(r)
                 ),

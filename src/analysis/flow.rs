@@ -119,6 +119,8 @@ pub struct Flow {
     pub awaiting_ack: VecDeque<(u32, u64)>,
     /// (first response PSN, ts) of READ requests awaiting their first response.
     pub awaiting_read: VecDeque<(u32, u64)>,
+    /// Last request PSN and its wrap-free position since the first request (timelines).
+    pub psn_position: Option<(u32, i64)>,
 }
 
 impl Flow {
@@ -164,6 +166,7 @@ impl Flow {
             read_latency: Samples::default(),
             awaiting_ack: VecDeque::new(),
             awaiting_read: VecDeque::new(),
+            psn_position: None,
         }
     }
 
@@ -190,6 +193,16 @@ impl Flow {
             self.ce_pending.pop_front();
             self.ce_unanswered.add(frame);
         }
+    }
+
+    /// Moves the wrap-free PSN position to `psn` and returns it.
+    pub fn advance_position(&mut self, psn: u32) -> i64 {
+        let pos = match self.psn_position {
+            None => 0,
+            Some((last, pos)) => pos + i64::from(super::psn::psn_diff(psn, last)),
+        };
+        self.psn_position = Some((psn, pos));
+        pos
     }
 
     /// Whether this flow carried requests (data), as opposed to only responses or CNPs.

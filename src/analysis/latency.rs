@@ -57,6 +57,11 @@ impl Samples {
         self.count
     }
 
+    /// The samples kept (all of them below the reservoir size), in nanoseconds.
+    pub fn kept(&self) -> &[u64] {
+        &self.kept
+    }
+
     pub fn summary(&self) -> LatencySummary {
         if self.count == 0 {
             return LatencySummary::default();

@@ -9,6 +9,7 @@ pub mod latency;
 pub mod pfc;
 pub mod psn;
 pub mod report_build;
+pub mod timeline;
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
@@ -24,6 +25,7 @@ use cm::CmMessage;
 use flow::{Flow, FlowKey};
 use pfc::{PauseTracker, PfcConfig};
 use psn::{psn_diff, Arrival};
+use timeline::{Event, Timelines};
 
 /// A CE mark counts as answered when a CNP for its flow arrives within this time.
 pub const CNP_WINDOW_NS: u64 = 1_000_000;
@@ -34,6 +36,10 @@ pub const INCAST_MIN_SENDERS: usize = 4;
 pub struct AnalysisConfig {
     pub pfc: PfcConfig,
     pub max_flows: usize,
+    /// Collect time-binned series for timelines and plots.
+    pub timelines: bool,
+    /// Fixed bin width for timelines (ns); chosen from the capture's duration when None.
+    pub bin_ns: Option<u64>,
 }
 
 impl Default for AnalysisConfig {
@@ -45,6 +51,8 @@ impl Default for AnalysisConfig {
                 storm_fps: 1000.0,
             },
             max_flows: 100_000,
+            timelines: false,
+            bin_ns: None,
         }
     }
 }
@@ -98,6 +106,7 @@ pub struct Analyzer {
     pub(crate) pfc: BTreeMap<([u8; 6], u8), PauseTracker>,
     pub(crate) pause: BTreeMap<[u8; 6], PauseTracker>,
     pub(crate) counts: CaptureCounts,
+    pub(crate) timelines: Option<Timelines>,
 }
 
 fn is_reliable(t: Option<Transport>) -> bool {
@@ -116,6 +125,13 @@ impl Analyzer {
             pfc: BTreeMap::new(),
             pause: BTreeMap::new(),
             counts: CaptureCounts::default(),
+            timelines: cfg.timelines.then(|| {
+                let mut t = Timelines::default();
+                if let Some(w) = cfg.bin_ns {
+                    t.fixed_width(w);
+                }
+                t
+            }),
         }
     }
 
@@ -131,8 +147,18 @@ impl Analyzer {
         self.flows.len()
     }
 
+    /// Records an event of flow `fi` for the timelines, when they are collected.
+    fn timeline(&mut self, fi: usize, ts: u64, e: Event) {
+        if let Some(t) = self.timelines.as_mut() {
+            t.add(fi, ts, e);
+        }
+    }
+
     /// Feeds one packet. Packets must come in capture order.
     pub fn feed(&mut self, p: &PacketSummary) {
+        if let Some(t) = self.timelines.as_mut() {
+            t.start(p.ts_ns);
+        }
         let c = &mut self.counts;
         c.packets += 1;
         c.bytes += u64::from(p.len);
@@ -255,6 +281,16 @@ impl Analyzer {
                 f.first_ce_ts.get_or_insert(p.ts_ns);
             }
         }
+        self.timeline(
+            fi,
+            p.ts_ns,
+            Event {
+                packets: 1,
+                bytes: u64::from(p.len),
+                ce: u64::from(ecn == Some(3)),
+                ..Event::default()
+            },
+        );
         match op.operation() {
             Operation::Cnp => self.cnp(fi, p),
             Operation::Send | Operation::Write | Operation::ReadRequest | Operation::Atomic => {
@@ -389,6 +425,19 @@ impl Analyzer {
                 f.await_read(r.psn, p.ts_ns);
             }
         }
+        if self.timelines.is_some() {
+            let position = f.advance_position(r.psn);
+            self.timeline(
+                fi,
+                p.ts_ns,
+                Event {
+                    psn_gaps: u64::from(matches!(arrival, Arrival::Gap(_))),
+                    retransmissions: u64::from(arrival == Arrival::Retransmitted),
+                    psn_progress: Some(position),
+                    ..Event::default()
+                },
+            );
+        }
     }
 
     /// The request flow a response flow answers: its CM or PSN-matched peer.
@@ -499,6 +548,16 @@ impl Analyzer {
             }
             AethKind::Reserved => {}
         }
+        if matches!(aeth.kind(), AethKind::Nak | AethKind::RnrNak) {
+            self.timeline(
+                di,
+                p.ts_ns,
+                Event {
+                    naks: 1,
+                    ..Event::default()
+                },
+            );
+        }
     }
 
     /// A CNP on flow `fi` (receiver -> sender) concerns the data the sender sends on the peer
@@ -535,5 +594,13 @@ impl Analyzer {
         }
         d.expire_ce(p.ts_ns, CNP_WINDOW_NS);
         d.ce_pending.clear();
+        self.timeline(
+            di,
+            p.ts_ns,
+            Event {
+                cnps: 1,
+                ..Event::default()
+            },
+        );
     }
 }

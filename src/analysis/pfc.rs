@@ -10,6 +10,8 @@ use serde::Serialize;
 
 /// Storms listed per priority; more are counted.
 const STORMS_SHOWN: usize = 32;
+/// Pause intervals kept per priority for plots; later ones are merged into the last.
+const INTERVALS_KEPT: usize = 10_000;
 
 #[derive(Debug, Clone, Copy)]
 pub struct PfcConfig {
@@ -65,6 +67,8 @@ pub struct PauseTracker {
     /// Candidate storms: (start, end, frames, first frame, kind bits 1=paused 2=rate).
     storms: Vec<(Stretch, u8)>,
     storms_total: u64,
+    /// Pause intervals (start, end) in ns, for the Gantt plot.
+    intervals: Vec<(u64, u64)>,
 }
 
 impl PauseTracker {
@@ -128,6 +132,11 @@ impl PauseTracker {
 
     fn close_interval(&mut self, cfg: &PfcConfig, iv: Stretch) {
         let dur = iv.end - iv.start;
+        if self.intervals.len() < INTERVALS_KEPT {
+            self.intervals.push((iv.start, iv.end));
+        } else if let Some(last) = self.intervals.last_mut() {
+            last.1 = last.1.max(iv.end);
+        }
         self.paused_ns += dur;
         self.longest_ns = self.longest_ns.max(dur);
         self.maybe_storm(cfg, iv, 1);
@@ -190,6 +199,15 @@ impl PauseTracker {
 
     pub fn storms_total(&self) -> u64 {
         self.storms_total
+    }
+
+    pub fn intervals(&self) -> &[(u64, u64)] {
+        &self.intervals
+    }
+
+    /// Storm stretches as (start, end) in ns.
+    pub fn storm_spans(&self) -> Vec<(u64, u64)> {
+        self.storms.iter().map(|(s, _)| (s.start, s.end)).collect()
     }
 }
 

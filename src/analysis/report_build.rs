@@ -7,6 +7,7 @@ use roce_parsers::Opcode;
 
 use super::flow::Flow;
 use super::pfc::PauseTracker;
+use super::timeline::Bin;
 use super::{findings, Analyzer, CNP_WINDOW_NS};
 use crate::decode::DecodeCounts;
 use crate::packets::{ecn_name, Mac};
@@ -39,7 +40,7 @@ fn opcode_name(op: u8) -> String {
 
 /// A number to sort flows by: the more trouble, the higher.
 fn trouble(f: &FlowReport) -> u64 {
-    f.psn.missing * 10
+    (f.psn.missing + f.psn.recovered) * 10_000
         + f.psn.gaps * 100
         + f.psn.retransmitted * 10
         + f.psn.duplicates
@@ -165,7 +166,12 @@ impl Analyzer {
     }
 
     /// Ends the analysis and builds the report.
-    pub fn finish(mut self, meta: CaptureMeta) -> Report {
+    pub fn finish(self, meta: CaptureMeta) -> Report {
+        self.finish_with_plots(meta).0
+    }
+
+    /// Ends the analysis; with timelines enabled, also returns what the plots need.
+    pub fn finish_with_plots(mut self, meta: CaptureMeta) -> (Report, Option<PlotData>) {
         let cfg = self.cfg;
         for t in self.pfc.values_mut().chain(self.pause.values_mut()) {
             t.finish(&cfg.pfc);
@@ -264,11 +270,13 @@ impl Analyzer {
             &pause_8023x,
             &roce_priorities,
         );
+        let order: Vec<usize> = flows.iter().map(|(_, f)| self.index[&f.key]).collect();
         let mut flow_reports: Vec<FlowReport> = flows.into_iter().map(|(r, _)| r).collect();
         for (i, f) in flow_reports.iter_mut().enumerate() {
             f.id = i + 1;
         }
-        Report {
+        let plots = self.plot_data(&order, &flow_reports, &roce_priorities);
+        let report = Report {
             schema: SCHEMA,
             capture,
             flows: flow_reports,
@@ -282,6 +290,121 @@ impl Analyzer {
             },
             findings,
             verify: None,
-        }
+        };
+        (report, plots)
     }
+
+    fn plot_data(
+        &mut self,
+        order: &[usize],
+        flows: &[FlowReport],
+        roce_priorities: &[u8],
+    ) -> Option<PlotData> {
+        let mut t = self.timelines.take()?;
+        let start_ns = t.start_ns()?;
+        let end_ns = self.counts.last_ts;
+        if self.cfg.bin_ns.is_none() {
+            t.coarsen_to(end_ns, AUTO_BINS);
+        }
+        let bins = ((end_ns - start_ns) / t.width_ns()) as usize + 1;
+        let pad = |s: &[Bin]| {
+            let mut v = s.to_vec();
+            v.resize(bins, Bin::default());
+            v
+        };
+        let series = order
+            .iter()
+            .zip(flows)
+            .filter(|(&fi, _)| !t.flow(fi).is_empty())
+            .map(|(&fi, r)| FlowSeries {
+                id: r.id,
+                name: flow_label(r),
+                data: r.role == "data",
+                bins: pad(t.flow(fi)),
+            })
+            .collect();
+        let mut pfc_rows: Vec<PfcRow> = self
+            .pfc
+            .iter()
+            .map(|(&(mac, prio), tr)| PfcRow {
+                label: format!("p{prio} from {}", Mac(mac)),
+                priority: Some(prio),
+                source: Mac(mac).to_string(),
+                roce: roce_priorities.contains(&prio),
+                intervals: tr.intervals().to_vec(),
+                storms: tr.storm_spans(),
+            })
+            .collect();
+        pfc_rows.extend(self.pause.iter().map(|(&mac, tr)| PfcRow {
+            label: format!("802.3x from {}", Mac(mac)),
+            priority: None,
+            source: Mac(mac).to_string(),
+            roce: true,
+            intervals: tr.intervals().to_vec(),
+            storms: tr.storm_spans(),
+        }));
+        let mut rtt_us: Vec<f64> = self
+            .flows
+            .iter()
+            .flat_map(|f| f.ack_rtt.kept().iter().map(|&ns| ns as f64 / 1e3))
+            .collect();
+        rtt_us.sort_by(f64::total_cmp);
+        Some(PlotData {
+            start_ns,
+            end_ns,
+            bin_ns: t.width_ns(),
+            bins,
+            flows: series,
+            other: t.has_other().then(|| pad(t.other())),
+            pfc: pfc_rows,
+            rtt_us,
+        })
+    }
+}
+
+/// Bins the automatic choice aims below.
+const AUTO_BINS: usize = 500;
+
+fn flow_label(r: &FlowReport) -> String {
+    let mut s = format!("#{} {} > {} qp {:#x}", r.id, r.src, r.dst, r.dqpn);
+    if let Some(v) = r.vlan {
+        s.push_str(&format!(" vlan {v}"));
+    }
+    s
+}
+
+/// What the plots and timelines of a report directory are drawn from.
+#[derive(Debug, Clone)]
+pub struct PlotData {
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub bin_ns: u64,
+    pub bins: usize,
+    /// Flows in report order (by `id`), each padded to `bins`.
+    pub flows: Vec<FlowSeries>,
+    /// Flows beyond the timeline cap, summed.
+    pub other: Option<Vec<Bin>>,
+    pub pfc: Vec<PfcRow>,
+    /// ACK round-trip samples of all flows, sorted, in microseconds.
+    pub rtt_us: Vec<f64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct FlowSeries {
+    pub id: usize,
+    pub name: String,
+    /// Whether the flow carries requests (data).
+    pub data: bool,
+    pub bins: Vec<Bin>,
+}
+
+#[derive(Debug, Clone)]
+pub struct PfcRow {
+    pub label: String,
+    /// None for 802.3x PAUSE (all priorities).
+    pub priority: Option<u8>,
+    pub source: String,
+    pub roce: bool,
+    pub intervals: Vec<(u64, u64)>,
+    pub storms: Vec<(u64, u64)>,
 }

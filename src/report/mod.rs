@@ -1,6 +1,9 @@
 //! The report: one serde model that every output renders from (text, JSON). Its JSON form is
 //! a public interface, versioned by `schema` and described in docs/json.md.
 
+pub mod dir;
+pub mod html;
+pub mod plots;
 pub mod text;
 
 use std::collections::BTreeMap;

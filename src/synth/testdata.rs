@@ -439,7 +439,6 @@ pub fn all() -> Vec<(String, Vec<u8>)> {
         ("analysis_psn.pcap", analysis_psn()),
         ("analysis_congestion.pcap", analysis_congestion()),
         ("analysis_marking.pcap", analysis_marking()),
-        ("sample.pcap", sample()),
         ("verify_pass.pcap", verify_pass()),
         ("no_roce.pcap", no_roce()),
     ] {
@@ -457,6 +456,18 @@ pub fn all() -> Vec<(String, Vec<u8>)> {
         ));
     }
     files.push(("unknown_linktype.pcapng".to_string(), unknown_linktype()));
+    files.push((
+        "sample.pcap".to_string(),
+        pcap_bytes(
+            &sample(),
+            PcapFlavor {
+                nanos: true,
+                big_endian: false,
+            },
+            LINKTYPE_ETHERNET,
+            128,
+        ),
+    ));
     files.push((
         "verify_cooked.pcap".to_string(),
         pcap_bytes(
@@ -702,23 +713,127 @@ pub fn analysis_marking() -> Frames {
     tl.into_frames()
 }
 
-/// `sample.pcap`, the README's demo: the three analysis scenarios one after the other
-/// (PSN at 0 s, congestion at 0.01 s, marking at 0.2 s), so its report shows every kind of
-/// finding and each flow's counts are those of its scenario.
+/// `sample.pcap`, the README's demo and the sample report: an incast of four senders to
+/// 10.0.0.2 on VLAN 100 PCP 3, 380 ms, captured with a 128-byte snap length as mirror ports
+/// often are. Every sender writes 4096 bytes (WRITE Only) every 100, 110, 90 and 125 us,
+/// AckReq on every 10th, and gets an ACK 3 to 9 us later (30 us more from 80 to 160 ms,
+/// while the switch is congested):
+///
+/// - .1 qp 0x210 and .3 qp 0x211 (DSCP 26, ECT(0)): from 80 ms (.3: 100 ms) to 160 ms every
+///   packet with an even PSN is CE-marked; a CNP comes back 5 us after each mark and the
+///   sender halves its rate until 200 ms.
+/// - .4 qp 0x212 (DSCP 26, ECT(0)): CE-marked from 80 ms, but no CNP ever comes back.
+/// - .5 qp 0x213 (DSCP 0 with PCP 3: mis-marked, so it sits in a lossy queue): near 120 ms
+///   three packets (PSNs 1960-1962) are dropped; the receiver NAKs 1960 when 1963 arrives, the
+///   sender goes back and resends 1960-1963.
+/// - PFC: the switch (02:00:00:00:00:5e) pauses priority 3 from 150 ms to 190 ms (XOFF 0xffff
+///   every 200 us); no RoCE packet is sent meanwhile. Another port (02:00:00:00:00:5f) floods
+///   priority 4 with XOFF every 250 us from 220 ms to 370 ms: a storm.
 pub fn sample() -> Frames {
-    let mut out = analysis_psn();
-    out.extend(
-        analysis_congestion()
-            .into_iter()
-            .map(|(t, f)| (t + 10 * MS, f)),
-    );
-    out.extend(
-        analysis_marking()
-            .into_iter()
-            .map(|(t, f)| (t + 200 * MS, f)),
-    );
-    out.sort_by_key(|(t, _)| *t);
-    out
+    use super::scenario::{host, Conn, Timeline};
+    let b = host(2);
+    let v = Some((100, 3));
+    let mut tl = Timeline::default();
+    let t0 = T0_NS;
+    let end = 380 * MS;
+    let paused = |t: u64| (150 * MS..190 * MS + 336 * US).contains(&t);
+    // (host, QPN, TOS, gap between packets in us, start of CE marking in ms)
+    let senders = [
+        (host(1), 0x210u32, 0x6a, 100, 80),
+        (host(3), 0x211, 0x6a, 110, 100),
+        (host(4), 0x212, 0x6a, 90, 80),
+        (host(5), 0x213, 0x02, 125, 80),
+    ];
+    for (k, (a, qpn, tos, gap_us, ce_from_ms)) in senders.into_iter().enumerate() {
+        let mut c = Conn::rc(a, b, v, tos, 0x300 + k as u32, qpn, 1000);
+        let reacts = k < 2;
+        let marked = k < 3;
+        let lossy = k == 3;
+        let mut t = k as u64 * 25 * US;
+        let mut n = 0u64;
+        let mut resend: Vec<RoceSpec> = Vec::new();
+        let mut lost = false;
+        while t < end {
+            if paused(t) {
+                t += gap_us * US;
+                continue;
+            }
+            let gap = gap_us * US;
+            let p = if let Some(p) = resend.first().copied() {
+                resend.remove(0);
+                p
+            } else {
+                let mut p = RoceSpec::new(0x0a, qpn, c.psn).payload(4096).reth(
+                    0x7f00_0000_0000,
+                    0x1234,
+                    4096,
+                );
+                c.psn += 1;
+                n += 1;
+                p.bth.ackreq = n % 10 == 0;
+                p
+            };
+            let psn = p.bth.psn;
+            let ce = marked && (ce_from_ms * MS..160 * MS).contains(&t) && psn % 2 == 0;
+            let dropped = lossy && !lost && (1960..=1962).contains(&psn);
+            if !dropped {
+                let conn = if ce {
+                    c.clone().tos(tos | 3)
+                } else {
+                    c.clone()
+                };
+                tl.push(t0 + t, conn.request_frame(&p));
+            }
+            if lossy && !lost && psn == 1963 {
+                lost = true;
+                // The receiver sees 1963 after 1959: NAK(1960); the sender resends 1960..1963.
+                tl.push(t0 + t + 5 * US, c.response_frame(&c.nak(1960, 0)));
+                for q in 1960..=1963 {
+                    let mut r = RoceSpec::new(0x0a, qpn, q).payload(4096).reth(
+                        0x7f00_0000_0000,
+                        0x1234,
+                        4096,
+                    );
+                    r.bth.ackreq = q == 1963;
+                    resend.push(r);
+                }
+            }
+            if ce && reacts {
+                tl.push(t0 + t + 5 * US, c.cnp_frame());
+            }
+            if p.bth.ackreq && !dropped {
+                // 3-9 us, plus 30 us of queueing while the switch is congested.
+                let queueing = if (80 * MS..160 * MS).contains(&t) {
+                    30 * US
+                } else {
+                    0
+                };
+                let rtt = 3 * US + u64::from(psn % 7) * US + queueing;
+                tl.push(t0 + t + rtt, c.response_frame(&c.ack(psn)));
+            }
+            let slowed = reacts && (ce_from_ms * MS..200 * MS).contains(&t);
+            t += if slowed { 2 * gap } else { gap };
+        }
+    }
+    let p3 = |q| {
+        let mut quanta = [0u16; 8];
+        quanta[3] = q;
+        frames::pfc(MAC_SWITCH, 1 << 3, quanta)
+    };
+    let mut t = 150 * MS;
+    while t < 190 * MS {
+        tl.push(t0 + t, p3(0xffff));
+        t += 200 * US;
+    }
+    let storm_src = [0x02, 0, 0, 0, 0, 0x5f];
+    let mut t = 220 * MS;
+    while t <= 370 * MS {
+        let mut quanta = [0u16; 8];
+        quanta[4] = 0xffff;
+        tl.push(t0 + t, frames::pfc(storm_src, 1 << 4, quanta));
+        t += 250 * US;
+    }
+    tl.into_frames()
 }
 
 /// `verify_pass.pcap`: everything marked as configured: data and ACKs with DSCP 26 ECT(0)

@@ -1,0 +1,253 @@
+//! index.html: the summary, the findings, the plots (inline SVG) and the flows and PFC tables,
+//! in one self-contained page that opens offline (no scripts, no external assets).
+
+use std::fmt::Write as _;
+
+use super::plots::{css_color, flow_color, human_ns, Rendered};
+use super::{Report, Severity};
+use crate::analysis::report_build::PlotData;
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// How to read each plot, in one or two sentences.
+fn caption(name: &str) -> &'static str {
+    match name {
+        "throughput" => "Wire throughput of the busiest data flows (the rest summed in grey). A flow that drops to zero while others go on was stalled: look for its gaps, retransmissions or pauses at the same time below.",
+        "psn" => "Each line is a QP's request sequence advancing. A red x marks a PSN gap (packets lost before the capture point), an orange triangle a retransmission; a dip in the line is the requester going back (go-back-N).",
+        "ecn_cnp" => "Red: packets a switch marked CE (congestion experienced). Blue: CNPs the receivers sent back so that the senders slow down. CE without blue after it means congestion control is not reacting.",
+        "pfc" => "One row per priority and sender of pause frames; bars are the time that priority was paused on this link, red rows carry RoCE. A red band is a storm: the priority paused for a long stretch or flooded with pause frames.",
+        _ => "Distribution of the time from a request asking for an ACK to the ACK that covers it, over all QPs. A long tail means queues built up or retransmissions.",
+    }
+}
+
+fn severity_class(s: Severity) -> &'static str {
+    match s {
+        Severity::Critical => "crit",
+        Severity::Warning => "warn",
+        Severity::Info => "info",
+    }
+}
+
+fn counts(map: &std::collections::BTreeMap<String, u64>) -> String {
+    map.iter()
+        .map(|(k, v)| format!("{k}:{v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+pub fn render(r: &Report, d: &PlotData, plots: &[Rendered]) -> String {
+    let c = &r.capture;
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        r#"<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>roce-sniff report: {file}</title>
+<style>
+body {{ font-family: "DejaVu Sans", Arial, sans-serif; margin: 24px; color: #222; background: #fafafa; }}
+h1 {{ font-size: 22px; margin-bottom: 4px; }} h2 {{ font-size: 18px; margin-top: 32px; border-bottom: 2px solid #ddd; padding-bottom: 4px; }}
+.sub {{ color: #666; margin-bottom: 16px; }}
+.cards {{ display: flex; flex-wrap: wrap; gap: 12px; }}
+.card {{ background: white; border: 1px solid #ddd; border-radius: 6px; padding: 10px 16px; min-width: 120px; }}
+.card b {{ display: block; font-size: 22px; }}
+.card.bad b {{ color: #c62828; }}
+.finding {{ background: white; border-left: 6px solid #999; padding: 8px 12px; margin: 8px 0; border-radius: 4px; }}
+.finding.crit {{ border-color: #c62828; }} .finding.warn {{ border-color: #ef6c00; }} .finding.info {{ border-color: #1565c0; }}
+.sev {{ font-weight: bold; text-transform: uppercase; font-size: 12px; margin-right: 8px; }}
+.crit .sev {{ color: #c62828; }} .warn .sev {{ color: #ef6c00; }} .info .sev {{ color: #1565c0; }}
+.cause {{ color: #555; font-size: 14px; margin-top: 4px; }}
+.frames {{ color: #777; font-size: 13px; }}
+.plot {{ background: white; border: 1px solid #ddd; border-radius: 6px; padding: 8px; margin: 12px 0; }}
+.plot svg {{ width: 100%; height: auto; }}
+.plot p {{ margin: 4px 8px; color: #444; font-size: 14px; }}
+table {{ border-collapse: collapse; background: white; font-size: 13px; }}
+th, td {{ border: 1px solid #ddd; padding: 4px 8px; text-align: right; white-space: nowrap; }}
+th {{ background: #f0f0f0; }} td.l {{ text-align: left; }}
+tr.trouble td {{ background: #fff3f3; }}
+.sw {{ display: inline-block; width: 12px; height: 12px; border-radius: 2px; margin-right: 6px; vertical-align: middle; }}
+</style></head><body>
+<h1>roce-sniff report</h1>
+<div class="sub">{file} &middot; {format} &middot; {packets} frames over {dur:.6} s &middot; bins of {bin}</div>
+"#,
+        file = esc(&c.file),
+        format = c.format.unwrap_or("?"),
+        packets = c.packets,
+        dur = c.duration_s,
+        bin = human_ns(d.bin_ns),
+    );
+    let crit = r
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Critical)
+        .count();
+    let warn = r
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Warning)
+        .count();
+    let lost: u64 = r
+        .flows
+        .iter()
+        .map(|f| f.psn.missing + f.psn.recovered)
+        .sum();
+    let ce: u64 = r.flows.iter().map(|f| f.ce).sum();
+    let paused: f64 = r.pfc.priorities.iter().map(|p| p.pause_us).sum();
+    let cards: [(&str, String, bool); 8] = [
+        ("RoCE frames", c.roce_packets.to_string(), false),
+        ("flows", c.flows.to_string(), false),
+        ("critical findings", crit.to_string(), crit > 0),
+        ("warnings", warn.to_string(), warn > 0),
+        ("PSNs lost", lost.to_string(), lost > 0),
+        ("CE marks", ce.to_string(), ce > 0),
+        ("PFC paused (us)", format!("{paused:.1}"), paused > 0.0),
+        ("bad ICRC", c.icrc_bad.to_string(), c.icrc_bad > 0),
+    ];
+    o.push_str("<div class=\"cards\">");
+    for (label, value, bad) in cards {
+        let _ = write!(
+            o,
+            "<div class=\"card{}\"><b>{value}</b>{label}</div>",
+            if bad { " bad" } else { "" }
+        );
+    }
+    o.push_str("</div>\n");
+    for w in &c.warnings {
+        let _ = writeln!(
+            o,
+            "<div class=\"finding warn\"><span class=\"sev\">capture</span>{}</div>",
+            esc(w)
+        );
+    }
+
+    o.push_str("<h2>What looks wrong</h2>\n");
+    if r.findings.is_empty() {
+        o.push_str("<p>Nothing looks wrong in this capture.</p>\n");
+    }
+    for f in &r.findings {
+        let frames = if f.frames.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "<div class=\"frames\">first frames: {}</div>",
+                f.frames
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        let _ = writeln!(
+            o,
+            "<div class=\"finding {}\"><span class=\"sev\">{}</span><code>{}</code> {}<div class=\"cause\">Likely cause: {}</div>{frames}</div>",
+            severity_class(f.severity),
+            f.severity.name(),
+            f.code,
+            esc(&f.message),
+            esc(&f.cause)
+        );
+    }
+
+    o.push_str("<h2>Over time</h2>\n");
+    for p in plots {
+        let _ = writeln!(
+            o,
+            "<div class=\"plot\" id=\"{name}\">{svg}<p>{caption} <a href=\"{name}.png\">PNG</a> &middot; <a href=\"{name}.svg\">SVG</a></p></div>",
+            name = p.name,
+            svg = strip_xml_header(&p.svg),
+            caption = esc(caption(p.name)),
+        );
+    }
+
+    o.push_str("<h2>Flows (troubled first)</h2>\n<table><tr><th>#</th><th>flow</th><th>tr</th><th>role</th><th>packets</th><th>Gb/s</th><th>MTU</th><th>PCP</th><th>DSCP</th><th>ECN</th><th>gaps</th><th>missing</th><th>retx</th><th>dup</th><th>ooo</th><th>NAKs</th><th>CE</th><th>CNPs</th><th>ACK RTT p50/p99 us</th></tr>\n");
+    for f in &r.flows {
+        let trouble = f.psn.gaps + f.psn.retransmitted + f.naks.total() + f.icrc_bad > 0
+            || (f.ce > 0 && f.cnps == 0 && f.role == "data");
+        let mut name = format!("{} &gt; {} qp {:#08x}", esc(&f.src), esc(&f.dst), f.dqpn);
+        if let Some(v) = f.vlan {
+            let _ = write!(name, " vlan {v}");
+        }
+        let rtt = match (f.ack_rtt_us.p50, f.ack_rtt_us.p99) {
+            (Some(a), Some(b)) => format!("{a:.1} / {b:.1}"),
+            _ => "-".into(),
+        };
+        let _ = writeln!(
+            o,
+            "<tr{}><td>{}</td><td class=\"l\"><span class=\"sw\" style=\"background:{}\"></span>{name}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{rtt}</td></tr>",
+            if trouble { " class=\"trouble\"" } else { "" },
+            f.id,
+            css_color(flow_color(f.id)),
+            f.transport.unwrap_or("-"),
+            f.role,
+            f.packets,
+            f.gbps,
+            f.path_mtu.map_or("-".into(), |m| m.to_string()),
+            counts(&f.pcp),
+            counts(&f.dscp),
+            counts(&f.ecn),
+            f.psn.gaps,
+            f.psn.missing,
+            f.psn.retransmitted,
+            f.psn.duplicates,
+            f.psn.out_of_order,
+            f.naks.total(),
+            f.ce,
+            f.cnps,
+        );
+    }
+    o.push_str("</table>\n");
+
+    let p = &r.pfc;
+    if !p.priorities.is_empty() || !p.pause_8023x.is_empty() {
+        let _ = writeln!(
+            o,
+            "<h2>PFC at {} Gb/s</h2>\n<table><tr><th>priority</th><th>source</th><th>RoCE</th><th>XOFF</th><th>XON</th><th>quanta</th><th>paused us</th><th>longest us</th><th>storms</th></tr>",
+            p.link_gbps
+        );
+        for q in &p.priorities {
+            let _ = writeln!(
+                o,
+                "<tr{}><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td></tr>",
+                if q.storms_total > 0 || (q.roce && q.xoff > 0) { " class=\"trouble\"" } else { "" },
+                q.priority,
+                q.source,
+                if q.roce { "yes" } else { "no" },
+                q.xoff,
+                q.xon,
+                q.pause_quanta,
+                q.pause_us,
+                q.longest_pause_us,
+                q.storms_total
+            );
+        }
+        for q in &p.pause_8023x {
+            let _ = writeln!(
+                o,
+                "<tr class=\"trouble\"><td>802.3x (all)</td><td class=\"l\">{}</td><td>-</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td></tr>",
+                q.source,
+                q.frames - q.xon,
+                q.xon,
+                q.pause_quanta,
+                q.pause_us,
+                q.longest_pause_us,
+                q.storms.len()
+            );
+        }
+        o.push_str("</table>\n");
+    }
+    o.push_str("<h2>Files</h2>\n<p><a href=\"report.json\">report.json</a> (the full report, described in docs/json.md) &middot; <a href=\"report.txt\">report.txt</a> &middot; <a href=\"timeline.csv\">timeline.csv</a> and <a href=\"timeline.json\">timeline.json</a> (per flow and bin) &middot; <a href=\"pfc_timeline.csv\">pfc_timeline.csv</a> (pause time per priority and bin)</p>\n</body></html>\n");
+    o
+}
+
+/// Inline SVG must not carry an XML declaration.
+fn strip_xml_header(svg: &str) -> &str {
+    match svg.find("<svg") {
+        Some(i) => &svg[i..],
+        None => svg,
+    }
+}

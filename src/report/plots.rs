@@ -1,0 +1,588 @@
+//! The plots of a report directory, drawn with plotters to PNG and SVG from `PlotData`:
+//! throughput per flow, PSN progress, CE marks and CNPs, PFC pauses (Gantt), ACK RTT.
+//! Time runs from the capture's start; every flow keeps its color in every plot.
+
+use std::ops::Range;
+use std::sync::Once;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::{register_font, FontStyle};
+
+use crate::analysis::report_build::{FlowSeries, PlotData};
+use crate::analysis::timeline::Bin;
+
+pub const WIDTH: u32 = 1200;
+pub const HEIGHT: u32 = 480;
+/// Flows drawn on their own; the rest are summed as "other flows".
+pub const TOP_FLOWS: usize = 8;
+
+/// A categorical palette (Tableau 10): flow color = palette[(id - 1) % 10].
+const PALETTE: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
+const OTHER: RGBColor = RGBColor(170, 170, 170);
+
+pub fn flow_color(id: usize) -> RGBColor {
+    PALETTE[(id.max(1) - 1) % PALETTE.len()]
+}
+
+pub fn css_color(c: RGBColor) -> String {
+    format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
+}
+
+static FONT: Once = Once::new();
+
+/// The bitmap backend draws text with a font shipped in the binary (no system fonts needed).
+fn register_fonts() {
+    FONT.call_once(|| {
+        let bytes: &'static [u8] = include_bytes!("fonts/DejaVuSans.ttf");
+        for style in [FontStyle::Normal, FontStyle::Bold] {
+            let _ = register_font("sans-serif", style, bytes);
+        }
+    });
+}
+
+/// The time axis: seconds, milliseconds or microseconds, whichever reads best.
+#[derive(Debug, Clone, Copy)]
+pub struct TimeAxis {
+    pub start_ns: u64,
+    pub per_unit_ns: f64,
+    pub unit: &'static str,
+    pub span: f64,
+}
+
+impl TimeAxis {
+    pub fn new(start_ns: u64, end_ns: u64) -> Self {
+        let dur = end_ns.saturating_sub(start_ns).max(1);
+        let (per_unit_ns, unit) = if dur >= 2_000_000_000 {
+            (1e9, "s")
+        } else if dur >= 2_000_000 {
+            (1e6, "ms")
+        } else {
+            (1e3, "us")
+        };
+        TimeAxis {
+            start_ns,
+            per_unit_ns,
+            unit,
+            span: dur as f64 / per_unit_ns,
+        }
+    }
+
+    pub fn at(&self, ts_ns: u64) -> f64 {
+        ts_ns.saturating_sub(self.start_ns) as f64 / self.per_unit_ns
+    }
+
+    fn range(&self) -> Range<f64> {
+        0.0..self.span * 1.02 + f64::EPSILON
+    }
+
+    fn label(&self) -> String {
+        format!("time since capture start ({})", self.unit)
+    }
+}
+
+type DrawResult = Result<(), String>;
+
+fn err<E: std::fmt::Debug>(e: E) -> String {
+    format!("{e:?}")
+}
+
+/// Writes a centered note instead of an empty chart.
+fn note<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, title: &str, text: &str) -> DrawResult {
+    root.fill(&WHITE).map_err(err)?;
+    root.draw(&Text::new(
+        title.to_string(),
+        (20, 20),
+        ("sans-serif", 24).into_font().color(&BLACK),
+    ))
+    .map_err(err)?;
+    root.draw(&Text::new(
+        text.to_string(),
+        (20, (HEIGHT / 2) as i32),
+        ("sans-serif", 20).into_font().color(&RGBColor(90, 90, 90)),
+    ))
+    .map_err(err)?;
+    Ok(())
+}
+
+/// Flows to draw on their own (the data flows with the most bytes), in id order.
+pub fn top_flows(d: &PlotData) -> Vec<&FlowSeries> {
+    let mut v: Vec<&FlowSeries> = d.flows.iter().filter(|f| f.data).collect();
+    v.sort_by_key(|f| std::cmp::Reverse(f.bins.iter().map(|b| b.bytes).sum::<u64>()));
+    v.truncate(TOP_FLOWS);
+    v.sort_by_key(|f| f.id);
+    v
+}
+
+fn bin_x(d: &PlotData, t: &TimeAxis, i: usize) -> f64 {
+    t.at(d.start_ns + i as u64 * d.bin_ns)
+}
+
+fn gbps(b: &Bin, bin_ns: u64) -> f64 {
+    b.bytes as f64 * 8.0 / bin_ns as f64
+}
+
+/// (a) Throughput per flow, the top flows on their own, the rest summed.
+pub fn throughput<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> DrawResult {
+    let title = "Throughput per flow";
+    let top = top_flows(d);
+    if top.is_empty() {
+        return note(root, title, "No RoCE data flows in this capture.");
+    }
+    let t = TimeAxis::new(d.start_ns, d.end_ns + d.bin_ns);
+    let mut rest = vec![0f64; d.bins];
+    let top_ids: Vec<usize> = top.iter().map(|f| f.id).collect();
+    for f in d.flows.iter().filter(|f| !top_ids.contains(&f.id)) {
+        for (i, b) in f.bins.iter().enumerate() {
+            rest[i] += gbps(b, d.bin_ns);
+        }
+    }
+    if let Some(o) = &d.other {
+        for (i, b) in o.iter().enumerate() {
+            rest[i] += gbps(b, d.bin_ns);
+        }
+    }
+    let max = top
+        .iter()
+        .flat_map(|f| f.bins.iter().map(|b| gbps(b, d.bin_ns)))
+        .chain(rest.iter().copied())
+        .fold(0.0, f64::max)
+        .max(1e-6);
+    root.fill(&WHITE).map_err(err)?;
+    let mut chart = ChartBuilder::on(root)
+        .caption(
+            format!("{title} (bins of {})", human_ns(d.bin_ns)),
+            ("sans-serif", 22),
+        )
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .build_cartesian_2d(t.range(), 0.0..max * 1.1)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc(t.label())
+        .y_desc("Gb/s")
+        .draw()
+        .map_err(err)?;
+    for f in &top {
+        let color = flow_color(f.id);
+        let points: Vec<(f64, f64)> = f
+            .bins
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (bin_x(d, &t, i), gbps(b, d.bin_ns)))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(points, color.stroke_width(2)))
+            .map_err(err)?
+            .label(f.name.clone())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3))
+            });
+    }
+    if rest.iter().any(|&v| v > 0.0) {
+        let points: Vec<(f64, f64)> = rest
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| (bin_x(d, &t, i), v))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(points, OTHER.stroke_width(2)))
+            .map_err(err)?
+            .label("other flows")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], OTHER.stroke_width(3)));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 13))
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)
+}
+
+/// (b) PSN progress per QP, with gaps (x) and retransmissions (triangles) marked.
+pub fn psn<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> DrawResult {
+    let title = "PSN progress per QP";
+    let top: Vec<&FlowSeries> = top_flows(d)
+        .into_iter()
+        .filter(|f| f.bins.iter().any(|b| b.psn_progress.is_some()))
+        .collect();
+    if top.is_empty() {
+        return note(root, title, "No request PSNs in this capture.");
+    }
+    let t = TimeAxis::new(d.start_ns, d.end_ns + d.bin_ns);
+    let (lo, hi) = top
+        .iter()
+        .flat_map(|f| f.bins.iter().filter_map(|b| b.psn_progress))
+        .fold((i64::MAX, i64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let (lo, hi) = (lo.min(0) as f64, (hi.max(1)) as f64);
+    root.fill(&WHITE).map_err(err)?;
+    let mut chart = ChartBuilder::on(root)
+        .caption(
+            format!("{title}: x = PSN gap (loss), triangle = retransmission"),
+            ("sans-serif", 22),
+        )
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(80)
+        .build_cartesian_2d(t.range(), lo..hi * 1.05 + 1.0)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc(t.label())
+        .y_desc("PSNs since the QP's first request")
+        .draw()
+        .map_err(err)?;
+    for f in &top {
+        let color = flow_color(f.id);
+        let points: Vec<(f64, f64)> = f
+            .bins
+            .iter()
+            .enumerate()
+            .filter_map(|(i, b)| b.psn_progress.map(|p| (bin_x(d, &t, i), p as f64)))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(points, color.stroke_width(2)))
+            .map_err(err)?
+            .label(f.name.clone())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3))
+            });
+        let mut last = 0.0;
+        let mut gaps = Vec::new();
+        let mut retx = Vec::new();
+        for (i, b) in f.bins.iter().enumerate() {
+            if let Some(p) = b.psn_progress {
+                last = p as f64;
+            }
+            let x = bin_x(d, &t, i);
+            if b.psn_gaps > 0 {
+                gaps.push((x, last));
+            }
+            if b.retransmissions > 0 {
+                retx.push((x, last));
+            }
+        }
+        chart
+            .draw_series(
+                gaps.into_iter()
+                    .map(|p| Cross::new(p, 8, RED.stroke_width(3))),
+            )
+            .map_err(err)?;
+        chart
+            .draw_series(
+                retx.into_iter()
+                    .map(|p| TriangleMarker::new(p, 8, RGBColor(255, 140, 0).filled())),
+            )
+            .map_err(err)?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 13))
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)
+}
+
+/// (c) CE marks and CNPs over time, all flows.
+pub fn ecn<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> DrawResult {
+    let title = "ECN: CE-marked packets and CNPs";
+    let mut ce = vec![0u64; d.bins];
+    let mut cnp = vec![0u64; d.bins];
+    for s in d.flows.iter().map(|f| &f.bins).chain(d.other.iter()) {
+        for (i, b) in s.iter().enumerate() {
+            ce[i] += b.ce;
+            cnp[i] += b.cnps;
+        }
+    }
+    if ce.iter().chain(cnp.iter()).all(|&v| v == 0) {
+        return note(root, title, "No CE marks and no CNPs in this capture.");
+    }
+    let t = TimeAxis::new(d.start_ns, d.end_ns + d.bin_ns);
+    let max = ce
+        .iter()
+        .chain(cnp.iter())
+        .copied()
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
+    root.fill(&WHITE).map_err(err)?;
+    let mut chart = ChartBuilder::on(root)
+        .caption(
+            format!("{title} per bin of {}", human_ns(d.bin_ns)),
+            ("sans-serif", 22),
+        )
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .build_cartesian_2d(t.range(), 0.0..max * 1.15)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc(t.label())
+        .y_desc("packets per bin")
+        .draw()
+        .map_err(err)?;
+    let bar = |i: usize, v: u64, color: RGBColor, left: bool| {
+        let x0 = bin_x(d, &t, i);
+        let w = d.bin_ns as f64 / t.per_unit_ns;
+        let (a, b) = if left {
+            (x0, x0 + w * 0.5)
+        } else {
+            (x0 + w * 0.5, x0 + w)
+        };
+        Rectangle::new([(a, 0.0), (b, v as f64)], color.filled())
+    };
+    let ce_color = RGBColor(214, 39, 40);
+    let cnp_color = RGBColor(31, 119, 180);
+    chart
+        .draw_series(
+            ce.iter()
+                .enumerate()
+                .filter(|(_, &v)| v > 0)
+                .map(|(i, &v)| bar(i, v, ce_color, true)),
+        )
+        .map_err(err)?
+        .label("CE-marked packets (congestion at a switch)")
+        .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], ce_color.filled()));
+    chart
+        .draw_series(
+            cnp.iter()
+                .enumerate()
+                .filter(|(_, &v)| v > 0)
+                .map(|(i, &v)| bar(i, v, cnp_color, false)),
+        )
+        .map_err(err)?
+        .label("CNPs back to the sender (it slows down)")
+        .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], cnp_color.filled()));
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)
+}
+
+/// (d) PFC pause intervals per priority and source as bars, storms highlighted.
+pub fn pfc<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> DrawResult {
+    let title = "PFC pauses per priority";
+    if d.pfc.is_empty() {
+        return note(root, title, "No PFC or PAUSE frames in this capture.");
+    }
+    let end = d
+        .pfc
+        .iter()
+        .flat_map(|r| r.intervals.iter().map(|iv| iv.1))
+        .fold(d.end_ns + d.bin_ns, u64::max);
+    let t = TimeAxis::new(d.start_ns, end);
+    let rows = d.pfc.len();
+    let labels: Vec<String> = d
+        .pfc
+        .iter()
+        .map(|r| {
+            if r.roce && r.priority.is_some() {
+                format!("{} (RoCE)", r.label)
+            } else {
+                r.label.clone()
+            }
+        })
+        .collect();
+    root.fill(&WHITE).map_err(err)?;
+    let mut chart = ChartBuilder::on(root)
+        .caption(
+            format!("{title}: bars = paused, red band = storm"),
+            ("sans-serif", 22),
+        )
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(250)
+        .build_cartesian_2d(t.range(), -0.5..rows as f64 - 0.5)
+        .map_err(err)?;
+    let label_of = |y: &f64| {
+        let i = y.round();
+        if (y - i).abs() < 0.01 && i >= 0.0 && (i as usize) < rows {
+            labels[i as usize].clone()
+        } else {
+            String::new()
+        }
+    };
+    chart
+        .configure_mesh()
+        .x_desc(t.label())
+        .y_labels(rows.max(2) * 2 + 1)
+        .y_label_formatter(&label_of)
+        .disable_y_mesh()
+        .draw()
+        .map_err(err)?;
+    for (row, r) in d.pfc.iter().enumerate() {
+        let y = row as f64;
+        chart
+            .draw_series(r.storms.iter().map(|&(a, b)| {
+                Rectangle::new(
+                    [(t.at(a), y - 0.48), (t.at(b), y + 0.48)],
+                    RGBColor(255, 200, 200).filled(),
+                )
+            }))
+            .map_err(err)?;
+        let color = if r.roce {
+            RGBColor(214, 39, 40)
+        } else {
+            RGBColor(90, 90, 90)
+        };
+        // A pause shorter than a pixel still shows as a thin bar.
+        let min_w = t.span / 1500.0;
+        chart
+            .draw_series(r.intervals.iter().map(|&(a, b)| {
+                let (x0, x1) = (t.at(a), t.at(b));
+                Rectangle::new(
+                    [(x0, y - 0.3), (x1.max(x0 + min_w), y + 0.3)],
+                    color.filled(),
+                )
+            }))
+            .map_err(err)?;
+    }
+    root.present().map_err(err)
+}
+
+/// (e) ACK round-trip time distribution, all flows.
+pub fn rtt<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> DrawResult {
+    let title = "ACK round-trip time";
+    if d.rtt_us.is_empty() {
+        return note(
+            root,
+            title,
+            "No ACKed requests in this capture (no round-trip samples).",
+        );
+    }
+    let v = &d.rtt_us;
+    let p = |q: f64| v[((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1];
+    let hi = (p(0.99) * 1.25)
+        .max(v[v.len() - 1].min(p(0.99) * 3.0))
+        .max(1e-3);
+    const BARS: usize = 40;
+    let width = hi / BARS as f64;
+    let mut counts = [0u64; BARS + 1];
+    for &x in v {
+        let i = ((x / width) as usize).min(BARS);
+        counts[i] += 1;
+    }
+    let max = *counts.iter().max().unwrap_or(&1) as f64;
+    root.fill(&WHITE).map_err(err)?;
+    let mut chart = ChartBuilder::on(root)
+        .caption(
+            format!(
+                "{title}: {} samples, p50 {:.1} us, p99 {:.1} us, max {:.1} us",
+                v.len(),
+                p(0.5),
+                p(0.99),
+                v[v.len() - 1]
+            ),
+            ("sans-serif", 22),
+        )
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0.0..hi + width, 0.0..max * 1.15)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc("round-trip time (us); the last bar holds everything beyond")
+        .y_desc("samples")
+        .draw()
+        .map_err(err)?;
+    let color = RGBColor(44, 160, 44);
+    chart
+        .draw_series(
+            counts
+                .iter()
+                .enumerate()
+                .filter(|(_, &c)| c > 0)
+                .map(|(i, &c)| {
+                    let x = i as f64 * width;
+                    Rectangle::new([(x, 0.0), (x + width * 0.9, c as f64)], color.filled())
+                }),
+        )
+        .map_err(err)?;
+    root.present().map_err(err)
+}
+
+pub fn human_ns(ns: u64) -> String {
+    if ns >= 1_000_000_000 && ns % 1_000_000_000 == 0 {
+        format!("{} s", ns / 1_000_000_000)
+    } else if ns >= 1_000_000 && ns % 1_000_000 == 0 {
+        format!("{} ms", ns / 1_000_000)
+    } else if ns >= 1_000 && ns % 1_000 == 0 {
+        format!("{} us", ns / 1_000)
+    } else {
+        format!("{ns} ns")
+    }
+}
+
+/// One plot, drawn to a PNG file and to SVG text.
+pub struct Rendered {
+    pub name: &'static str,
+    pub title: &'static str,
+    pub svg: String,
+}
+
+/// Every plot: (file name, title).
+pub const PLOTS: [(&str, &str); 5] = [
+    ("throughput", "Throughput per flow"),
+    ("psn", "PSN progress, gaps and retransmissions"),
+    ("ecn_cnp", "CE marks and CNPs"),
+    ("pfc", "PFC pause intervals"),
+    ("ack_rtt", "ACK round-trip time"),
+];
+
+fn draw<DB: DrawingBackend>(name: &str, root: &DrawingArea<DB, Shift>, d: &PlotData) -> DrawResult {
+    match name {
+        "throughput" => throughput(root, d),
+        "psn" => psn(root, d),
+        "ecn_cnp" => ecn(root, d),
+        "pfc" => pfc(root, d),
+        _ => rtt(root, d),
+    }
+}
+
+/// Draws every plot into `dir` as PNG and returns the SVG texts for the HTML page.
+pub fn render_all(dir: &std::path::Path, d: &PlotData) -> Result<Vec<Rendered>, String> {
+    register_fonts();
+    let mut out = Vec::new();
+    for (name, title) in PLOTS {
+        let png_path = dir.join(format!("{name}.png"));
+        {
+            let root = BitMapBackend::new(&png_path, (WIDTH, HEIGHT)).into_drawing_area();
+            draw(name, &root, d).map_err(|e| format!("{}: {e}", png_path.display()))?;
+        }
+        let mut svg = String::new();
+        {
+            let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+            draw(name, &root, d).map_err(|e| format!("{name}.svg: {e}"))?;
+        }
+        std::fs::write(dir.join(format!("{name}.svg")), &svg)
+            .map_err(|e| format!("{name}.svg: {e}"))?;
+        out.push(Rendered { name, title, svg });
+    }
+    Ok(out)
+}
