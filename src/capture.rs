@@ -8,8 +8,9 @@
 
 use std::fs::File;
 use std::io::{self, Read};
+use std::sync::mpsc;
 
-use roce_parsers::capture::{CaptureError, CaptureParser, Next, Record};
+use roce_parsers::capture::{CaptureError, CaptureParser, Next, Record, PCAP_HEADER_LEN};
 
 use crate::error::Error;
 
@@ -76,6 +77,16 @@ impl CaptureInput {
         })
     }
 
+    /// An input from any reader (tests, fuzzing).
+    pub fn from_reader(name: &str, reader: Box<dyn Read + Send>) -> Self {
+        CaptureInput {
+            name: name.to_string(),
+            size: None,
+            reader,
+            progress: None,
+        }
+    }
+
     /// Shows a progress bar (bytes done, rate, time left) while reading; it costs one update
     /// per 8 MiB block.
     pub fn with_progress(mut self, bar: indicatif::ProgressBar) -> Self {
@@ -83,78 +94,116 @@ impl CaptureInput {
         self
     }
 
-    fn read_more(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
-        let n = read_some(&mut self.reader, buf).map_err(|source| Error::Input {
-            path: self.name.clone(),
-            source,
-        })?;
-        if let Some(p) = &self.progress {
-            p.inc(n as u64);
-        }
-        Ok(n)
-    }
-
     /// Reads the whole input, calling `consume` with batches of records in capture order.
     /// A header that is not a capture is an error; damage after a good header ends the read
     /// with the damage described in the outcome, after every good record was delivered.
     pub fn for_each_batch(
-        mut self,
+        self,
         mut consume: impl FnMut(&[Record<'_>]) -> io::Result<()>,
     ) -> Result<ReadOutcome, Error> {
+        let name = self.name.clone();
+        let progress = self.progress.clone();
+        let blocks = BlockReader::spawn(self.reader);
         let mut out = ReadOutcome::default();
-        let mut buf: Vec<u8> = vec![0; BLOCK];
-        let mut filled = 0usize;
+        let output_err = |source| Error::Output {
+            path: "<output>".into(),
+            source,
+        };
+        // The file header: enough bytes to recognise the format.
+        let mut carry: Vec<u8> = Vec::new();
         let mut eof = false;
-        // File header.
-        while filled < 24 && !eof {
-            let n = self.read_more(&mut buf[filled..])?;
+        let mut pending: Option<(Vec<u8>, usize, usize)> = None;
+        while carry.len() < PCAP_HEADER_LEN && !eof {
+            let (block, n) = blocks.next(&name)?;
+            if let Some(p) = &progress {
+                p.inc(n as u64);
+            }
             eof = n == 0;
-            filled += n;
+            let take = n.min(PCAP_HEADER_LEN - carry.len());
+            carry.extend_from_slice(&block[..take]);
+            if take < n {
+                pending = Some((block, take, n));
+                break;
+            }
+            blocks.recycle(block);
         }
-        if filled == 0 {
+        if carry.is_empty() {
             return Err(Error::Capture {
-                path: self.name,
+                path: name,
                 source: CaptureError::TooShort { len: 0 },
             });
         }
         let (mut parser, header_len) =
-            CaptureParser::new(&buf[..filled]).map_err(|source| Error::Capture {
-                path: self.name.clone(),
+            CaptureParser::new(&carry).map_err(|source| Error::Capture {
+                path: name.clone(),
                 source,
             })?;
         out.format = Some(parser.format().name());
-        let mut pos = header_len;
-        let mut file_offset = header_len as u64; // file offset of buf[pos]
-        let mut first_batch_done = false;
-
+        carry.drain(..header_len);
+        // File offset of the first byte of `carry`.
+        let mut offset = header_len as u64;
+        let mut need = 0usize;
+        let mut stop: Option<String> = None;
         loop {
-            // Frame every complete record in buf[pos..filled].
-            let mut need = 0usize;
-            let mut stop: Option<String> = None;
-            {
-                let mut cursor = pos;
-                let mut offset = file_offset;
+            let (block, start, n) = match pending.take() {
+                Some(p) => p,
+                None if eof => (Vec::new(), 0, 0),
+                None => {
+                    let (b, n) = blocks.next(&name)?;
+                    if let Some(p) = &progress {
+                        p.inc(n as u64);
+                    }
+                    eof = n == 0;
+                    (b, 0, n)
+                }
+            };
+            let data = &block[..n];
+            let mut pos = start;
+            // A record that straddles blocks is completed in `carry` and handled alone.
+            while !carry.is_empty() && stop.is_none() {
+                match parser.next(&carry, offset) {
+                    Ok(Next::Incomplete { need: want }) => {
+                        need = want;
+                        let take = want.saturating_sub(carry.len()).min(n - pos);
+                        carry.extend_from_slice(&data[pos..pos + take]);
+                        pos += take;
+                        if carry.len() < want {
+                            break;
+                        }
+                    }
+                    Ok(Next::Record(rec, used)) => {
+                        consume(&[rec]).map_err(output_err)?;
+                        carry.drain(..used);
+                        offset += used as u64;
+                    }
+                    Ok(Next::Skip(used)) => {
+                        carry.drain(..used);
+                        offset += used as u64;
+                    }
+                    Err(e) => stop = Some(e.to_string()),
+                }
+            }
+            if carry.is_empty() && stop.is_none() {
+                // Frame every complete record of the block in place.
                 let mut batch: Vec<Record<'_>> = Vec::with_capacity(BATCH);
                 loop {
-                    match parser.next(&buf[cursor..filled], offset) {
+                    match parser.next(&data[pos..], offset) {
                         Ok(Next::Record(rec, used)) => {
                             batch.push(rec);
-                            cursor += used;
+                            pos += used;
                             offset += used as u64;
                             if batch.len() == BATCH {
-                                consume(&batch).map_err(|e| Error::Output {
-                                    path: "<output>".into(),
-                                    source: e,
-                                })?;
+                                consume(&batch).map_err(output_err)?;
                                 batch.clear();
                             }
                         }
                         Ok(Next::Skip(used)) => {
-                            cursor += used;
+                            pos += used;
                             offset += used as u64;
                         }
-                        Ok(Next::Incomplete { need: n }) => {
-                            need = n;
+                        Ok(Next::Incomplete { need: want }) => {
+                            need = want;
+                            carry.extend_from_slice(&data[pos..]);
                             break;
                         }
                         Err(e) => {
@@ -164,53 +213,81 @@ impl CaptureInput {
                     }
                 }
                 if !batch.is_empty() {
-                    consume(&batch).map_err(|e| Error::Output {
-                        path: "<output>".into(),
-                        source: e,
-                    })?;
+                    consume(&batch).map_err(output_err)?;
                 }
-                if !first_batch_done {
-                    out.linktype = parser.linktype();
-                    out.snaplen = parser.snaplen();
-                    first_batch_done = parser.linktype().is_some();
-                }
-                file_offset = offset;
-                pos = cursor;
             }
+            if out.linktype.is_none() {
+                out.linktype = parser.linktype();
+                out.snaplen = parser.snaplen();
+            }
+            blocks.recycle(block);
             if let Some(msg) = stop {
                 out.corrupt = Some(msg);
                 break;
             }
-            if eof {
-                if pos < filled {
+            if eof && n == 0 {
+                if !carry.is_empty() {
                     out.truncated_tail = Some(format!(
-                        "capture ends inside a record at byte {file_offset}: {} of {} bytes present",
-                        filled - pos,
+                        "capture ends inside a record at byte {offset}: {} of {} bytes present",
+                        carry.len(),
                         need
                     ));
                 }
                 break;
             }
-            // Keep the partial record, make room for what it needs, read more.
-            buf.copy_within(pos..filled, 0);
-            filled -= pos;
-            pos = 0;
-            if buf.len() < need {
-                buf.resize(need, 0);
-            }
-            let n = self.read_more(&mut buf[filled..])?;
-            eof = n == 0;
-            filled += n;
         }
-        if let Some(p) = &self.progress {
+        if let Some(p) = &progress {
             p.finish_and_clear();
         }
-        out.bytes_read = file_offset + (filled - pos) as u64;
+        out.bytes_read = offset + carry.len() as u64;
         if out.linktype.is_none() {
             out.linktype = parser.linktype();
             out.snaplen = parser.snaplen();
         }
         Ok(out)
+    }
+}
+
+/// Reads blocks on a thread of its own, so that the next block is read from the page cache
+/// while the current one is decoded. Buffers go back and forth; none is allocated per block
+/// once the pipeline is primed.
+struct BlockReader {
+    filled: mpsc::Receiver<io::Result<(Vec<u8>, usize)>>,
+    free: mpsc::Sender<Vec<u8>>,
+}
+
+impl BlockReader {
+    fn spawn(mut reader: Box<dyn Read + Send>) -> Self {
+        let (filled_tx, filled) = mpsc::sync_channel(2);
+        let (free, free_rx) = mpsc::channel::<Vec<u8>>();
+        std::thread::spawn(move || loop {
+            let mut buf = free_rx.try_recv().unwrap_or_else(|_| vec![0; BLOCK]);
+            let result = read_some(&mut *reader, &mut buf).map(|n| (buf, n));
+            let done = !matches!(result, Ok((_, n)) if n > 0);
+            if filled_tx.send(result).is_err() || done {
+                return;
+            }
+        });
+        BlockReader { filled, free }
+    }
+
+    /// The next block and how many of its bytes are data (0 at the end of the input).
+    fn next(&self, name: &str) -> Result<(Vec<u8>, usize), Error> {
+        match self.filled.recv() {
+            Ok(Ok(block)) => Ok(block),
+            Ok(Err(source)) => Err(Error::Input {
+                path: name.to_string(),
+                source,
+            }),
+            // The reader stopped after the end: behave as at the end.
+            Err(_) => Ok((Vec::new(), 0)),
+        }
+    }
+
+    fn recycle(&self, block: Vec<u8>) {
+        if block.len() == BLOCK {
+            let _ = self.free.send(block);
+        }
     }
 }
 

@@ -155,6 +155,10 @@ pub struct Args {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Report directory")]
     pub bin: Option<Duration>,
 
+    /// Decoding threads (0: one per core). The report is the same whatever the number.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub threads: usize,
+
     /// Show at most this many per-frame warnings on stderr (the rest are counted).
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub max_warnings: u32,
@@ -220,6 +224,8 @@ pub struct Config {
     pub expect: Expectations,
     /// Where to write the report directory.
     pub report_dir: Option<PathBuf>,
+    /// Decoding threads; 0 means one per core.
+    pub threads: usize,
 }
 
 /// reports/<file stem>, or reports/live-<iface> for a live capture.
@@ -394,6 +400,7 @@ impl Config {
             ));
         }
         Ok(Config {
+            threads: a.threads,
             report_dir,
             source,
             expect,

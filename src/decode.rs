@@ -4,6 +4,8 @@ use roce_parsers::capture::Record;
 use roce_parsers::{decode_frame, DecodeError, Frame, IcrcStatus, Layer};
 use serde::Serialize;
 
+use crate::summary::{PacketSummary, Payload};
+
 /// Decodes one record.
 pub fn decode<'a>(rec: &Record<'a>) -> Frame<'a> {
     decode_frame(rec.linktype, rec.data, rec.len)
@@ -56,6 +58,42 @@ impl MalformedByLayer {
 }
 
 impl DecodeCounts {
+    /// Counts a frame from its summary (what the parallel path keeps of it).
+    pub fn add_summary(&mut self, p: &PacketSummary) {
+        self.frames += 1;
+        if p.caplen < p.len {
+            self.truncated += 1;
+        }
+        match &p.payload {
+            Payload::Roce(r) => {
+                self.roce += 1;
+                if r.v1 {
+                    self.rocev1 += 1;
+                }
+                match r.icrc {
+                    IcrcStatus::Ok => self.icrc_ok += 1,
+                    IcrcStatus::Bad => self.icrc_bad += 1,
+                    IcrcStatus::Unchecked => self.icrc_unchecked += 1,
+                }
+            }
+            Payload::Pfc { .. } => self.pfc += 1,
+            Payload::Pause { .. } => self.pause += 1,
+            Payload::Other => {}
+        }
+        self.add_error(p.error, p.malformed);
+    }
+
+    fn add_error(&mut self, error: Option<DecodeError>, malformed: bool) {
+        if let Some(DecodeError::UnsupportedLinkType(_)) = error {
+            self.unsupported_linktype += 1;
+        } else if malformed {
+            self.malformed += 1;
+            if let Some(e) = error {
+                *self.malformed_by_layer.slot(e.layer()) += 1;
+            }
+        }
+    }
+
     pub fn add(&mut self, f: &Frame<'_>) {
         self.frames += 1;
         if f.is_snapped() {
@@ -77,14 +115,7 @@ impl DecodeCounts {
             Some(roce_parsers::MacControl::Pause { .. }) => self.pause += 1,
             _ => {}
         }
-        if let Some(DecodeError::UnsupportedLinkType(_)) = f.error {
-            self.unsupported_linktype += 1;
-        } else if f.is_malformed() {
-            self.malformed += 1;
-            if let Some(e) = f.error {
-                *self.malformed_by_layer.slot(e.layer()) += 1;
-            }
-        }
+        self.add_error(f.error, f.is_malformed());
     }
 }
 
@@ -108,7 +139,11 @@ impl Warnings {
     }
 
     pub fn frame(&mut self, frame_no: u64, f: &Frame<'_>) {
-        let Some(err) = f.error else { return };
+        self.error(frame_no, f.error, f.is_malformed());
+    }
+
+    pub fn error(&mut self, frame_no: u64, error: Option<DecodeError>, malformed: bool) {
+        let Some(err) = error else { return };
         if let DecodeError::UnsupportedLinkType(lt) = err {
             if !self.unsupported.contains(&lt) {
                 self.unsupported.push(lt);
@@ -120,7 +155,7 @@ impl Warnings {
             }
             return;
         }
-        if !f.is_malformed() {
+        if !malformed {
             return;
         }
         if self.shown < self.limit {

@@ -102,12 +102,7 @@ fn run_file(config: &Config, path: &str) -> Result<u8, Error> {
     let name = input.name.clone();
     let mut out = open_output(&config.json)?;
     let mut pipeline = Pipeline::new(config);
-    let outcome = input.for_each_batch(|batch| {
-        for rec in batch {
-            pipeline.record(rec, &mut out)?;
-        }
-        Ok(())
-    });
+    let outcome = input.for_each_batch(|batch| pipeline.records(batch, &mut out));
     let outcome = match outcome {
         Ok(o) => o,
         Err(e) => {
@@ -137,4 +132,46 @@ fn run_file(config: &Config, path: &str) -> Result<u8, Error> {
         },
         &mut out,
     )
+}
+
+/// Runs the whole analysis (reader, decoder, analyzer with timelines, verification) on a capture
+/// held in memory and returns the report's JSON; used by the fuzz target and tests.
+pub fn analyze_bytes(data: &[u8]) -> Result<String, Error> {
+    let config = Config::from_args([
+        "roce-sniff",
+        "-r",
+        "-",
+        "--json",
+        "--expect-pcp",
+        "3",
+        "--expect-dscp",
+        "26",
+    ])
+    .map_err(|e| Error::Usage(e.to_string()))?;
+    let mut config = config;
+    config.analysis.timelines = true;
+    let input = CaptureInput::from_reader("<memory>", Box::new(io::Cursor::new(data.to_vec())));
+    let mut out = Vec::new();
+    let mut pipeline = Pipeline::new(&config);
+    let outcome = input.for_each_batch(|batch| {
+        for rec in batch {
+            pipeline.record(rec, &mut out)?;
+        }
+        Ok(())
+    })?;
+    pipeline.finish(
+        SourceInfo {
+            name: "<memory>".into(),
+            format: outcome.format,
+            snaplen: outcome.snaplen,
+            warnings: outcome
+                .truncated_tail
+                .into_iter()
+                .chain(outcome.corrupt)
+                .collect(),
+            ..SourceInfo::default()
+        },
+        &mut out,
+    )?;
+    Ok(String::from_utf8_lossy(&out).into_owned())
 }

@@ -4,7 +4,9 @@
 
 use std::io::{self, Write};
 
+use rayon::prelude::*;
 use roce_parsers::capture::Record;
+use roce_parsers::DecodeError;
 
 use crate::analysis::report_build::CaptureMeta;
 use crate::analysis::Analyzer;
@@ -16,8 +18,17 @@ use crate::summary::PacketSummary;
 use crate::verify::{CaptureContext, Verifier};
 use crate::{packets, report, verify, EXIT_OK, EXIT_VERIFY_FAILED};
 
+/// Frames formatted per parallel task in `--packets` mode.
+const PRINT_CHUNK: usize = 1024;
+
+/// A chunk of `--packets` output, and the decode errors of its frames (frame number, error,
+/// whether it counts as malformed) for the warnings.
+type PrintedChunk = (Vec<u8>, Vec<(u64, DecodeError, bool)>);
+
 pub struct Pipeline<'c> {
     config: &'c Config,
+    /// Decoding threads when more than one (results are identical either way).
+    pool: Option<rayon::ThreadPool>,
     pub analyzer: Analyzer,
     verifier: Option<Verifier>,
     pub counts: DecodeCounts,
@@ -40,8 +51,22 @@ pub struct SourceInfo {
 
 impl<'c> Pipeline<'c> {
     pub fn new(config: &'c Config) -> Self {
+        let threads = if config.threads == 0 {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        } else {
+            config.threads
+        };
+        let pool = (threads > 1)
+            .then(|| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .ok()
+            })
+            .flatten();
         Pipeline {
             config,
+            pool,
             analyzer: Analyzer::new(config.analysis),
             verifier: config.expect.any().then(|| Verifier::new(config.expect)),
             counts: DecodeCounts::default(),
@@ -50,6 +75,86 @@ impl<'c> Pipeline<'c> {
             first_ts: None,
             line: String::with_capacity(256),
         }
+    }
+
+    /// A batch of records in capture order: decoded in parallel when there are threads,
+    /// then counted and analysed (or printed) in order.
+    pub fn records(&mut self, batch: &[Record<'_>], out: &mut dyn Write) -> io::Result<()> {
+        let Some(pool) = self.pool.as_ref() else {
+            for rec in batch {
+                self.record(rec, out)?;
+            }
+            return Ok(());
+        };
+        let base = self.frame_no;
+        if !self.config.packets {
+            let summaries: Vec<PacketSummary> = pool.install(|| {
+                batch
+                    .par_iter()
+                    .enumerate()
+                    .map(|(i, rec)| {
+                        PacketSummary::new(base + i as u64 + 1, rec.ts_ns, &decode::decode(rec))
+                    })
+                    .collect()
+            });
+            for s in &summaries {
+                self.frame_no += 1;
+                self.counts.add_summary(s);
+                self.warnings.error(s.frame_no, s.error, s.malformed);
+                self.analyzer.feed(s);
+                if let Some(v) = self.verifier.as_mut() {
+                    v.feed(s);
+                }
+            }
+            return Ok(());
+        }
+        let Some(first) = batch.first() else {
+            return Ok(());
+        };
+        let start = *self.first_ts.get_or_insert(first.ts_ns);
+        let config = self.config;
+        let chunks: Vec<io::Result<PrintedChunk>> = pool.install(|| {
+            batch
+                .par_chunks(PRINT_CHUNK)
+                .enumerate()
+                .map(|(ci, chunk)| {
+                    let mut buf = Vec::with_capacity(chunk.len() * 512);
+                    let mut errors = Vec::new();
+                    let mut line = String::with_capacity(256);
+                    for (j, rec) in chunk.iter().enumerate() {
+                        let frame_no = base + (ci * PRINT_CHUNK + j) as u64 + 1;
+                        let frame = decode::decode(rec);
+                        if let Some(e) = frame.error {
+                            errors.push((frame_no, e, frame.is_malformed()));
+                        }
+                        if config.roce_only && frame.roce.is_none() && frame.mac_control.is_none() {
+                            continue;
+                        }
+                        if config.json.is_some() {
+                            packets::write_json_line(&mut buf, frame_no, rec.ts_ns, &frame)?;
+                        } else {
+                            packets::write_text_line(
+                                &mut buf,
+                                frame_no,
+                                rec.ts_ns.saturating_sub(start),
+                                &frame,
+                                &mut line,
+                            )?;
+                        }
+                    }
+                    Ok((buf, errors))
+                })
+                .collect()
+        });
+        self.frame_no += batch.len() as u64;
+        for chunk in chunks {
+            let (buf, errors) = chunk?;
+            for (frame_no, e, malformed) in errors {
+                self.warnings.error(frame_no, Some(e), malformed);
+            }
+            out.write_all(&buf)?;
+        }
+        Ok(())
     }
 
     /// One record, in capture order.

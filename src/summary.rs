@@ -3,7 +3,7 @@
 
 use std::net::IpAddr;
 
-use roce_parsers::{Frame, IcrcStatus, MacControl, Opcode};
+use roce_parsers::{DecodeError, Frame, IcrcStatus, MacControl, Opcode};
 
 use crate::analysis::cm::{self, CmMessage};
 
@@ -50,6 +50,8 @@ pub struct PacketSummary {
     /// DSCP << 2 | ECN.
     pub tclass: Option<u8>,
     pub malformed: bool,
+    /// Why decoding stopped early, if it did (counted per layer, shown as a warning).
+    pub error: Option<DecodeError>,
     pub payload: Payload,
 }
 
@@ -94,6 +96,7 @@ impl PacketSummary {
             vlan: f.inner_vlan().map(|v| (v.vid, v.pcp)),
             tclass: f.traffic_class(),
             malformed: f.is_malformed(),
+            error: f.error,
             payload,
         }
     }

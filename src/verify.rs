@@ -516,6 +516,7 @@ mod tests {
             vlan,
             tclass: Some(tclass),
             malformed: false,
+            error: None,
             payload: Payload::Roce(RoceSummary {
                 opcode: Opcode(0x04),
                 dqpn: 0x11,

@@ -12,6 +12,8 @@ pub mod report_build;
 pub mod timeline;
 
 use std::collections::{BTreeMap, HashMap};
+
+use rustc_hash::FxHashMap;
 use std::net::IpAddr;
 
 use roce_parsers::aeth::{
@@ -97,7 +99,9 @@ pub struct Analyzer {
     cfg: AnalysisConfig,
     pub totals: Totals,
     pub(crate) flows: Vec<Flow>,
-    index: HashMap<FlowKey, usize>,
+    /// Flow lookup on every packet: FxHash, as SipHash showed in profiles (a capture is not an
+    /// adversary that can pick keys to collide: flows are bounded by --max-flows anyway).
+    pub(crate) index: FxHashMap<FlowKey, usize>,
     /// CM requests awaiting their reply: (active IP, passive IP, comm id) -> (QPN, path MTU).
     cm_requests: HashMap<(IpAddr, IpAddr, u32), (u32, Option<u32>)>,
     /// Pairs learned from CM, by flow key, both ways; MTU from the request.
@@ -119,7 +123,7 @@ impl Analyzer {
             cfg,
             totals: Totals::default(),
             flows: Vec::new(),
-            index: HashMap::new(),
+            index: FxHashMap::default(),
             cm_requests: HashMap::new(),
             cm_pairs: HashMap::new(),
             pfc: BTreeMap::new(),

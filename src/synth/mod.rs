@@ -1,6 +1,7 @@
 //! Crafted frames and capture files, for the test captures of `testdata/` and for benchmarks.
 //! Every value is chosen by the caller, so tests know exactly what to expect.
 
+pub mod bulk;
 pub mod frames;
 pub mod scenario;
 pub mod testdata;

@@ -1,0 +1,40 @@
+//! Decoding in parallel changes nothing: the report and the per-frame output are byte-identical
+//! whatever the number of threads.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn threads_do_not_change_any_output() {
+    for file in [
+        "sample.pcap",
+        "decode_all.pcap",
+        "damaged.pcap",
+        "analysis_psn.pcap",
+        "formats/multi_interface.pcapng",
+    ] {
+        let path = testdata(file);
+        for mode in [
+            &["--json"][..],
+            &["--packets", "--json"][..],
+            &["--packets"][..],
+            &[][..],
+        ] {
+            let outputs: Vec<(Option<i32>, Vec<u8>)> = ["1", "2", "3"]
+                .iter()
+                .map(|t| {
+                    let mut args = mode.to_vec();
+                    args.extend_from_slice(&["--threads", t]);
+                    let o = run_path(&path, &args);
+                    (o.status.code(), o.stdout)
+                })
+                .collect();
+            assert!(!outputs[0].1.is_empty(), "{file} {mode:?}");
+            assert!(
+                outputs.windows(2).all(|w| w[0] == w[1]),
+                "{file} {mode:?}: output depends on --threads"
+            );
+        }
+    }
+}
