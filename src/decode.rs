@@ -121,6 +121,8 @@ impl DecodeCounts {
 
 /// Per-frame warnings on stderr: the first few in full, then only a count.
 pub struct Warnings {
+    /// The input, named in every line.
+    source: String,
     /// Link types already reported as unsupported (one line each, not one per frame).
     unsupported: Vec<u32>,
     shown: u32,
@@ -129,8 +131,9 @@ pub struct Warnings {
 }
 
 impl Warnings {
-    pub fn new(limit: u32) -> Self {
+    pub fn new(limit: u32, source: &str) -> Self {
         Warnings {
+            source: source.to_string(),
             unsupported: Vec::new(),
             shown: 0,
             suppressed: 0,
@@ -148,8 +151,9 @@ impl Warnings {
             if !self.unsupported.contains(&lt) {
                 self.unsupported.push(lt);
                 eprintln!(
-                    "roce-sniff: warning: frame {frame_no}: link type {lt} ({}) is not supported \
+                    "roce-sniff: warning: {}: frame {frame_no}: link type {lt} ({}) is not supported \
                      (supported: Ethernet, Linux cooked SLL/SLL2, raw IP); its frames are counted, not decoded",
+                    self.source,
                     roce_parsers::link::linktype_name(lt)
                 );
             }
@@ -160,7 +164,10 @@ impl Warnings {
         }
         if self.shown < self.limit {
             self.shown += 1;
-            eprintln!("roce-sniff: warning: frame {frame_no}: {err}");
+            eprintln!(
+                "roce-sniff: warning: {}: frame {frame_no}: {err}",
+                self.source
+            );
         } else {
             self.suppressed += 1;
         }
@@ -169,8 +176,8 @@ impl Warnings {
     pub fn finish(&self) {
         if self.suppressed > 0 {
             eprintln!(
-                "roce-sniff: warning: {} more malformed frames not shown",
-                self.suppressed
+                "roce-sniff: warning: {}: {} more malformed frames not shown",
+                self.source, self.suppressed
             );
         }
     }

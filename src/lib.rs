@@ -1,6 +1,12 @@
 //! roce-sniff: a RoCEv2 capture analyzer. `main_with_args` is the whole program; the modules
-//! are the stages of ARCHITECTURE.md: capture (records), decode (frames), packets (per-frame
-//! output).
+//! are the stages of the pipeline: capture (blocks and records), decode and summary (frames),
+//! pipeline (parallel decode, in-order analysis), analysis (flows, PSN, QoS, PFC, findings),
+//! report (text, JSON, report directory), verify (`--expect-*`), live (libpcap), packets
+//! (per-frame output), synth (crafted captures).
+//!
+//! There is no `unsafe` code: files are read in blocks rather than memory-mapped, so a file that
+//! shrinks or grows under us is an early end, never a crash.
+#![forbid(unsafe_code)]
 
 pub mod analysis;
 pub mod capture;
@@ -101,7 +107,7 @@ fn run_file(config: &Config, path: &str) -> Result<u8, Error> {
     }
     let name = input.name.clone();
     let mut out = open_output(&config.json)?;
-    let mut pipeline = Pipeline::new(config);
+    let mut pipeline = Pipeline::new(config, &name);
     let outcome = input.for_each_batch(|batch| pipeline.records(batch, &mut out));
     let outcome = match outcome {
         Ok(o) => o,
@@ -134,31 +140,17 @@ fn run_file(config: &Config, path: &str) -> Result<u8, Error> {
     )
 }
 
-/// Runs the whole analysis (reader, decoder, analyzer with timelines, verification) on a capture
-/// held in memory and returns the report's JSON; used by the fuzz target and tests.
-pub fn analyze_bytes(data: &[u8]) -> Result<String, Error> {
-    let config = Config::from_args([
-        "roce-sniff",
-        "-r",
-        "-",
-        "--json",
-        "--expect-pcp",
-        "3",
-        "--expect-dscp",
-        "26",
-    ])
-    .map_err(|e| Error::Usage(e.to_string()))?;
-    let mut config = config;
-    config.analysis.timelines = true;
+/// Runs roce-sniff with `args` (after `-r -`) on a capture held in memory and returns what it
+/// would print; for benchmarks, tests and fuzzing.
+pub fn run_in_memory(data: &[u8], args: &[&str], timelines: bool) -> Result<Vec<u8>, Error> {
+    let mut argv = vec!["roce-sniff", "-r", "-"];
+    argv.extend_from_slice(args);
+    let mut config = Config::from_args(argv).map_err(|e| Error::Usage(e.to_string()))?;
+    config.analysis.timelines |= timelines;
     let input = CaptureInput::from_reader("<memory>", Box::new(io::Cursor::new(data.to_vec())));
     let mut out = Vec::new();
-    let mut pipeline = Pipeline::new(&config);
-    let outcome = input.for_each_batch(|batch| {
-        for rec in batch {
-            pipeline.record(rec, &mut out)?;
-        }
-        Ok(())
-    })?;
+    let mut pipeline = Pipeline::new(&config, "<memory>");
+    let outcome = input.for_each_batch(|batch| pipeline.records(batch, &mut out))?;
     pipeline.finish(
         SourceInfo {
             name: "<memory>".into(),
@@ -172,6 +164,27 @@ pub fn analyze_bytes(data: &[u8]) -> Result<String, Error> {
             ..SourceInfo::default()
         },
         &mut out,
+    )?;
+    Ok(out)
+}
+
+/// The whole analysis (reader, decoder, analyzer with timelines, verification) on a capture in
+/// memory, as the report's JSON: the fuzz target's entry point.
+pub fn analyze_bytes(data: &[u8]) -> Result<String, Error> {
+    let out = run_in_memory(
+        data,
+        &[
+            "--json",
+            "--expect-pcp",
+            "3",
+            "--expect-dscp",
+            "26",
+            "--threads",
+            "1",
+            "--max-warnings",
+            "0",
+        ],
+        true,
     )?;
     Ok(String::from_utf8_lossy(&out).into_owned())
 }

@@ -240,7 +240,7 @@ pub fn run(config: &Config, live: &LiveConfig, out: &mut dyn Write) -> Result<u8
         roce_parsers::link::linktype_name(linktype)
     );
 
-    let mut pipeline = Pipeline::new(config);
+    let mut pipeline = Pipeline::new(config, iface);
     let mut status = Status::new();
     let started = Instant::now();
     let mut hinted = false;

@@ -50,7 +50,8 @@ pub struct SourceInfo {
 }
 
 impl<'c> Pipeline<'c> {
-    pub fn new(config: &'c Config) -> Self {
+    /// `source` names the input in warnings.
+    pub fn new(config: &'c Config, source: &str) -> Self {
         let threads = if config.threads == 0 {
             std::thread::available_parallelism().map_or(1, |n| n.get())
         } else {
@@ -70,7 +71,7 @@ impl<'c> Pipeline<'c> {
             analyzer: Analyzer::new(config.analysis),
             verifier: config.expect.any().then(|| Verifier::new(config.expect)),
             counts: DecodeCounts::default(),
-            warnings: Warnings::new(config.max_warnings),
+            warnings: Warnings::new(config.max_warnings, source),
             frame_no: 0,
             first_ts: None,
             line: String::with_capacity(256),

@@ -156,9 +156,10 @@ fn counts(r: &Value, exact_timing: bool, whole_frames: bool) -> Vec<String> {
         })
         .collect();
     for p in r["pfc"]["priorities"].as_array().unwrap() {
+        // Storms and pause time depend on the replay's timing, not only on the frames.
         rows.push(format!(
-            "pfc {} {} xoff {} xon {} quanta {} storms {}",
-            p["priority"], p["source"], p["xoff"], p["xon"], p["pause_quanta"], p["storms_total"]
+            "pfc {} {} xoff {} xon {} quanta {}",
+            p["priority"], p["source"], p["xoff"], p["xon"], p["pause_quanta"]
         ));
     }
     rows.sort();

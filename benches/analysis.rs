@@ -1,0 +1,45 @@
+//! Whole-capture analysis (read, frame, decode with ICRC, flows, PSN, QoS, PFC, findings, the
+//! JSON report) of a generated capture held in memory, with one thread and with all cores.
+//! Run with `cargo bench --bench analysis`; benches/compare.sh measures files side by side
+//! with cat, tcpdump and tshark.
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use roce_sniff::synth::bulk::{write_bulk, BulkConfig};
+
+fn bench_analysis(c: &mut Criterion) {
+    let mut capture = Vec::new();
+    write_bulk(
+        &mut capture,
+        BulkConfig {
+            frames: 100_000,
+            qps: 64,
+            seed: 1,
+        },
+    )
+    .expect("write to memory");
+    let mut g = c.benchmark_group("analysis");
+    g.sample_size(10);
+    g.throughput(Throughput::Bytes(capture.len() as u64));
+    for threads in ["1", "0"] {
+        let name = if threads == "1" {
+            "one_thread"
+        } else {
+            "all_cores"
+        };
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                roce_sniff::run_in_memory(&capture, &["--json", "--threads", threads], false)
+                    .expect("analysis")
+            })
+        });
+    }
+    g.bench_function("ndjson_all_cores", |b| {
+        b.iter(|| {
+            roce_sniff::run_in_memory(&capture, &["--packets", "--json"], false).expect("ndjson")
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench_analysis);
+criterion_main!(benches);

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Side-by-side timing of roce-sniff against cat, tcpdump and tshark on one generated capture.
+#
+#   benches/compare.sh                  # 2,000,000 frames (~2 GB) in $BENCH_DIR (default /tmp/roce-sniff-bench)
+#   FRAMES=10000000 benches/compare.sh  # ~10 GB: the bounded-memory check
+#
+# Prints wall time and peak resident memory of each command, with the page cache warm, and the
+# ratios the performance targets are stated in. tshark runs on a 200,000-frame slice (fields)
+# and a 20,000-frame slice (-T json) and is scaled up, as a whole run would take minutes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+FRAMES=${FRAMES:-2000000}
+DIR=${BENCH_DIR:-/tmp/roce-sniff-bench}
+mkdir -p "$DIR"
+CAP="$DIR/bench-$FRAMES.pcap"
+
+command -v tshark >/dev/null && command -v tcpdump >/dev/null || make deps >/dev/null
+[ -x /usr/bin/time ] || { apt-get install -y -qq time >/dev/null 2>&1 || sudo apt-get install -y -qq time >/dev/null; }
+
+cargo build --release --quiet --bin roce-sniff --bin gen-capture
+BIN=./target/release/roce-sniff
+[ -f "$CAP" ] || ./target/release/gen-capture --frames "$FRAMES" "$CAP" >/dev/null
+SIZE=$(stat -c %s "$CAP")
+NFRAMES=$(capinfos -c -M "$CAP" 2>/dev/null | awk '/Number of packets/ {print $NF}' || echo "$FRAMES")
+NFRAMES=${NFRAMES:-$FRAMES}
+
+# run NAME CMD... : best of 3 wall times, peak RSS of the best run
+declare -A WALL RSS
+run() {
+    local name=$1; shift
+    local best="" best_rss=""
+    for _ in 1 2 3; do
+        /usr/bin/time -f "%e %M" -o "$DIR/time.txt" bash -c "$*" >/dev/null 2>&1
+        read -r t m < "$DIR/time.txt"
+        if [ -z "$best" ] || awk "BEGIN{exit !($t < $best)}"; then best=$t; best_rss=$m; fi
+    done
+    WALL[$name]=$best
+    RSS[$name]=$best_rss
+    printf "  %-34s %8.2f s %8.1f MB\n" "$name" "$best" "$(awk "BEGIN{print $best_rss/1024}")"
+}
+
+echo "capture: $CAP ($NFRAMES frames, $(awk "BEGIN{printf \"%.2f\", $SIZE/1e9}") GB); machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+cat "$CAP" > /dev/null   # warm the page cache
+run "cat > /dev/null" "cat $CAP"
+run "tcpdump -r -w /dev/null" "tcpdump -r $CAP -w /dev/null"
+run "roce-sniff (report, all cores)" "$BIN -r $CAP --json $DIR/report.json"
+run "roce-sniff (report, --threads 1)" "$BIN -r $CAP --threads 1 --json $DIR/report-1.json"
+run "roce-sniff --packets --json" "$BIN -r $CAP --packets --json > $DIR/frames.ndjson"
+if cmp -s "$DIR/report.json" "$DIR/report-1.json"; then IDENT=yes; else IDENT=NO; fi
+
+SLICE=$DIR/slice-200k.pcap; SLICE_J=$DIR/slice-20k.pcap
+[ -f "$SLICE" ] || tcpdump -r "$CAP" -c 200000 -w "$SLICE" 2>/dev/null
+[ -f "$SLICE_J" ] || tcpdump -r "$CAP" -c 20000 -w "$SLICE_J" 2>/dev/null
+TS="tshark -n -d udp.port==4791,infiniband --disable-protocol tftp --disable-protocol dns"
+FIELDS="-e frame.number -e infiniband.bth.opcode -e infiniband.bth.destqp -e infiniband.bth.psn -e infiniband.aeth.syndrome -e vlan.priority -e ip.dsfield.dscp -e ip.dsfield.ecn"
+run "tshark -T fields (200k slice)" "$TS -r $SLICE -T fields $FIELDS"
+run "tshark -T json (20k slice)" "$TS -r $SLICE_J -T json"
+
+awk -v n="$NFRAMES" -v cat="${WALL[cat > /dev/null]}" -v rs="${WALL[roce-sniff (report, all cores)]}" \
+    -v rs1="${WALL[roce-sniff (report, --threads 1)]}" -v nd="${WALL[roce-sniff --packets --json]}" \
+    -v tf="${WALL[tshark -T fields (200k slice)]}" -v tj="${WALL[tshark -T json (20k slice)]}" \
+    -v rss="${RSS[roce-sniff (report, all cores)]}" -v ident="$IDENT" 'BEGIN {
+    tf_full = tf * n / 200000; tj_full = tj * n / 20000
+    printf "\nfull analysis: %.2f s = %.2fx cat (target <= 2x); %.0f frames/s; %.2fx faster than --threads 1\n", rs, rs / cat, n / rs, rs1 / rs
+    printf "tshark field extraction scaled to the whole file: %.1f s: roce-sniff is %.0fx faster (target ~90x)\n", tf_full, tf_full / rs
+    printf "NDJSON: %.0f frames/s vs tshark -T json %.0f frames/s: %.0fx (target >= 100x)\n", n / nd, 20000 / tj, (n / nd) / (20000 / tj)
+    printf "peak memory of the analysis: %.1f MB (target < 100 MB); parallel report identical to --threads 1: %s\n", rss / 1024, ident
+}'
