@@ -74,58 +74,75 @@ pub enum NetHeader<'a> {
     Grh(&'a [u8]),
 }
 
-fn masked_ipv6_like(header: &[u8], h: &mut Hasher) {
-    let mut buf = [0u8; 40];
-    let n = header.len().min(40);
-    buf[..n].copy_from_slice(&header[..n]);
-    // Traffic class (low nibble of byte 0, high nibble of byte 1), flow label, hop limit.
-    buf[0] |= 0x0f;
-    buf[1] = 0xff;
-    buf[2] = 0xff;
-    buf[3] = 0xff;
-    buf[7] = 0xff;
-    h.update(&buf[..n]);
-}
+/// Longest masked prefix: 8 bytes of ones, an IPv4 header with options (60) or an IPv6
+/// header / GRH (40), UDP (8) and the BTH (12).
+const HEAD_MAX: usize = 8 + 60 + 8 + BTH_LEN;
 
 /// Computes the ICRC. `udp_header` is the 8-byte UDP header (empty for RoCEv1);
 /// `transport` runs from the BTH to the end of the pad (the ICRC itself excluded).
+///
+/// The masked headers are assembled in one stack buffer and hashed in one call: CRC-32 of many
+/// small pieces costs more than of one buffer (this showed in profiles).
 pub fn compute(net: NetHeader<'_>, udp_header: &[u8], transport: &[u8]) -> u32 {
-    let mut h = Hasher::new();
-    h.update(&[0xff; 8]);
+    let mut head = [0u8; HEAD_MAX];
+    head[..8].fill(0xff);
+    let mut n = 8;
+    let mut ipv6_exts: &[u8] = &[];
     match net {
         NetHeader::Ipv4(header) => {
-            let mut buf = [0u8; 60];
-            let n = header.len().min(60);
-            buf[..n].copy_from_slice(&header[..n]);
-            buf[1] = 0xff; // TOS
-            buf[8] = 0xff; // TTL
-            buf[10] = 0xff; // header checksum
-            buf[11] = 0xff;
-            h.update(&buf[..n]);
+            let len = header.len().min(60);
+            head[n..n + len].copy_from_slice(&header[..len]);
+            head[n + 1] = 0xff; // TOS
+            head[n + 8] = 0xff; // TTL
+            head[n + 10] = 0xff; // header checksum
+            head[n + 11] = 0xff;
+            n += len;
         }
         NetHeader::Ipv6 { header, exts } => {
-            masked_ipv6_like(header, &mut h);
-            h.update(exts);
+            n += mask_ipv6_like(header, &mut head[n..]);
+            ipv6_exts = exts;
         }
-        NetHeader::Grh(grh) => masked_ipv6_like(grh, &mut h),
+        NetHeader::Grh(grh) => n += mask_ipv6_like(grh, &mut head[n..]),
+    }
+    let mut h = Hasher::new();
+    if !ipv6_exts.is_empty() {
+        // Extension headers sit between the IPv6 header and UDP: hash in order.
+        h.update(&head[..n]);
+        h.update(ipv6_exts);
+        n = 0;
     }
     if udp_header.len() == 8 {
-        let mut udp = [0u8; 8];
-        udp.copy_from_slice(udp_header);
-        udp[6] = 0xff; // checksum
-        udp[7] = 0xff;
-        h.update(&udp);
+        head[n..n + 8].copy_from_slice(udp_header);
+        head[n + 6] = 0xff; // checksum
+        head[n + 7] = 0xff;
+        n += 8;
     }
-    if transport.len() >= BTH_LEN {
-        let mut bth = [0u8; BTH_LEN];
-        bth.copy_from_slice(&transport[..BTH_LEN]);
-        bth[4] = 0xff; // FECN, BECN, reserved
-        h.update(&bth);
-        h.update(&transport[BTH_LEN..]);
+    let body = if transport.len() >= BTH_LEN {
+        head[n..n + BTH_LEN].copy_from_slice(&transport[..BTH_LEN]);
+        head[n + 4] = 0xff; // FECN, BECN, reserved
+        n += BTH_LEN;
+        &transport[BTH_LEN..]
     } else {
-        h.update(transport);
-    }
+        transport
+    };
+    h.update(&head[..n]);
+    h.update(body);
     h.finalize()
+}
+
+/// Copies an IPv6 header or GRH into `out` with traffic class, flow label and hop limit set
+/// to ones; returns the bytes written.
+fn mask_ipv6_like(header: &[u8], out: &mut [u8]) -> usize {
+    let n = header.len().min(40);
+    out[..n].copy_from_slice(&header[..n]);
+    if n == 40 {
+        out[0] |= 0x0f;
+        out[1] = 0xff;
+        out[2] = 0xff;
+        out[3] = 0xff;
+        out[7] = 0xff;
+    }
+    n
 }
 
 /// The 4 bytes to append to a crafted frame so that its ICRC is valid.
