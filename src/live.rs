@@ -128,8 +128,8 @@ impl Status {
     fn tick(&mut self, p: &Pipeline<'_>, stats: Option<pcap::Stat>) {
         let now = Instant::now();
         let dt = now.duration_since(self.last);
-        let c = p.analyzer.counts();
-        let t = p.analyzer.totals;
+        let c = p.analyzer().counts();
+        let t = p.analyzer().totals;
         let secs = dt.as_secs_f64().max(1e-3);
         let pps = (c.packets - self.last_packets) as f64 / secs;
         let gbps = (c.bytes - self.last_bytes) as f64 * 8.0 / secs / 1e9;
@@ -151,7 +151,7 @@ impl Status {
             pps,
             gbps,
             c.roce,
-            p.analyzer.flow_count(),
+            p.analyzer().flow_count(),
             t.psn_gaps - self.last_totals.psn_gaps,
             t.retransmitted - self.last_totals.retransmitted,
             t.ce - self.last_totals.ce,
@@ -285,7 +285,7 @@ pub fn run(config: &Config, live: &LiveConfig, out: &mut dyn Write) -> Result<u8
         }
         if !hinted
             && started.elapsed() >= NO_ROCE_HINT_AFTER
-            && pipeline.analyzer.counts().roce == 0
+            && pipeline.analyzer().counts().roce == 0
         {
             hinted = true;
             status.finish();

@@ -25,14 +25,33 @@ const PRINT_CHUNK: usize = 1024;
 /// whether it counts as malformed) for the warnings.
 type PrintedChunk = (Vec<u8>, Vec<(u64, DecodeError, bool)>);
 
+/// Where decoded frames go, in capture order: counts, warnings, analysis, verification.
+struct Sink {
+    analyzer: Analyzer,
+    verifier: Option<Verifier>,
+    counts: DecodeCounts,
+    warnings: Warnings,
+}
+
+impl Sink {
+    fn take(&mut self, s: &PacketSummary) {
+        self.counts.add_summary(s);
+        self.warnings.error(s.frame_no, s.error, s.malformed);
+        self.analyzer.feed(s);
+        if let Some(v) = self.verifier.as_mut() {
+            v.feed(s);
+        }
+    }
+}
+
 pub struct Pipeline<'c> {
     config: &'c Config,
     /// Decoding threads when more than one (results are identical either way).
     pool: Option<rayon::ThreadPool>,
-    pub analyzer: Analyzer,
-    verifier: Option<Verifier>,
-    pub counts: DecodeCounts,
-    warnings: Warnings,
+    sink: Sink,
+    /// Summaries decoded but not yet analysed: with threads, batch N is analysed while batch
+    /// N+1 is decoded.
+    pending: Vec<PacketSummary>,
     pub frame_no: u64,
     first_ts: Option<u64>,
     line: String,
@@ -68,10 +87,13 @@ impl<'c> Pipeline<'c> {
         Pipeline {
             config,
             pool,
-            analyzer: Analyzer::new(config.analysis),
-            verifier: config.expect.any().then(|| Verifier::new(config.expect)),
-            counts: DecodeCounts::default(),
-            warnings: Warnings::new(config.max_warnings, source),
+            sink: Sink {
+                analyzer: Analyzer::new(config.analysis),
+                verifier: config.expect.any().then(|| Verifier::new(config.expect)),
+                counts: DecodeCounts::default(),
+                warnings: Warnings::new(config.max_warnings, source),
+            },
+            pending: Vec::new(),
             frame_no: 0,
             first_ts: None,
             line: String::with_capacity(256),
@@ -89,24 +111,28 @@ impl<'c> Pipeline<'c> {
         };
         let base = self.frame_no;
         if !self.config.packets {
-            let summaries: Vec<PacketSummary> = pool.install(|| {
-                batch
-                    .par_iter()
-                    .enumerate()
-                    .map(|(i, rec)| {
-                        PacketSummary::new(base + i as u64 + 1, rec.ts_ns, &decode::decode(rec))
-                    })
-                    .collect()
+            self.frame_no += batch.len() as u64;
+            let previous = std::mem::take(&mut self.pending);
+            let sink = &mut self.sink;
+            let (decoded, ()) = pool.install(|| {
+                rayon::join(
+                    || {
+                        batch
+                            .par_iter()
+                            .enumerate()
+                            .map(|(i, rec)| {
+                                PacketSummary::new(
+                                    base + i as u64 + 1,
+                                    rec.ts_ns,
+                                    &decode::decode(rec),
+                                )
+                            })
+                            .collect::<Vec<_>>()
+                    },
+                    || previous.iter().for_each(|s| sink.take(s)),
+                )
             });
-            for s in &summaries {
-                self.frame_no += 1;
-                self.counts.add_summary(s);
-                self.warnings.error(s.frame_no, s.error, s.malformed);
-                self.analyzer.feed(s);
-                if let Some(v) = self.verifier.as_mut() {
-                    v.feed(s);
-                }
-            }
+            self.pending = decoded;
             return Ok(());
         }
         let Some(first) = batch.first() else {
@@ -151,27 +177,37 @@ impl<'c> Pipeline<'c> {
         for chunk in chunks {
             let (buf, errors) = chunk?;
             for (frame_no, e, malformed) in errors {
-                self.warnings.error(frame_no, Some(e), malformed);
+                self.sink.warnings.error(frame_no, Some(e), malformed);
             }
             out.write_all(&buf)?;
         }
         Ok(())
     }
 
+    /// Analyses what was decoded ahead.
+    fn flush_pending(&mut self) {
+        for s in std::mem::take(&mut self.pending) {
+            self.sink.take(&s);
+        }
+    }
+
+    /// The analyzer, for live status views.
+    pub fn analyzer(&self) -> &Analyzer {
+        &self.sink.analyzer
+    }
+
     /// One record, in capture order.
     pub fn record(&mut self, rec: &Record<'_>, out: &mut dyn Write) -> io::Result<()> {
+        self.flush_pending();
         self.frame_no += 1;
         let frame = decode::decode(rec);
-        self.counts.add(&frame);
-        self.warnings.frame(self.frame_no, &frame);
         if !self.config.packets {
             let summary = PacketSummary::new(self.frame_no, rec.ts_ns, &frame);
-            self.analyzer.feed(&summary);
-            if let Some(v) = self.verifier.as_mut() {
-                v.feed(&summary);
-            }
+            self.sink.take(&summary);
             return Ok(());
         }
+        self.sink.counts.add(&frame);
+        self.sink.warnings.frame(self.frame_no, &frame);
         if self.config.roce_only && frame.roce.is_none() && frame.mac_control.is_none() {
             return Ok(());
         }
@@ -190,19 +226,21 @@ impl<'c> Pipeline<'c> {
     }
 
     /// Renders the report (or the verification) and returns the exit code.
-    pub fn finish(self, src: SourceInfo, out: &mut dyn Write) -> Result<u8, Error> {
-        self.warnings.finish();
+    pub fn finish(mut self, src: SourceInfo, out: &mut dyn Write) -> Result<u8, Error> {
+        self.flush_pending();
+        let sink = self.sink;
+        sink.warnings.finish();
         let mut exit = EXIT_OK;
         if !self.config.packets {
-            let (mut report, plots) = self.analyzer.finish_with_plots(CaptureMeta {
+            let (mut report, plots) = sink.analyzer.finish_with_plots(CaptureMeta {
                 file: src.name.clone(),
                 format: src.format,
                 snaplen: src.snaplen,
-                decode: self.counts,
+                decode: sink.counts,
                 warnings: src.warnings,
             });
             report.capture.live = src.live;
-            report.verify = self.verifier.map(|v| v.finish(&src.context));
+            report.verify = sink.verifier.map(|v| v.finish(&src.context));
             if report.verify.as_ref().is_some_and(|v| !v.passed) {
                 exit = EXIT_VERIFY_FAILED;
             }
