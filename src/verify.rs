@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use crate::analysis::flow::{FlowKey, EVIDENCE_FRAMES};
 use crate::packets::ecn_name;
+use crate::report::text::counts;
 use crate::summary::{PacketSummary, Payload};
 
 /// ECN expectation: ECN-capable (ECT(0), ECT(1) or CE) or not.
@@ -370,16 +371,6 @@ impl Verifier {
     }
 }
 
-fn seen_text(map: &BTreeMap<String, u64>) -> String {
-    if map.len() == 1 {
-        return map.keys().next().cloned().unwrap_or_default();
-    }
-    map.iter()
-        .map(|(k, v)| format!("{k}:{v}"))
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
 fn expectations_text(e: &Expectations) -> String {
     let mut parts = Vec::new();
     if let Some(d) = e.dscp {
@@ -447,10 +438,10 @@ pub fn render(v: &VerifyReport, file: &str) -> String {
             } else {
                 "-".into()
             },
-            seen_text(&f.seen["dscp"]),
-            seen_text(&f.seen["pcp"]),
-            seen_text(&f.seen["vlan"]),
-            seen_text(&f.seen["ecn"]),
+            counts(&f.seen["dscp"]),
+            counts(&f.seen["pcp"]),
+            counts(&f.seen["vlan"]),
+            counts(&f.seen["ecn"]),
             frames.join(", ")
         );
         let _ = writeln!(o, "{}", row.trim_end());

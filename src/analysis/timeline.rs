@@ -40,18 +40,8 @@ impl Bin {
     }
 }
 
-/// What happened to a flow in one packet, as far as timelines care.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Event {
-    pub packets: u64,
-    pub bytes: u64,
-    pub psn_gaps: u64,
-    pub retransmissions: u64,
-    pub ce: u64,
-    pub cnps: u64,
-    pub naks: u64,
-    pub psn_progress: Option<i64>,
-}
+/// What happened to a flow in one packet is a bin's worth of counts.
+pub type Event = Bin;
 
 #[derive(Debug, Clone)]
 pub struct Timelines {
@@ -163,16 +153,7 @@ impl Timelines {
         if series.len() <= idx {
             series.resize(idx + 1, Bin::default());
         }
-        series[idx].merge(&Bin {
-            packets: e.packets,
-            bytes: e.bytes,
-            psn_gaps: e.psn_gaps,
-            retransmissions: e.retransmissions,
-            ce: e.ce,
-            cnps: e.cnps,
-            naks: e.naks,
-            psn_progress: e.psn_progress,
-        });
+        series[idx].merge(&e);
     }
 
     /// The series of an analysis flow (empty if it had none or is beyond the cap).

@@ -5,6 +5,7 @@
 use std::ops::Range;
 use std::sync::Once;
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
@@ -96,6 +97,24 @@ type DrawResult = Result<(), String>;
 
 fn err<E: std::fmt::Debug>(e: E) -> String {
     format!("{e:?}")
+}
+
+type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// The series labels box, the same on every plot.
+fn legend<'a, DB: DrawingBackend + 'a>(
+    chart: &mut Chart<'a, DB>,
+    pos: SeriesLabelPosition,
+    size: u32,
+) -> DrawResult {
+    chart
+        .configure_series_labels()
+        .position(pos)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", size))
+        .draw()
+        .map_err(err)
 }
 
 /// Writes a centered note instead of an empty chart.
@@ -204,14 +223,7 @@ pub fn throughput<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotDat
             .label("other flows")
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], OTHER.stroke_width(3)));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 13))
-        .draw()
-        .map_err(err)?;
+    legend(&mut chart, SeriesLabelPosition::UpperRight, 13)?;
     root.present().map_err(err)
 }
 
@@ -291,14 +303,7 @@ pub fn psn<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
             )
             .map_err(err)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 13))
-        .draw()
-        .map_err(err)?;
+    legend(&mut chart, SeriesLabelPosition::UpperLeft, 13)?;
     root.present().map_err(err)
 }
 
@@ -373,14 +378,7 @@ pub fn ecn<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
         .map_err(err)?
         .label("CNPs back to the sender (it slows down)")
         .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], cnp_color.filled()));
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .draw()
-        .map_err(err)?;
+    legend(&mut chart, SeriesLabelPosition::UpperRight, 14)?;
     root.present().map_err(err)
 }
 

@@ -17,7 +17,8 @@ fn human_bytes(b: u64) -> String {
     }
 }
 
-fn counts(map: &std::collections::BTreeMap<String, u64>) -> String {
+/// A count map in a table cell: the key alone when there is one, else `key:count,...`.
+pub fn counts(map: &std::collections::BTreeMap<String, u64>) -> String {
     if map.is_empty() {
         return "-".into();
     }

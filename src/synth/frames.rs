@@ -271,6 +271,32 @@ fn ipv4_checksum(header: &[u8]) -> u16 {
     !(sum as u16)
 }
 
+/// An IPv4 header (no options, DF set unless `df` is false) with a valid checksum.
+fn ipv4_header(
+    src: [u8; 4],
+    dst: [u8; 4],
+    tos: u8,
+    ttl: u8,
+    proto: u8,
+    payload_len: u16,
+    df: bool,
+) -> [u8; 20] {
+    let mut ip = [0u8; 20];
+    ip[0] = 0x45;
+    ip[1] = tos;
+    ip[2..4].copy_from_slice(&(20 + payload_len).to_be_bytes());
+    if df {
+        ip[6] = 0x40;
+    }
+    ip[8] = ttl;
+    ip[9] = proto;
+    ip[12..16].copy_from_slice(&src);
+    ip[16..20].copy_from_slice(&dst);
+    let ck = ipv4_checksum(&ip);
+    ip[10..12].copy_from_slice(&ck.to_be_bytes());
+    ip
+}
+
 /// Pads a frame to the Ethernet minimum of 60 bytes (without FCS), as NICs do.
 fn pad_min(mut frame: Vec<u8>) -> Vec<u8> {
     if frame.len() < 60 {
@@ -293,17 +319,7 @@ pub fn rocev2(link: &FrameSpec, net: Net, sport: u16, roce: &RoceSpec) -> Vec<u8
     match net {
         Net::V4 { src, dst, tos, ttl } => {
             link.ethernet(0x0800, &mut frame);
-            let mut ip = [0u8; 20];
-            ip[0] = 0x45;
-            ip[1] = tos;
-            ip[2..4].copy_from_slice(&(20 + udp_len).to_be_bytes());
-            ip[6] = 0x40; // DF
-            ip[8] = ttl;
-            ip[9] = 17;
-            ip[12..16].copy_from_slice(&src.octets());
-            ip[16..20].copy_from_slice(&dst.octets());
-            let ck = ipv4_checksum(&ip);
-            ip[10..12].copy_from_slice(&ck.to_be_bytes());
+            let ip = ipv4_header(src.octets(), dst.octets(), tos, ttl, 17, udp_len, true);
             let crc = icrc::compute(NetHeader::Ipv4(&ip), &udp, &transport);
             frame.extend_from_slice(&ip);
             frame.extend_from_slice(&udp);
@@ -403,15 +419,7 @@ pub fn udp_v4(
     let udp_len = (8 + payload.len()) as u16;
     let mut frame = Vec::new();
     link.ethernet(0x0800, &mut frame);
-    let mut ip = [0u8; 20];
-    ip[0] = 0x45;
-    ip[2..4].copy_from_slice(&(20 + udp_len).to_be_bytes());
-    ip[8] = 64;
-    ip[9] = 17;
-    ip[12..16].copy_from_slice(&src);
-    ip[16..20].copy_from_slice(&dst);
-    let ck = ipv4_checksum(&ip);
-    ip[10..12].copy_from_slice(&ck.to_be_bytes());
+    let ip = ipv4_header(src, dst, 0, 64, 17, udp_len, false);
     frame.extend_from_slice(&ip);
     frame.extend_from_slice(&sport.to_be_bytes());
     frame.extend_from_slice(&dport.to_be_bytes());
