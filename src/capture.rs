@@ -89,7 +89,7 @@ impl CaptureInput {
     }
 
     /// Shows a progress bar (bytes done, rate, time left) while reading; it costs one update
-    /// per 8 MiB block.
+    /// per block.
     pub fn with_progress(mut self, bar: indicatif::ProgressBar) -> Self {
         self.progress = Some(bar);
         self
