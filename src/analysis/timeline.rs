@@ -102,17 +102,21 @@ impl Timelines {
             if idx < MAX_BINS {
                 return idx;
             }
-            // 1 -> 2 -> 10 -> 20 -> 100...
-            let factor = if self.step % 2 == 0 { 2 } else { 5 };
-            self.step += 1;
-            self.width_ns *= factor as u64;
-            for s in self
-                .flows
-                .iter_mut()
-                .chain(std::iter::once(&mut self.other))
-            {
-                merge_series(s, factor);
-            }
+            self.widen();
+        }
+    }
+
+    /// The next width of the 1-2-10 sequence (1 -> 2 -> 10 -> 20 -> 100...), merging bins.
+    fn widen(&mut self) {
+        let factor = if self.step % 2 == 0 { 2 } else { 5 };
+        self.step += 1;
+        self.width_ns *= factor as u64;
+        for s in self
+            .flows
+            .iter_mut()
+            .chain(std::iter::once(&mut self.other))
+        {
+            merge_series(s, factor);
         }
     }
 
@@ -120,16 +124,7 @@ impl Timelines {
     pub fn coarsen_to(&mut self, end_ts: u64, max_bins: usize) {
         let Some(start) = self.start_ns else { return };
         while (end_ts.saturating_sub(start) / self.width_ns) as usize >= max_bins {
-            let factor = if self.step % 2 == 0 { 2 } else { 5 };
-            self.step += 1;
-            self.width_ns *= factor as u64;
-            for s in self
-                .flows
-                .iter_mut()
-                .chain(std::iter::once(&mut self.other))
-            {
-                merge_series(s, factor);
-            }
+            self.widen();
         }
     }
 
