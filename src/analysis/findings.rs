@@ -73,7 +73,7 @@ pub(super) fn find(
         let lost = r.psn.missing + r.psn.recovered;
         if lost > 0 {
             let mut msg = format!(
-                "PSN loss on {} {}: {} PSNs lost ({} recovered by retransmission, {} never seen) in {} gaps",
+                "PSN loss on {} {}: {} PSNs lost ({} recovered by retransmission, {} never seen) in {} gap(s)",
                 r.transport.unwrap_or("?"),
                 key_of(r),
                 lost,
@@ -334,7 +334,7 @@ pub(super) fn find(
             p.first_frame.into_iter().collect(),
         ));
     }
-    if let Some(f) = incast(flows) {
+    if let Some(f) = incast(flows, an.counts.first_ts.unwrap_or(0)) {
         out.push(f);
     }
     capture_findings(an, capture, roce_priorities, &mut out);
@@ -343,7 +343,7 @@ pub(super) fn find(
 }
 
 /// The most senders sending RoCE data to one receiver at the same time.
-fn incast(flows: &[(FlowReport, &Flow)]) -> Option<Finding> {
+fn incast(flows: &[(FlowReport, &Flow)], capture_start: u64) -> Option<Finding> {
     let mut by_dst: BTreeMap<IpAddr, Vec<(u64, bool, IpAddr)>> = BTreeMap::new();
     for (_, f) in flows.iter().filter(|(_, f)| f.is_data()) {
         let e = by_dst.entry(f.key.dst).or_default();
@@ -378,7 +378,10 @@ fn incast(flows: &[(FlowReport, &Flow)]) -> Option<Finding> {
     Some(finding(
         if troubled { Severity::Warning } else { Severity::Info },
         "incast",
-        format!("incast: {senders} senders sent RoCE data to {dst} at once (at {:.6} s)", ts as f64 / 1e9),
+        format!(
+            "incast: {senders} senders sent RoCE data to {dst} at once ({:.6} s into the capture)",
+            ts.saturating_sub(capture_start) as f64 / 1e9
+        ),
         "many-to-one traffic converges on one switch port; its buffer fills and the port marks CE, pauses or drops",
         None,
         senders as u64,
