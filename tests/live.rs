@@ -282,7 +282,71 @@ fn live_capture_matches_offline_analysis() {
         replay(&n, &shared_capture(name), Some("100"), true, &dir);
     }
     vlan_subinterface_cannot_show_pcp(&n);
+    ctrl_c_ends_with_the_report(&n);
+    down_interface_and_permissions(&n);
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Ctrl-C (SIGINT) ends a capture that has no -c or --duration, with the full report.
+fn ctrl_c_ends_with_the_report(n: &Netns) {
+    let child = Command::new(bin())
+        .args(["-i", &n.host_end])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    let st = Command::new("ip")
+        .args(["netns", "exec", &n.ns, "tcpreplay", "-q", "-i", &n.ns_end])
+        .arg(testdata("verify_pass.pcap"))
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::thread::sleep(Duration::from_millis(300));
+    sh(&["kill", "-INT", &child.id().to_string()]).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        text.starts_with("roce-sniff report: live capture on"),
+        "{text}"
+    );
+    assert!(text.contains("RoCE 28 "), "{text}");
+}
+
+/// A down interface and a user without capture rights get one line each, and exit code 2.
+fn down_interface_and_permissions(n: &Netns) {
+    sh(&["ip", "link", "set", &n.host_end, "down"]).unwrap();
+    let out = run(&["-i", &n.host_end, "-c", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("the interface is down"),
+        "{}",
+        stderr(&out)
+    );
+    sh(&["ip", "link", "set", &n.host_end, "up"]).unwrap();
+    let Ok(o) = Command::new("runuser")
+        .args(["-u", "nobody", "--"])
+        .arg(bin())
+        .args(["-i", &n.host_end, "-c", "1"])
+        .output()
+    else {
+        eprintln!("SKIPPED permission check: runuser is not available");
+        return;
+    };
+    let err = String::from_utf8_lossy(&o.stderr);
+    if !err.starts_with("roce-sniff:") {
+        eprintln!("SKIPPED permission check: user nobody cannot run the test binary here: {err}");
+        return;
+    }
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        err.contains("permission denied") && err.contains("CAP_NET_RAW"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
 }
 
 /// On a VLAN sub-interface the kernel strips the tag: a PCP check there is UNVERIFIABLE, with a
