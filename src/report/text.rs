@@ -122,9 +122,23 @@ pub fn render(r: &Report) -> String {
             .max()
             .unwrap_or(4)
             .max(4);
+        // The QoS columns are as wide as their widest cell, so that mixed values do not shift
+        // the columns after them.
+        let col = |pick: fn(&FlowReport) -> &std::collections::BTreeMap<String, u64>,
+                   min: usize| {
+            r.flows
+                .iter()
+                .map(|f| counts(pick(f)).len())
+                .max()
+                .unwrap_or(min)
+                .max(min)
+        };
+        let pw = col(|f| &f.pcp, 8);
+        let dw = col(|f| &f.dscp, 4);
+        let ew = col(|f| &f.ecn, 7);
         let _ = writeln!(
             o,
-            "  {:>3} {:<width$} {:<4} {:<9} {:>8} {:>8} {:>5} {:<9} {:<6} {:<14} {:>5} {:>7} {:>5} {:>4} {:>4} {:>4} {:>6} {:>5} {:>17}",
+            "  {:>3} {:<width$} {:<4} {:<9} {:>8} {:>8} {:>5} {:<pw$} {:<dw$} {:<ew$} {:>5} {:>7} {:>5} {:>4} {:>4} {:>4} {:>6} {:>5} {:>17}",
             "#", "flow", "tr", "role", "packets", "Gb/s", "MTU", "PCP", "DSCP", "ECN", "gaps", "missing", "retx", "dup", "ooo", "NAK", "CE", "CNP", "ACK RTT p50/p99 us"
         );
         for f in &r.flows {
@@ -135,7 +149,7 @@ pub fn render(r: &Report) -> String {
             };
             let _ = writeln!(
                 o,
-                "  {:>3} {:<width$} {:<4} {:<9} {:>8} {:>8.3} {:>5} {:<9} {:<6} {:<14} {:>5} {:>7} {:>5} {:>4} {:>4} {:>4} {:>6} {:>5} {:>17}",
+                "  {:>3} {:<width$} {:<4} {:<9} {:>8} {:>8.3} {:>5} {:<pw$} {:<dw$} {:<ew$} {:>5} {:>7} {:>5} {:>4} {:>4} {:>4} {:>6} {:>5} {:>17}",
                 f.id,
                 flow_name(f),
                 f.transport.unwrap_or("-"),
