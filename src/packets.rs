@@ -110,6 +110,19 @@ impl Serialize for FrameJson<'_, '_> {
                 },
             )?;
         }
+        if let Some(l) = &f.lrh {
+            m.serialize_entry(
+                "lrh",
+                &LrhJson {
+                    vl: l.vl,
+                    sl: l.sl,
+                    lnh: l.lnh,
+                    dlid: l.dlid,
+                    slid: l.slid,
+                    pkt_len: l.pkt_len,
+                },
+            )?;
+        }
         if let Some(g) = &f.grh {
             let (src, dst) = f
                 .addresses()
@@ -241,6 +254,7 @@ pub fn frame_kind(f: &Frame<'_>) -> &'static str {
         return match r.version {
             RoceVersion::V2 => "rocev2",
             RoceVersion::V1 => "rocev1",
+            RoceVersion::Ib => "ib",
         };
     }
     match f.mac_control {
@@ -278,6 +292,16 @@ struct IpJson {
     ttl: u8,
     #[serde(skip_serializing_if = "Option::is_none")]
     flow_label: Option<u32>,
+}
+
+#[derive(Serialize)]
+struct LrhJson {
+    vl: u8,
+    sl: u8,
+    lnh: u8,
+    dlid: u16,
+    slid: u16,
+    pkt_len: u16,
 }
 
 #[derive(Serialize)]
@@ -433,6 +457,13 @@ pub fn write_text_line(
     );
     for v in f.vlans() {
         let _ = write!(line, "vlan {} p{} ", v.vid, v.pcp);
+    }
+    if let Some(l) = &f.lrh {
+        let _ = write!(
+            line,
+            "IB lid {} > {} sl {} vl {} ",
+            l.slid, l.dlid, l.sl, l.vl
+        );
     }
     if let Some((src, dst)) = f.addresses() {
         let _ = write!(line, "{src} > {dst} ");

@@ -24,6 +24,8 @@ pub struct RoceSummary {
     pub payload_len: u32,
     pub icrc: IcrcStatus,
     pub v1: bool,
+    /// Native InfiniBand (ERF captures): no IP, and ECN is not RoCE's.
+    pub ib: bool,
     /// An RDMA-CM message carried in a UD SEND to QP 1.
     pub cm: Option<CmMessage>,
 }
@@ -72,6 +74,7 @@ impl PacketSummary {
                 payload_len: r.payload_len,
                 icrc: r.icrc.status,
                 v1: r.version == roce_parsers::RoceVersion::V1,
+                ib: r.version == roce_parsers::RoceVersion::Ib,
                 cm: if b.dqpn == 1 && r.ext.deth.is_some() {
                     cm::parse(r.payload)
                 } else {

@@ -521,6 +521,7 @@ mod tests {
                 payload_len: 10,
                 icrc: IcrcStatus::Ok,
                 v1: false,
+                ib: false,
                 cm: None,
             }),
         }

@@ -413,3 +413,51 @@ fn real_captures_show_no_false_loss() {
         assert!(f["ack_rtt_us"]["count"].as_u64().unwrap() > 0);
     }
 }
+
+#[test]
+fn a_ud_sender_shares_one_psn_sequence_across_destinations() {
+    use roce_sniff::synth::frames::{self, FrameSpec, Net, RoceSpec};
+    use roce_sniff::synth::testdata::{pcap_bytes, T0_NS};
+    use roce_sniff::synth::writer::PcapFlavor;
+    // One UD QP (0x99 on 10.0.0.1) sends to two peers in turn: PSNs 10..19 alternate between
+    // the two flows, which is no loss; then PSN 25 to the first peer skips 20..24, which is.
+    let link = FrameSpec::new([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]);
+    let mut frames_ = Vec::new();
+    let ud = |psn: u32, dst: [u8; 4]| {
+        let mut s = RoceSpec::new(0x64, 0x200, psn).payload(64);
+        s.deth = Some(roce_parsers::Deth {
+            qkey: 0x1111,
+            sqpn: 0x99,
+        });
+        frames::rocev2(&link, Net::v4([10, 0, 0, 1], dst, 0x6a), 50000, &s)
+    };
+    for psn in 10..20u32 {
+        let dst = if psn % 2 == 0 {
+            [10, 0, 0, 2]
+        } else {
+            [10, 0, 0, 3]
+        };
+        frames_.push((T0_NS + u64::from(psn) * 1000, ud(psn, dst)));
+    }
+    frames_.push((T0_NS + 100_000, ud(25, [10, 0, 0, 2])));
+    let data = pcap_bytes(&frames_, PcapFlavor::MICRO_LE, 1, 65535);
+    let out = roce_sniff::run_in_memory(&data, &["--json"], false).unwrap();
+    let r: Value = serde_json::from_slice(&out).unwrap();
+    let to2 = flow(&r, "10.0.0.1", 0x200);
+    let flows: Vec<&Value> = r["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["dqpn"] == 0x200)
+        .collect();
+    assert_eq!(flows.len(), 2);
+    let to3 = flows.iter().find(|f| f["dst"] == "10.0.0.3").unwrap();
+    assert_eq!(psn(to3), (0, 0, 0, 0, 0));
+    let to2 = if to2["dst"] == "10.0.0.2" {
+        to2
+    } else {
+        flows.iter().find(|f| f["dst"] == "10.0.0.2").unwrap()
+    };
+    assert_eq!(psn(to2), (1, 5, 0, 0, 0));
+    assert_eq!(to2["transport"], "UD");
+}

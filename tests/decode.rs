@@ -436,9 +436,19 @@ fn real_captures_decode_with_valid_icrc() {
                 assert_eq!(roce[2]["icrc"]["value"], "0x25f0c038");
             }
             "srinivas_infiniband.pcap" => {
-                assert!(roce.is_empty());
-                let out = run_path(&path, &[]);
-                assert!(stderr(&out).contains("link type 197 (ERF) is not supported"));
+                // Native InfiniBand in ERF: LRH, GRH on 6 frames, ICRC checked on all.
+                assert_eq!(roce.len(), 43);
+                assert!(roce.iter().all(|v| v["kind"] == "ib"));
+                assert_eq!(roce[0]["lrh"]["lnh"], 2);
+                assert_eq!(roce[0]["bth"]["op"], "UD_SEND_ONLY");
+                assert_eq!(roce[2]["lrh"]["lnh"], 3);
+                assert_eq!(roce[2]["grh"]["sgid"], "fe80::2:c903:0:1f2d");
+                assert_eq!(
+                    roce[2]["icrc"]["value"], "0x0566d54d",
+                    "as tshark's invariant CRC"
+                );
+                assert_eq!(roce[10]["bth"]["op"], "RC_ACKNOWLEDGE");
+                assert!(stderr(&run_path(&path, &[])).is_empty());
             }
             other => panic!("new shared capture {other}: add its expectations here"),
         }

@@ -72,6 +72,9 @@ pub enum NetHeader<'a> {
     Ipv6 { header: &'a [u8], exts: &'a [u8] },
     /// RoCEv1: the 40-byte GRH.
     Grh(&'a [u8]),
+    /// Native InfiniBand without a GRH: the LRH itself, VL masked. (With a GRH, routers may
+    /// rewrite the whole LRH, so it counts as ones, as in RoCE: use `Grh`.)
+    Lrh(&'a [u8]),
 }
 
 /// Longest masked prefix: 8 bytes of ones, an IPv4 header with options (60) or an IPv6
@@ -85,7 +88,14 @@ const HEAD_MAX: usize = 8 + 60 + 8 + BTH_LEN;
 /// small pieces costs more than of one buffer (this showed in profiles).
 pub fn compute(net: NetHeader<'_>, udp_header: &[u8], transport: &[u8]) -> u32 {
     let mut head = [0u8; HEAD_MAX];
-    head[..8].fill(0xff);
+    // RoCE: eight bytes of ones stand for the LRH; native IB has the LRH itself, VL masked.
+    match net {
+        NetHeader::Lrh(lrh) if lrh.len() == 8 => {
+            head[..8].copy_from_slice(lrh);
+            head[0] |= 0xf0;
+        }
+        _ => head[..8].fill(0xff),
+    }
     let mut n = 8;
     let mut ipv6_exts: &[u8] = &[];
     match net {
@@ -103,6 +113,7 @@ pub fn compute(net: NetHeader<'_>, udp_header: &[u8], transport: &[u8]) -> u32 {
             ipv6_exts = exts;
         }
         NetHeader::Grh(grh) => n += mask_ipv6_like(grh, &mut head[n..]),
+        NetHeader::Lrh(_) => {}
     }
     let mut h = Hasher::new();
     if !ipv6_exts.is_empty() {

@@ -93,6 +93,8 @@ pub struct Flow {
     pub oversize: Evidence,
     pub icrc_bad: Evidence,
     pub req: PsnTracker,
+    /// UD flows: what the sender's shared PSN tracker saw on this flow.
+    pub ud_psn: super::psn::PsnCounts,
     pub loss: Evidence,
     pub retrans: Evidence,
     pub dups: Evidence,
@@ -146,6 +148,7 @@ impl Flow {
             oversize: Evidence::default(),
             icrc_bad: Evidence::default(),
             req: PsnTracker::default(),
+            ud_psn: Default::default(),
             loss: Evidence::default(),
             retrans: Evidence::default(),
             dups: Evidence::default(),

@@ -111,6 +111,8 @@ pub struct Analyzer {
     pub(crate) pause: BTreeMap<[u8; 6], PauseTracker>,
     pub(crate) counts: CaptureCounts,
     pub(crate) timelines: Option<Timelines>,
+    /// PSN sequences of UD senders, per (source address, source QP).
+    ud_senders: FxHashMap<(IpAddr, u32), psn::PsnTracker>,
 }
 
 fn is_reliable(t: Option<Transport>) -> bool {
@@ -129,6 +131,7 @@ impl Analyzer {
             pfc: BTreeMap::new(),
             pause: BTreeMap::new(),
             counts: CaptureCounts::default(),
+            ud_senders: FxHashMap::default(),
             timelines: cfg.timelines.then(|| {
                 let mut t = Timelines::default();
                 if let Some(w) = cfg.bin_ns {
@@ -385,7 +388,7 @@ impl Analyzer {
             }
         }
         // QP 1 carries connection management, not RoCE data: its marking does not matter.
-        if let Some(tc) = p.tclass.filter(|_| r.dqpn != 1) {
+        if let Some(tc) = p.tclass.filter(|_| r.dqpn != 1 && !r.ib) {
             if tc >> 2 == 0 && p.vlan.is_some_and(|(_, pcp)| pcp != 0) {
                 f.dscp0_with_pcp.add(p.frame_no);
             }
@@ -404,9 +407,24 @@ impl Analyzer {
             },
             _ => (1, None),
         };
-        let arrival = f
-            .req
-            .request(r.psn, p.ts_ns, consumes, read_len, is_reliable(f.transport));
+        // A UD QP has one PSN sequence for every destination it sends to: track it per sending
+        // QP (DETH source QP), not per flow, or each destination would show the others' PSNs
+        // as gaps. Multicast is left out: one port sees only some of a sender's groups.
+        let arrival = match (f.transport, r.sqpn) {
+            (Some(Transport::Ud), Some(sqpn)) => {
+                if f.key.dst.is_multicast() {
+                    Arrival::InOrder
+                } else {
+                    let tracker = self.ud_senders.entry((f.key.src, sqpn)).or_default();
+                    let a = tracker.request(r.psn, p.ts_ns, 1, None, false);
+                    f.ud_psn.record(a);
+                    a
+                }
+            }
+            _ => f
+                .req
+                .request(r.psn, p.ts_ns, consumes, read_len, is_reliable(f.transport)),
+        };
         match arrival {
             Arrival::Gap(_) => {
                 self.totals.psn_gaps += 1;

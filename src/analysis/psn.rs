@@ -229,6 +229,25 @@ impl PsnTracker {
     }
 }
 
+impl PsnCounts {
+    /// Counts an arrival judged by a tracker shared with other flows (UD senders): gaps are
+    /// missing PSNs that nobody resends.
+    pub fn record(&mut self, a: Arrival) {
+        match a {
+            Arrival::Gap(n) => {
+                self.gaps += 1;
+                self.missing += u64::from(n);
+            }
+            Arrival::Duplicate => self.duplicates += 1,
+            Arrival::OutOfOrder => {
+                self.out_of_order += 1;
+                self.missing = self.missing.saturating_sub(1);
+            }
+            Arrival::Retransmitted | Arrival::InOrder => {}
+        }
+    }
+}
+
 /// READ responses on a flow: within one READ the PSNs run consecutively.
 #[derive(Debug, Clone, Default)]
 pub struct ResponseTracker {

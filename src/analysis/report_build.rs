@@ -129,7 +129,11 @@ impl Analyzer {
             dscp,
             ecn,
             opcodes,
-            psn: f.req.finish(),
+            psn: if f.transport == Some(roce_parsers::Transport::Ud) {
+                f.ud_psn.clone()
+            } else {
+                f.req.finish()
+            },
             loss_frames: f.loss.frames.clone(),
             retransmit_frames: f.retrans.frames.clone(),
             read_response_gaps: f.read_resp.gaps,
