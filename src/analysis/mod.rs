@@ -66,6 +66,8 @@ pub struct CaptureCounts {
     pub bytes: u64,
     pub roce: u64,
     pub rocev1: u64,
+    /// Native InfiniBand frames (ERF captures), counted within `roce`.
+    pub ib: u64,
     pub pfc: u64,
     pub pause: u64,
     pub malformed: u64,
@@ -241,6 +243,9 @@ impl Analyzer {
         c.roce += 1;
         if r.v1 {
             c.rocev1 += 1;
+        }
+        if r.ib {
+            c.ib += 1;
         }
         match r.icrc {
             IcrcStatus::Ok => c.icrc_ok += 1,

@@ -247,6 +247,7 @@ impl Analyzer {
             bytes: c.bytes,
             roce_packets: c.roce,
             rocev1_packets: c.rocev1,
+            ib_packets: c.ib,
             pfc_frames: c.pfc,
             pause_frames: c.pause,
             malformed: meta.decode.malformed,

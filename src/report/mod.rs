@@ -40,6 +40,8 @@ pub struct CaptureReport {
     pub bytes: u64,
     pub roce_packets: u64,
     pub rocev1_packets: u64,
+    /// Native InfiniBand frames (ERF captures), counted within `roce_packets`.
+    pub ib_packets: u64,
     pub pfc_frames: u64,
     pub pause_frames: u64,
     pub malformed: u64,

@@ -64,9 +64,14 @@ pub fn render(r: &Report) -> String {
     );
     let _ = writeln!(
         o,
-        "  RoCE {} ({} RoCEv1) in {} flows; PFC {}, PAUSE {}; ICRC {} ok, {} bad, {} unchecked; {} malformed, {} cut by snap length",
+        "  RoCE {} ({} RoCEv1{}) in {} flows; PFC {}, PAUSE {}; ICRC {} ok, {} bad, {} unchecked; {} malformed, {} cut by snap length",
         c.roce_packets,
         c.rocev1_packets,
+        if c.ib_packets > 0 {
+            format!(", {} native InfiniBand", c.ib_packets)
+        } else {
+            String::new()
+        },
         c.flows,
         c.pfc_frames,
         c.pause_frames,
