@@ -152,7 +152,7 @@ impl Warnings {
                 self.unsupported.push(lt);
                 eprintln!(
                     "roce-sniff: warning: {}: frame {frame_no}: link type {lt} ({}) is not supported \
-                     (supported: Ethernet, Linux cooked SLL/SLL2, raw IP); its frames are counted, not decoded",
+                     (supported: Ethernet, Linux cooked SLL/SLL2, raw IP, ERF Ethernet and InfiniBand); its frames are counted, not decoded",
                     self.source,
                     roce_parsers::link::linktype_name(lt)
                 );

@@ -42,6 +42,7 @@ pub fn is_supported(linktype: u32) -> bool {
             | LINKTYPE_LINUX_SLL2
             | LINKTYPE_IPV4
             | LINKTYPE_IPV6
+            | LINKTYPE_ERF
     )
 }
 

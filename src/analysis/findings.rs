@@ -474,7 +474,7 @@ fn capture_findings(
             Severity::Warning,
             "unsupported_link_type",
             format!("{} frames have a link type roce-sniff does not decode", capture.unsupported_link_type),
-            "the capture uses a link type other than Ethernet, Linux cooked or raw IP (for example native InfiniBand in ERF)",
+            "the capture uses a link type other than Ethernet, Linux cooked, raw IP or ERF (Ethernet and InfiniBand records)",
             None,
             capture.unsupported_link_type,
             vec![],
