@@ -117,6 +117,34 @@ fn legend<'a, DB: DrawingBackend + 'a>(
         .map_err(err)
 }
 
+/// A white chart with a caption, both axes and their descriptions: the frame of the plots
+/// over time.
+fn time_chart<'a, DB: DrawingBackend + 'a>(
+    root: &'a DrawingArea<DB, Shift>,
+    caption: String,
+    x: Range<f64>,
+    y: Range<f64>,
+    y_label_area: u32,
+    x_desc: String,
+    y_desc: &str,
+) -> Result<Chart<'a, DB>, String> {
+    root.fill(&WHITE).map_err(err)?;
+    let mut chart = ChartBuilder::on(root)
+        .caption(caption, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(y_label_area)
+        .build_cartesian_2d(x, y)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .draw()
+        .map_err(err)?;
+    Ok(chart)
+}
+
 /// Writes a centered note instead of an empty chart.
 fn note<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, title: &str, text: &str) -> DrawResult {
     root.fill(&WHITE).map_err(err)?;
@@ -178,23 +206,15 @@ pub fn throughput<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotDat
         .chain(rest.iter().copied())
         .fold(0.0, f64::max)
         .max(1e-6);
-    root.fill(&WHITE).map_err(err)?;
-    let mut chart = ChartBuilder::on(root)
-        .caption(
-            format!("{title} (bins of {})", human_ns(d.bin_ns)),
-            ("sans-serif", 22),
-        )
-        .margin(12)
-        .x_label_area_size(45)
-        .y_label_area_size(70)
-        .build_cartesian_2d(t.range(), 0.0..max * 1.1)
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc(t.label())
-        .y_desc("Gb/s")
-        .draw()
-        .map_err(err)?;
+    let mut chart = time_chart(
+        root,
+        format!("{title} (bins of {})", human_ns(d.bin_ns)),
+        t.range(),
+        0.0..max * 1.1,
+        70,
+        t.label(),
+        "Gb/s",
+    )?;
     for f in &top {
         let color = flow_color(f.id);
         let points: Vec<(f64, f64)> = f
@@ -243,23 +263,15 @@ pub fn psn<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
         .flat_map(|f| f.bins.iter().filter_map(|b| b.psn_progress))
         .fold((i64::MAX, i64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
     let (lo, hi) = (lo.min(0) as f64, (hi.max(1)) as f64);
-    root.fill(&WHITE).map_err(err)?;
-    let mut chart = ChartBuilder::on(root)
-        .caption(
-            format!("{title}: x = PSN gap (loss), triangle = retransmission"),
-            ("sans-serif", 22),
-        )
-        .margin(12)
-        .x_label_area_size(45)
-        .y_label_area_size(80)
-        .build_cartesian_2d(t.range(), lo..hi * 1.05 + 1.0)
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc(t.label())
-        .y_desc("PSNs since the QP's first request")
-        .draw()
-        .map_err(err)?;
+    let mut chart = time_chart(
+        root,
+        format!("{title}: x = PSN gap (loss), triangle = retransmission"),
+        t.range(),
+        lo..hi * 1.05 + 1.0,
+        80,
+        t.label(),
+        "PSNs since the QP's first request",
+    )?;
     for f in &top {
         let color = flow_color(f.id);
         let points: Vec<(f64, f64)> = f
@@ -329,23 +341,15 @@ pub fn ecn<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
         .max()
         .unwrap_or(1)
         .max(1) as f64;
-    root.fill(&WHITE).map_err(err)?;
-    let mut chart = ChartBuilder::on(root)
-        .caption(
-            format!("{title} per bin of {}", human_ns(d.bin_ns)),
-            ("sans-serif", 22),
-        )
-        .margin(12)
-        .x_label_area_size(45)
-        .y_label_area_size(70)
-        .build_cartesian_2d(t.range(), 0.0..max * 1.15)
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc(t.label())
-        .y_desc("packets per bin")
-        .draw()
-        .map_err(err)?;
+    let mut chart = time_chart(
+        root,
+        format!("{title} per bin of {}", human_ns(d.bin_ns)),
+        t.range(),
+        0.0..max * 1.15,
+        70,
+        t.label(),
+        "packets per bin",
+    )?;
     let bar = |i: usize, v: u64, color: RGBColor, left: bool| {
         let x0 = bin_x(d, &t, i);
         let w = d.bin_ns as f64 / t.per_unit_ns;
