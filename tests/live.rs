@@ -101,6 +101,30 @@ fn setup() -> Result<Netns, String> {
     Ok(n)
 }
 
+/// Starts `roce-sniff ARGS` with its output piped, and gives it time to open the interface.
+fn start_capture(args: &[&str]) -> std::process::Child {
+    let child = Command::new(bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    child
+}
+
+/// Replays `file` from the namespace end of the veth pair, `multiplier` times faster if given.
+fn replay_into(n: &Netns, file: &Path, multiplier: Option<&str>) {
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", &n.ns, "tcpreplay", "-q", "-i", &n.ns_end]);
+    if let Some(m) = multiplier {
+        cmd.args(["-x", m]);
+    }
+    let st = cmd.arg(file).stdout(Stdio::null()).status().unwrap();
+    assert!(st.success(), "tcpreplay failed on {}", file.display());
+}
+
 /// Frames of the offline decode that the default live filter keeps, as their decoded objects
 /// without frame numbers and times.
 fn filtered_frames(path: &Path) -> Vec<Value> {
@@ -172,45 +196,20 @@ fn replay(n: &Netns, file: &Path, multiplier: Option<&str>, exact_timing: bool, 
     let json = dir.join(format!("{name}.json"));
     let written = dir.join(format!("{name}.pcap"));
     let count = expected.len().to_string();
-    let child = Command::new(bin())
-        .args([
-            "-i",
-            &n.host_end,
-            "-c",
-            &count,
-            "--duration",
-            "30s",
-            "--json",
-        ])
-        .arg(&json)
-        .arg("-w")
-        .arg(&written)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Wait until it listens.
-    std::thread::sleep(Duration::from_millis(700));
-    let mut args = vec![
-        "netns".to_string(),
-        "exec".into(),
-        n.ns.clone(),
-        "tcpreplay".into(),
-        "-q".into(),
-        "-i".into(),
-        n.ns_end.clone(),
-    ];
-    if let Some(m) = multiplier {
-        args.extend(["-x".into(), m.into()]);
-    }
-    args.push(file.to_string_lossy().into_owned());
-    let st = Command::new("ip")
-        .args(&args)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(st.success(), "tcpreplay failed on {name}");
+    let (json_s, written_s) = (json.to_str().unwrap(), written.to_str().unwrap());
+    let child = start_capture(&[
+        "-i",
+        &n.host_end,
+        "-c",
+        &count,
+        "--duration",
+        "30s",
+        "--json",
+        json_s,
+        "-w",
+        written_s,
+    ]);
+    replay_into(n, file, multiplier);
     let waited = std::time::Instant::now();
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -289,21 +288,8 @@ fn live_capture_matches_offline_analysis() {
 
 /// Ctrl-C (SIGINT) ends a capture that has no -c or --duration, with the full report.
 fn ctrl_c_ends_with_the_report(n: &Netns) {
-    let child = Command::new(bin())
-        .args(["-i", &n.host_end])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
-    let st = Command::new("ip")
-        .args(["netns", "exec", &n.ns, "tcpreplay", "-q", "-i", &n.ns_end])
-        .arg(testdata("verify_pass.pcap"))
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(st.success());
+    let child = start_capture(&["-i", &n.host_end]);
+    replay_into(n, &testdata("verify_pass.pcap"), None);
     std::thread::sleep(Duration::from_millis(300));
     sh(&["kill", "-INT", &child.id().to_string()]).unwrap();
     let out = child.wait_with_output().unwrap();
@@ -373,32 +359,19 @@ fn vlan_subinterface_cannot_show_pcp(n: &Netns) {
     }
     sh(&["ip", "link", "set", &sub, "up"]).unwrap();
     let file = testdata("verify_pass.pcap");
-    let child = Command::new(bin())
-        .args([
-            "-i",
-            &sub,
-            "-c",
-            "28",
-            "--duration",
-            "20s",
-            "--expect-tos",
-            "0x68",
-            "--expect-pcp",
-            "3",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
-    let st = Command::new("ip")
-        .args(["netns", "exec", &n.ns, "tcpreplay", "-q", "-i", &n.ns_end])
-        .arg(&file)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(st.success());
+    let child = start_capture(&[
+        "-i",
+        &sub,
+        "-c",
+        "28",
+        "--duration",
+        "20s",
+        "--expect-tos",
+        "0x68",
+        "--expect-pcp",
+        "3",
+    ]);
+    replay_into(n, &file, None);
     let out = child.wait_with_output().unwrap();
     let _ = sh(&["ip", "link", "del", &sub]);
     let (text, err) = (stdout(&out), stderr(&out));

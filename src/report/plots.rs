@@ -145,6 +145,21 @@ fn time_chart<'a, DB: DrawingBackend + 'a>(
     Ok(chart)
 }
 
+/// A labelled line in a flow's color, with its legend entry.
+fn line<'a, DB: DrawingBackend + 'a>(
+    chart: &mut Chart<'a, DB>,
+    points: Vec<(f64, f64)>,
+    color: RGBColor,
+    label: String,
+) -> DrawResult {
+    chart
+        .draw_series(LineSeries::new(points, color.stroke_width(2)))
+        .map_err(err)?
+        .label(label)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3)));
+    Ok(())
+}
+
 /// Writes a centered note instead of an empty chart.
 fn note<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, title: &str, text: &str) -> DrawResult {
     root.fill(&WHITE).map_err(err)?;
@@ -223,13 +238,7 @@ pub fn throughput<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotDat
             .enumerate()
             .map(|(i, b)| (bin_x(d, &t, i), gbps(b, d.bin_ns)))
             .collect();
-        chart
-            .draw_series(LineSeries::new(points, color.stroke_width(2)))
-            .map_err(err)?
-            .label(f.name.clone())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3))
-            });
+        line(&mut chart, points, color, f.name.clone())?;
     }
     if rest.iter().any(|&v| v > 0.0) {
         let points: Vec<(f64, f64)> = rest
@@ -237,11 +246,7 @@ pub fn throughput<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotDat
             .enumerate()
             .map(|(i, &v)| (bin_x(d, &t, i), v))
             .collect();
-        chart
-            .draw_series(LineSeries::new(points, OTHER.stroke_width(2)))
-            .map_err(err)?
-            .label("other flows")
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], OTHER.stroke_width(3)));
+        line(&mut chart, points, OTHER, "other flows".into())?;
     }
     legend(&mut chart, SeriesLabelPosition::UpperRight, 13)?;
     root.present().map_err(err)
@@ -280,13 +285,7 @@ pub fn psn<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
             .enumerate()
             .filter_map(|(i, b)| b.psn_progress.map(|p| (bin_x(d, &t, i), p as f64)))
             .collect();
-        chart
-            .draw_series(LineSeries::new(points, color.stroke_width(2)))
-            .map_err(err)?
-            .label(f.name.clone())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3))
-            });
+        line(&mut chart, points, color, f.name.clone())?;
         let mut last = 0.0;
         let mut gaps = Vec::new();
         let mut retx = Vec::new();
