@@ -376,7 +376,7 @@ fn sample_tells_its_story() {
 
 #[test]
 fn real_captures_show_no_false_loss() {
-    for path in shared_captures() {
+    for path in real_captures() {
         let r = report(&path, &[]);
         for f in r["flows"].as_array().unwrap() {
             assert_eq!(psn(f), (0, 0, 0, 0, 0), "{}: {f}", path.display());
@@ -387,7 +387,7 @@ fn real_captures_show_no_false_loss() {
     }
     // montybeatnik: RDMA-CM pairs the RC QPs; the READ of 4096 bytes at MTU 1024 is no gap.
     let r = report(
-        &shared_capture("montybeatnik_roce_capture_read-write-ecn.pcap"),
+        &real_capture("montybeatnik_roce_capture_read-write-ecn.pcap"),
         &[],
     );
     let w = flow(&r, "192.168.65.5", 0x11);
@@ -400,7 +400,7 @@ fn real_captures_show_no_false_loss() {
         json!({"RC_RDMA_WRITE_ONLY": 1, "RC_RDMA_READ_REQUEST": 1})
     );
     // oferby: two SEND flows paired by their ACK PSNs, ECT(0).
-    let r = report(&shared_capture("oferby_roce.pcap"), &[]);
+    let r = report(&real_capture("oferby_roce.pcap"), &[]);
     let data: Vec<&Value> = r["flows"]
         .as_array()
         .unwrap()

@@ -1,5 +1,5 @@
 //! End-to-end decode tests: the real binary on the crafted captures of testdata/ (whose
-//! contents are defined in src/synth/testdata.rs) and on the real captures of ../shared.
+//! contents are defined in src/synth/testdata.rs) and on the real captures of testdata/real.
 
 mod common;
 
@@ -398,7 +398,7 @@ fn standard_input_streams_like_a_file() {
 
 #[test]
 fn real_captures_decode_with_valid_icrc() {
-    for path in shared_captures() {
+    for path in real_captures() {
         let f = ndjson(&path);
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let roce: Vec<&Value> = f.iter().filter(|v| v.get("bth").is_some()).collect();
@@ -450,7 +450,7 @@ fn real_captures_decode_with_valid_icrc() {
                 assert_eq!(roce[10]["bth"]["op"], "RC_ACKNOWLEDGE");
                 assert!(stderr(&run_path(&path, &[])).is_empty());
             }
-            other => panic!("new shared capture {other}: add its expectations here"),
+            other => panic!("new real capture {other}: add its expectations here"),
         }
     }
 }

@@ -278,7 +278,7 @@ fn live_capture_matches_offline_analysis() {
         "montybeatnik_roce_capture_read-write-ecn.pcap",
         "scapy_uts_vectors.pcap",
     ] {
-        replay(&n, &shared_capture(name), Some("100"), true, &dir);
+        replay(&n, &real_capture(name), Some("100"), true, &dir);
     }
     vlan_subinterface_cannot_show_pcp(&n);
     ctrl_c_ends_with_the_report(&n);

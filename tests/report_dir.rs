@@ -159,7 +159,7 @@ fn report_directory_is_complete_and_agrees_with_the_report() {
 fn empty_plots_get_a_note_and_bin_and_default_dir_work() {
     // oferby: no PFC, no CE: notes instead of empty charts.
     let dir = tmpdir("oferby");
-    make_report(&shared_capture("oferby_roce.pcap"), &dir, &["--bin", "1s"]);
+    make_report(&real_capture("oferby_roce.pcap"), &dir, &["--bin", "1s"]);
     let pfc = std::fs::read_to_string(dir.join("pfc.svg")).unwrap();
     assert!(pfc.contains("No PFC or PAUSE frames in this capture."));
     let ecn = std::fs::read_to_string(dir.join("ecn_cnp.svg")).unwrap();

@@ -258,7 +258,7 @@ fn decode_agrees_with_tshark_on_every_capture() {
         return;
     }
     let mut total = 0;
-    for path in testdata_captures().into_iter().chain(shared_captures()) {
+    for path in testdata_captures().into_iter().chain(real_captures()) {
         let (compared, notes) = compare(&path);
         for note in notes {
             eprintln!("{}: {note}", path.display());

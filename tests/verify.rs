@@ -155,7 +155,7 @@ fn what_the_capture_cannot_show_is_never_a_pass() {
     let (code, _) = verify_json("verify_cooked.pcap", &["--expect-tos", "0x68"]);
     assert_eq!(code, 0);
     // A real untagged capture.
-    let out = run_path(&shared_capture("oferby_roce.pcap"), &["--expect-pcp", "3"]);
+    let out = run_path(&real_capture("oferby_roce.pcap"), &["--expect-pcp", "3"]);
     assert_eq!(out.status.code(), Some(1));
     let text = stdout(&out);
     assert!(

@@ -18,19 +18,12 @@ pub fn testdata(name: &str) -> PathBuf {
     repo().join("testdata").join(name)
 }
 
-/// The real captures of ../shared/captures (or $ROCE_SNIFF_SHARED_CAPTURES). Missing is a
+/// The real captures of testdata/real/ (provenance and licences in its README). Missing is a
 /// failure, not a silent pass: these are what users bring.
-pub fn shared_captures() -> Vec<PathBuf> {
-    let dir = std::env::var_os("ROCE_SNIFF_SHARED_CAPTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("../shared/captures"));
+pub fn real_captures() -> Vec<PathBuf> {
+    let dir = repo().join("testdata").join("real");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| {
-            panic!(
-                "real captures not found at {} ({e}); set ROCE_SNIFF_SHARED_CAPTURES",
-                dir.display()
-            )
-        })
+        .unwrap_or_else(|e| panic!("real captures not found at {} ({e})", dir.display()))
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"))
         .collect();
@@ -39,20 +32,22 @@ pub fn shared_captures() -> Vec<PathBuf> {
     files
 }
 
-pub fn shared_capture(name: &str) -> PathBuf {
-    shared_captures()
-        .into_iter()
-        .find(|p| p.file_name().is_some_and(|n| n == name))
-        .unwrap_or_else(|| panic!("shared capture {name} missing"))
+pub fn real_capture(name: &str) -> PathBuf {
+    let path = repo().join("testdata").join("real").join(name);
+    assert!(path.is_file(), "real capture {} missing", path.display());
+    path
 }
 
-/// Every crafted capture under testdata/, recursively.
+/// Every crafted capture under testdata/, recursively (the real captures of testdata/real/ are
+/// not crafted: `real_captures` lists them).
 pub fn testdata_captures() -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         for e in std::fs::read_dir(dir).expect("testdata readable").flatten() {
             let p = e.path();
             if p.is_dir() {
-                walk(&p, out);
+                if p.file_name().is_some_and(|n| n != "real") {
+                    walk(&p, out);
+                }
             } else if p.extension().is_some_and(|x| x == "pcap" || x == "pcapng") {
                 out.push(p);
             }
