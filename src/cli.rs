@@ -9,7 +9,7 @@ use clap::Parser;
 use crate::analysis::pfc::PfcConfig;
 use crate::analysis::AnalysisConfig;
 use crate::error::Error;
-use crate::verify::{EcnExpect, Expectations};
+use crate::model::{EcnExpect, Expectations};
 
 const AFTER_HELP: &str = "\
 Examples:

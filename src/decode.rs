@@ -4,6 +4,8 @@ use roce_parsers::capture::Record;
 use roce_parsers::{decode_frame, DecodeError, Frame, IcrcStatus, Layer};
 use serde::Serialize;
 
+use crate::model::MalformedByLayer;
+
 use crate::summary::{PacketSummary, Payload};
 
 /// Decodes one record.
@@ -28,18 +30,6 @@ pub struct DecodeCounts {
     pub icrc_ok: u64,
     pub icrc_bad: u64,
     pub icrc_unchecked: u64,
-}
-
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
-pub struct MalformedByLayer {
-    pub link: u64,
-    pub vlan: u64,
-    pub ip: u64,
-    pub udp: u64,
-    pub grh: u64,
-    pub bth: u64,
-    pub ext_header: u64,
-    pub mac_control: u64,
 }
 
 impl MalformedByLayer {

@@ -14,6 +14,7 @@ pub mod cli;
 pub mod decode;
 pub mod error;
 pub mod live;
+pub mod model;
 pub mod packets;
 pub mod pipeline;
 pub mod report;

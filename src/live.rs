@@ -13,8 +13,8 @@ use roce_parsers::capture::Record;
 use crate::analysis::Totals;
 use crate::cli::{Config, LiveConfig};
 use crate::error::Error;
+use crate::model::LiveStats;
 use crate::pipeline::{Pipeline, SourceInfo};
-use crate::report::LiveStats;
 use crate::verify::CaptureContext;
 use crate::EXIT_OK;
 

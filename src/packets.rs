@@ -7,7 +7,7 @@ use std::net::IpAddr;
 
 use roce_parsers::aeth::Aeth;
 use roce_parsers::link::linktype_name;
-use roce_parsers::{AethKind, Frame, IcrcStatus, MacControl, Opcode, RoceVersion};
+use roce_parsers::{AethKind, Frame, IcrcStatus, MacControl, NakCode, Opcode, RoceVersion};
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
@@ -381,7 +381,7 @@ fn aeth_json(a: &Aeth) -> AethJson {
     AethJson {
         kind: a.kind().name(),
         value: a.value(),
-        code: (a.kind() == AethKind::Nak).then(|| Aeth::nak_code_name(a.value())),
+        code: a.nak_code().map(NakCode::name),
         syndrome: a.syndrome,
         msn: a.msn,
     }
@@ -530,7 +530,7 @@ pub fn write_text_line(
                     let _ = write!(
                         line,
                         " aeth NAK {} msn {}",
-                        Aeth::nak_code_name(a.value()),
+                        NakCode::from_value(a.value()).name(),
                         a.msn
                     );
                 }

@@ -13,10 +13,10 @@ use crate::analysis::Analyzer;
 use crate::cli::Config;
 use crate::decode::{self, DecodeCounts, Warnings};
 use crate::error::Error;
-use crate::report::LiveStats;
+use crate::model::LiveStats;
 use crate::summary::PacketSummary;
 use crate::verify::{CaptureContext, Verifier};
-use crate::{packets, report, verify, EXIT_OK, EXIT_VERIFY_FAILED};
+use crate::{packets, report, EXIT_OK, EXIT_VERIFY_FAILED};
 
 /// Frames formatted per parallel task in `--packets` mode.
 const PRINT_CHUNK: usize = 1024;
@@ -262,7 +262,7 @@ impl<'c> Pipeline<'c> {
                     .map_err(io::Error::from)
                     .and_then(|_| out.write_all(b"\n"))
             } else if let Some(v) = &report.verify {
-                out.write_all(verify::render(v, &src.name).as_bytes())
+                out.write_all(report::verify::render(v, &src.name).as_bytes())
             } else {
                 out.write_all(report::text::render(&report).as_bytes())
             };

@@ -3,15 +3,14 @@
 
 use std::net::IpAddr;
 
-use roce_parsers::{DecodeError, Frame, IcrcStatus, MacControl, Opcode};
-
-use crate::analysis::cm::{self, CmMessage};
+use roce_parsers::{mad, CmMessage, DecodeError, Frame, IcrcStatus, MacControl, Opcode, Psn, Qpn};
+use roce_parsers::{MacAddr, TrafficClass};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RoceSummary {
     pub opcode: Opcode,
-    pub dqpn: u32,
-    pub psn: u32,
+    pub dqpn: Qpn,
+    pub psn: Psn,
     pub ackreq: bool,
     pub fecn: bool,
     pub becn: bool,
@@ -20,7 +19,7 @@ pub struct RoceSummary {
     /// RETH DMA length.
     pub dma_len: Option<u32>,
     /// UD source QP (DETH).
-    pub sqpn: Option<u32>,
+    pub sqpn: Option<Qpn>,
     pub payload_len: u32,
     pub icrc: IcrcStatus,
     pub v1: bool,
@@ -45,12 +44,11 @@ pub struct PacketSummary {
     pub len: u32,
     pub caplen: u32,
     pub linktype: u32,
-    pub src_mac: Option<[u8; 6]>,
+    pub src_mac: Option<MacAddr>,
     pub addrs: Option<(IpAddr, IpAddr)>,
     /// Innermost VLAN tag: (VID, PCP).
     pub vlan: Option<(u16, u8)>,
-    /// DSCP << 2 | ECN.
-    pub tclass: Option<u8>,
+    pub tclass: Option<TrafficClass>,
     pub malformed: bool,
     /// Why decoding stopped early, if it did (counted per layer, shown as a warning).
     pub error: Option<DecodeError>,
@@ -63,20 +61,20 @@ impl PacketSummary {
             let b = &r.bth;
             Payload::Roce(RoceSummary {
                 opcode: b.opcode,
-                dqpn: b.dqpn,
-                psn: b.psn,
+                dqpn: Qpn(b.dqpn),
+                psn: Psn::new(b.psn),
                 ackreq: b.ackreq,
                 fecn: b.fecn,
                 becn: b.becn,
                 aeth: r.ext.aeth.map(|a| (a.syndrome, a.msn)),
                 dma_len: r.ext.reth.map(|x| x.dlen),
-                sqpn: r.ext.deth.map(|d| d.sqpn),
+                sqpn: r.ext.deth.map(|d| Qpn(d.sqpn)),
                 payload_len: r.payload_len,
                 icrc: r.icrc.status,
                 v1: r.version == roce_parsers::RoceVersion::V1,
                 ib: r.version == roce_parsers::RoceVersion::Ib,
                 cm: if b.dqpn == 1 && r.ext.deth.is_some() {
-                    cm::parse(r.payload)
+                    mad::parse(r.payload)
                 } else {
                     None
                 },
@@ -94,10 +92,10 @@ impl PacketSummary {
             len: f.len,
             caplen: f.caplen,
             linktype: f.linktype,
-            src_mac: f.src_mac,
+            src_mac: f.src_mac.map(MacAddr),
             addrs: f.addresses(),
             vlan: f.inner_vlan().map(|v| (v.vid, v.pcp)),
-            tclass: f.traffic_class(),
+            tclass: f.traffic_class().map(TrafficClass),
             malformed: f.is_malformed(),
             error: f.error,
             payload,

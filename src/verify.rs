@@ -5,144 +5,28 @@
 //! the verdict UNVERIFIABLE, never PASS; so does a capture without RoCE.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fmt::Write as _;
 
-use roce_parsers::link::{LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2};
-use roce_parsers::Opcode;
-use serde::Serialize;
+use roce_parsers::link::{is_cooked, LINKTYPE_ETHERNET};
+use roce_parsers::{Opcode, TrafficClass};
 
 use crate::analysis::flow::{FlowKey, EVIDENCE_FRAMES};
-use crate::packets::ecn_name;
-use crate::report::text::counts;
+use crate::model::{
+    EcnExpect, Expectations, Field, FieldViolation, FlowVerify, Seen, Unverifiable, Verdict,
+    VerifyKind, VerifyReport,
+};
 use crate::summary::{PacketSummary, Payload};
-
-/// ECN expectation: ECN-capable (ECT(0), ECT(1) or CE) or not.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum EcnExpect {
-    Ect,
-    NotEct,
-}
-
-impl EcnExpect {
-    pub fn parse(s: &str) -> Result<Self, String> {
-        match s.to_ascii_lowercase().as_str() {
-            "ect" => Ok(EcnExpect::Ect),
-            "not-ect" | "not_ect" | "notect" => Ok(EcnExpect::NotEct),
-            _ => Err(format!("`{s}`: --expect-ecn takes `ect` or `not-ect`")),
-        }
-    }
-
-    fn matches(self, ecn: u8) -> bool {
-        match self {
-            EcnExpect::Ect => ecn != 0,
-            EcnExpect::NotEct => ecn == 0,
-        }
-    }
-}
-
-/// What the frames must carry. `None` means not checked.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Expectations {
-    pub dscp: Option<u8>,
-    pub pcp: Option<u8>,
-    pub vlan: Option<u16>,
-    pub ecn: Option<EcnExpect>,
-    pub cnp_dscp: Option<u8>,
-    pub cnp_pcp: Option<u8>,
-}
-
-impl Expectations {
-    pub fn any(&self) -> bool {
-        self.data_any() || self.cnp_any()
-    }
-
-    fn data_any(&self) -> bool {
-        self.dscp.is_some() || self.pcp.is_some() || self.vlan.is_some() || self.ecn.is_some()
-    }
-
-    fn cnp_any(&self) -> bool {
-        self.cnp_dscp.is_some() || self.cnp_pcp.is_some()
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Field {
-    Dscp,
-    Pcp,
-    Vlan,
-    Ecn,
-}
-
-impl Field {
-    fn name(self) -> &'static str {
-        match self {
-            Field::Dscp => "dscp",
-            Field::Pcp => "pcp",
-            Field::Vlan => "vlan",
-            Field::Ecn => "ecn",
-        }
-    }
-}
 
 #[derive(Debug, Clone, Default)]
 struct FlowCheck {
     checked: u64,
     violating: u64,
-    seen_dscp: BTreeMap<String, u64>,
-    seen_pcp: BTreeMap<String, u64>,
-    seen_vlan: BTreeMap<String, u64>,
-    seen_ecn: BTreeMap<String, u64>,
+    seen_dscp: BTreeMap<Seen, u64>,
+    seen_pcp: BTreeMap<Seen, u64>,
+    seen_vlan: BTreeMap<Seen, u64>,
+    seen_ecn: BTreeMap<Seen, u64>,
     /// Per field: count and first frames.
     violations: BTreeMap<Field, (u64, Vec<u64>)>,
     first_violating: Vec<u64>,
-}
-
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct FieldViolation {
-    pub field: Field,
-    pub expected: String,
-    pub count: u64,
-    pub first_frames: Vec<u64>,
-}
-
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct FlowVerify {
-    pub flow: String,
-    pub src: String,
-    pub dst: String,
-    pub dqpn: u32,
-    pub vlan: Option<u16>,
-    /// "data" (data and ACK frames) or "cnp".
-    pub kind: &'static str,
-    /// Whether this flow's frames were checked (CNPs are not without CNP expectations).
-    pub checked_against: bool,
-    pub checked: u64,
-    pub violating: u64,
-    pub seen: BTreeMap<&'static str, BTreeMap<String, u64>>,
-    pub violations: Vec<FieldViolation>,
-    pub first_violating_frames: Vec<u64>,
-}
-
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Unverifiable {
-    pub field: Field,
-    pub reason: String,
-}
-
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct VerifyReport {
-    /// True only when every checked frame matched and every check could be made.
-    pub passed: bool,
-    /// PASS, FAIL, UNVERIFIABLE, or NO_ROCE.
-    pub verdict: &'static str,
-    pub expectations: Expectations,
-    /// Frames checked, and frames that violate at least one expectation.
-    pub checked: u64,
-    pub violating: u64,
-    pub unverifiable: Vec<Unverifiable>,
-    pub flows: Vec<FlowVerify>,
 }
 
 /// Where the frames came from, for what it implies about VLAN tags.
@@ -154,13 +38,13 @@ pub struct CaptureContext {
 
 pub struct Verifier {
     exp: Expectations,
-    flows: HashMap<(FlowKey, bool), FlowCheck>,
+    flows: HashMap<(FlowKey, VerifyKind), FlowCheck>,
     roce: u64,
     tagged: u64,
     linktypes: BTreeMap<u32, u64>,
 }
 
-fn bump(map: &mut BTreeMap<String, u64>, key: String) {
+fn bump(map: &mut BTreeMap<Seen, u64>, key: Seen) {
     *map.entry(key).or_default() += 1;
 }
 
@@ -183,26 +67,31 @@ impl Verifier {
         if p.vlan.is_some() {
             self.tagged += 1;
         }
-        let is_cnp = r.opcode == Opcode::CNP;
+        let kind = if r.opcode == Opcode::CNP {
+            VerifyKind::Cnp
+        } else {
+            VerifyKind::Data
+        };
         let key = FlowKey {
             src,
             dst,
             dqpn: r.dqpn,
             vlan: p.vlan.map(|v| v.0),
         };
-        let check = self.flows.entry((key, is_cnp)).or_default();
-        let tc = p.tclass.unwrap_or(0);
-        bump(&mut check.seen_dscp, (tc >> 2).to_string());
-        bump(&mut check.seen_ecn, ecn_name(tc).to_string());
+        let check = self.flows.entry((key, kind)).or_default();
+        let tc = p.tclass.unwrap_or(TrafficClass(0));
+        bump(&mut check.seen_dscp, Seen::Value(tc.dscp().into()));
+        bump(&mut check.seen_ecn, Seen::Name(tc.ecn().name()));
+        let untagged = Seen::Name("untagged");
         bump(
             &mut check.seen_pcp,
-            p.vlan.map_or("untagged".into(), |(_, pcp)| pcp.to_string()),
+            p.vlan.map_or(untagged, |(_, pcp)| Seen::Value(pcp.into())),
         );
         bump(
             &mut check.seen_vlan,
-            p.vlan.map_or("untagged".into(), |(vid, _)| vid.to_string()),
+            p.vlan.map_or(untagged, |(vid, _)| Seen::Value(vid)),
         );
-        let (dscp, pcp, vlan, ecn) = if is_cnp {
+        let (dscp, pcp, vlan, ecn) = if kind == VerifyKind::Cnp {
             (self.exp.cnp_dscp, self.exp.cnp_pcp, None, None)
         } else {
             (self.exp.dscp, self.exp.pcp, self.exp.vlan, self.exp.ecn)
@@ -220,10 +109,10 @@ impl Verifier {
             }
             bad = true;
         };
-        if dscp.is_some_and(|d| d != tc >> 2) {
+        if dscp.is_some_and(|d| d != tc.dscp()) {
             violate(Field::Dscp);
         }
-        if ecn.is_some_and(|e| !e.matches(tc & 3)) {
+        if ecn.is_some_and(|e| !e.matches(tc.ecn().bits())) {
             violate(Field::Ecn);
         }
         if pcp.is_some_and(|want| p.vlan.is_none_or(|(_, pcp)| pcp != want)) {
@@ -250,10 +139,7 @@ impl Verifier {
         if self.tagged > 0 {
             return None;
         }
-        let cooked = self
-            .linktypes
-            .keys()
-            .any(|lt| matches!(*lt, LINKTYPE_LINUX_SLL | LINKTYPE_LINUX_SLL2));
+        let cooked = self.linktypes.keys().any(|&lt| is_cooked(lt));
         if cooked {
             return Some("this is a Linux cooked capture (tcpdump -i any) without VLAN tags; capture on the interface itself (the parent of any VLAN sub-interface) to see PCP and VLAN".into());
         }
@@ -282,7 +168,8 @@ impl Verifier {
             }
         }
         let cannot: Vec<Field> = unverifiable.iter().map(|u| u.field).collect();
-        let expected = |field: Field, cnp: bool| -> Option<String> {
+        let expected = |field: Field, kind: VerifyKind| -> Option<String> {
+            let cnp = kind == VerifyKind::Cnp;
             match (field, cnp) {
                 (Field::Dscp, false) => exp.dscp.map(|d| d.to_string()),
                 (Field::Dscp, true) => exp.cnp_dscp.map(|d| d.to_string()),
@@ -299,7 +186,7 @@ impl Verifier {
         let mut flows: Vec<FlowVerify> = self
             .flows
             .into_iter()
-            .map(|((key, cnp), c)| {
+            .map(|((key, kind), c)| {
                 // Violations of a field the capture cannot show are not counted as violations.
                 let violations: Vec<FieldViolation> = c
                     .violations
@@ -307,7 +194,7 @@ impl Verifier {
                     .filter(|(f, _)| !cannot.contains(f))
                     .map(|(&field, (count, frames))| FieldViolation {
                         field,
-                        expected: expected(field, cnp).unwrap_or_default(),
+                        expected: expected(field, kind).unwrap_or_default(),
                         count: *count,
                         first_frames: frames.clone(),
                     })
@@ -326,9 +213,9 @@ impl Verifier {
                     flow: key.to_string(),
                     src: key.src.to_string(),
                     dst: key.dst.to_string(),
-                    dqpn: key.dqpn,
+                    dqpn: key.dqpn.0,
                     vlan: key.vlan,
-                    kind: if cnp { "cnp" } else { "data" },
+                    kind,
                     checked_against: c.checked > 0,
                     checked: c.checked,
                     violating,
@@ -345,22 +232,22 @@ impl Verifier {
         flows.sort_by(|a, b| {
             b.violating
                 .cmp(&a.violating)
-                .then((a.kind == "cnp").cmp(&(b.kind == "cnp")))
+                .then(a.kind.cmp(&b.kind))
                 .then(a.flow.cmp(&b.flow))
         });
         let checked: u64 = flows.iter().map(|f| f.checked).sum();
         let violating: u64 = flows.iter().map(|f| f.violating).sum();
         let verdict = if self.roce == 0 {
-            "NO_ROCE"
+            Verdict::NoRoce
         } else if violating > 0 {
-            "FAIL"
+            Verdict::Fail
         } else if !unverifiable.is_empty() || checked == 0 {
-            "UNVERIFIABLE"
+            Verdict::Unverifiable
         } else {
-            "PASS"
+            Verdict::Pass
         };
         VerifyReport {
-            passed: verdict == "PASS",
+            passed: verdict == Verdict::Pass,
             verdict,
             expectations: exp,
             checked,
@@ -369,124 +256,6 @@ impl Verifier {
             flows,
         }
     }
-}
-
-fn expectations_text(e: &Expectations) -> String {
-    let mut parts = Vec::new();
-    if let Some(d) = e.dscp {
-        parts.push(format!("DSCP {d} (TOS {:#04x})", d << 2));
-    }
-    if let Some(p) = e.pcp {
-        parts.push(format!("PCP {p}"));
-    }
-    if let Some(v) = e.vlan {
-        parts.push(format!("VLAN {v}"));
-    }
-    if let Some(x) = e.ecn {
-        parts.push(match x {
-            EcnExpect::Ect => "ECN-capable".into(),
-            EcnExpect::NotEct => "Not-ECT".into(),
-        });
-    }
-    if let Some(d) = e.cnp_dscp {
-        parts.push(format!("CNP DSCP {d}"));
-    }
-    if let Some(p) = e.cnp_pcp {
-        parts.push(format!("CNP PCP {p}"));
-    }
-    parts.join(", ")
-}
-
-/// The text form: a per-flow table and the one-line verdict at the end.
-pub fn render(v: &VerifyReport, file: &str) -> String {
-    let mut o = String::new();
-    let _ = writeln!(o, "roce-sniff verify: {file}");
-    let _ = writeln!(
-        o,
-        "  expected on every RoCE frame: {}",
-        expectations_text(&v.expectations)
-    );
-    let width = v
-        .flows
-        .iter()
-        .map(|f| f.flow.len())
-        .max()
-        .unwrap_or(4)
-        .max(4);
-    let _ = writeln!(
-        o,
-        "  {:<width$} {:<4} {:>8} {:>9} {:<12} {:<9} {:<12} {:<14} first violating frames",
-        "flow", "kind", "checked", "violating", "DSCP seen", "PCP seen", "VLAN seen", "ECN seen"
-    );
-    for f in &v.flows {
-        let frames: Vec<String> = f
-            .first_violating_frames
-            .iter()
-            .map(u64::to_string)
-            .collect();
-        let row = format!(
-            "  {:<width$} {:<4} {:>8} {:>9} {:<12} {:<9} {:<12} {:<14} {}",
-            f.flow,
-            f.kind,
-            if f.checked_against {
-                f.checked.to_string()
-            } else {
-                "-".into()
-            },
-            if f.checked_against {
-                f.violating.to_string()
-            } else {
-                "-".into()
-            },
-            counts(&f.seen["dscp"]),
-            counts(&f.seen["pcp"]),
-            counts(&f.seen["vlan"]),
-            counts(&f.seen["ecn"]),
-            frames.join(", ")
-        );
-        let _ = writeln!(o, "{}", row.trim_end());
-        for x in &f.violations {
-            let _ = writeln!(
-                o,
-                "  {:<width$}      {} frames with {} other than {}",
-                "",
-                x.count,
-                x.field.name().to_uppercase(),
-                x.expected
-            );
-        }
-    }
-    if v.flows
-        .iter()
-        .any(|f| f.kind == "cnp" && !f.checked_against)
-    {
-        let _ = writeln!(
-            o,
-            "  CNPs are not checked against the data expectations; use --expect-cnp-dscp / --expect-cnp-pcp"
-        );
-    }
-    for u in &v.unverifiable {
-        let _ = writeln!(
-            o,
-            "  cannot verify {}: {}",
-            u.field.name().to_uppercase(),
-            u.reason
-        );
-    }
-    let line = match v.verdict {
-        "PASS" => format!("PASS: {} RoCE frames checked, all match", v.checked),
-        "FAIL" => format!(
-            "FAIL: {} of {} RoCE frames do not match",
-            v.violating, v.checked
-        ),
-        "NO_ROCE" => "FAIL: no RoCE frames in this capture, nothing was verified (RDMA NICs bypass the kernel: capture on a mirror port, with ibdump, or with a libpcap that can open the RDMA device)".into(),
-        _ => format!(
-            "UNVERIFIABLE: {} RoCE frames checked, no mismatch, but not every expectation can be checked from this capture",
-            v.checked
-        ),
-    };
-    let _ = writeln!(o, "{line}");
-    o
 }
 
 #[cfg(test)]
@@ -505,13 +274,13 @@ mod tests {
             src_mac: None,
             addrs: Some(([10, 0, 0, 1].into(), [10, 0, 0, 2].into())),
             vlan,
-            tclass: Some(tclass),
+            tclass: Some(TrafficClass(tclass)),
             malformed: false,
             error: None,
             payload: Payload::Roce(RoceSummary {
                 opcode: Opcode(0x04),
-                dqpn: 0x11,
-                psn: n as u32,
+                dqpn: roce_parsers::Qpn(0x11),
+                psn: roce_parsers::Psn::new(n as u32),
                 ackreq: false,
                 fecn: false,
                 becn: false,
@@ -540,7 +309,7 @@ mod tests {
             vlan_subinterface: Some("eth0.100".into()),
         };
         let r = v.finish(&ctx);
-        assert_eq!(r.verdict, "UNVERIFIABLE");
+        assert_eq!(r.verdict, Verdict::Unverifiable);
         assert!(!r.passed);
         assert_eq!(
             r.violating, 0,
@@ -558,6 +327,6 @@ mod tests {
         v.feed(&frame(1, Some((100, 3)), 0x68));
         v.feed(&frame(2, None, 0x68));
         let r = v.finish(&CaptureContext::default());
-        assert_eq!((r.verdict, r.checked, r.violating), ("FAIL", 2, 1));
+        assert_eq!((r.verdict, r.checked, r.violating), (Verdict::Fail, 2, 1));
     }
 }

@@ -36,11 +36,54 @@ pub struct Aeth {
     pub msn: u32,
 }
 
-pub const NAK_PSN_SEQUENCE_ERROR: u8 = 0;
-pub const NAK_INVALID_REQUEST: u8 = 1;
-pub const NAK_REMOTE_ACCESS_ERROR: u8 = 2;
-pub const NAK_REMOTE_OPERATIONAL_ERROR: u8 = 3;
-pub const NAK_INVALID_RD_REQUEST: u8 = 4;
+/// The code of a NAK (syndrome bits 4-0 when the kind is NAK).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NakCode {
+    /// The responder expected another PSN: the requester goes back to it (go-back-N).
+    PsnSequenceError,
+    InvalidRequest,
+    RemoteAccessError,
+    RemoteOperationalError,
+    InvalidRdRequest,
+    /// A code the specification reserves, kept as it was.
+    Reserved(u8),
+}
+
+impl NakCode {
+    pub fn from_value(code: u8) -> NakCode {
+        match code {
+            0 => NakCode::PsnSequenceError,
+            1 => NakCode::InvalidRequest,
+            2 => NakCode::RemoteAccessError,
+            3 => NakCode::RemoteOperationalError,
+            4 => NakCode::InvalidRdRequest,
+            other => NakCode::Reserved(other),
+        }
+    }
+
+    pub fn value(self) -> u8 {
+        match self {
+            NakCode::PsnSequenceError => 0,
+            NakCode::InvalidRequest => 1,
+            NakCode::RemoteAccessError => 2,
+            NakCode::RemoteOperationalError => 3,
+            NakCode::InvalidRdRequest => 4,
+            NakCode::Reserved(v) => v,
+        }
+    }
+
+    /// The name every output of roce-sniff uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            NakCode::PsnSequenceError => "psn_sequence_error",
+            NakCode::InvalidRequest => "invalid_request",
+            NakCode::RemoteAccessError => "remote_access_error",
+            NakCode::RemoteOperationalError => "remote_operational_error",
+            NakCode::InvalidRdRequest => "invalid_rd_request",
+            NakCode::Reserved(_) => "reserved",
+        }
+    }
+}
 
 impl Aeth {
     pub fn kind(&self) -> AethKind {
@@ -57,15 +100,9 @@ impl Aeth {
         self.syndrome & 0x1f
     }
 
-    pub fn nak_code_name(code: u8) -> &'static str {
-        match code {
-            NAK_PSN_SEQUENCE_ERROR => "psn_sequence_error",
-            NAK_INVALID_REQUEST => "invalid_request",
-            NAK_REMOTE_ACCESS_ERROR => "remote_access_error",
-            NAK_REMOTE_OPERATIONAL_ERROR => "remote_operational_error",
-            NAK_INVALID_RD_REQUEST => "invalid_rd_request",
-            _ => "reserved",
-        }
+    /// The NAK code, when this is a NAK.
+    pub fn nak_code(&self) -> Option<NakCode> {
+        (self.kind() == AethKind::Nak).then(|| NakCode::from_value(self.value()))
     }
 
     pub fn emit(&self, out: &mut Vec<u8>) {
@@ -91,9 +128,9 @@ mod tests {
             (0x00, AethKind::Ack, 0),
             (0x2e, AethKind::RnrNak, 14),
             (0x40, AethKind::Reserved, 0),
-            (0x60, AethKind::Nak, NAK_PSN_SEQUENCE_ERROR),
-            (0x62, AethKind::Nak, NAK_REMOTE_ACCESS_ERROR),
-            (0x63, AethKind::Nak, NAK_REMOTE_OPERATIONAL_ERROR),
+            (0x60, AethKind::Nak, 0),
+            (0x62, AethKind::Nak, 2),
+            (0x63, AethKind::Nak, 3),
         ];
         for (syn, kind, value) in cases {
             let (_, a) = aeth(&[syn, 0x00, 0x01, 0x02]).unwrap();
@@ -101,7 +138,11 @@ mod tests {
             assert_eq!(a.value(), value, "{syn:#x}");
             assert_eq!(a.msn, 0x0102);
         }
-        assert_eq!(Aeth::nak_code_name(2), "remote_access_error");
+        let nak = |syndrome| Aeth { syndrome, msn: 0 }.nak_code();
+        assert_eq!(nak(0x62), Some(NakCode::RemoteAccessError));
+        assert_eq!(nak(0x62).unwrap().name(), "remote_access_error");
+        assert_eq!(nak(0x67), Some(NakCode::Reserved(7)));
+        assert_eq!(nak(0x1f), None);
         assert!(aeth(&[0x60, 0, 0]).is_err());
     }
 }

@@ -28,20 +28,26 @@ pub mod grh;
 pub mod icrc;
 pub mod immdt;
 pub mod link;
+pub mod mad;
 pub mod opcode;
 pub mod pfc;
+pub mod psn;
+pub mod qos;
 pub mod reth;
 pub mod transport;
 
-pub use aeth::{Aeth, AethKind};
+pub use aeth::{Aeth, AethKind, NakCode};
 pub use atomic::{AtomicAckEth, AtomicEth};
 pub use bth::Bth;
 pub use deth::Deth;
 pub use error::{DecodeError, Layer};
 pub use frame::{decode_frame, Frame, IpInfo, RoceInfo, RoceVersion, VlanTag};
 pub use icrc::{IcrcCheck, IcrcStatus};
+pub use mad::CmMessage;
 pub use opcode::{Opcode, Operation, Position, Transport};
 pub use pfc::MacControl;
+pub use psn::Psn;
+pub use qos::{Ecn, MacAddr, Qpn, TrafficClass};
 pub use reth::Reth;
 pub use transport::ExtHeaders;
 

@@ -13,17 +13,29 @@ pub const LINKTYPE_IPV6: u32 = 229;
 pub const LINKTYPE_LINUX_SLL2: u32 = 276;
 pub const LINKTYPE_ERF: u32 = 197;
 
+/// Every link type roce-sniff decodes, with its name: the one list that names, support checks
+/// and messages read.
+const SUPPORTED: &[(u32, &str)] = &[
+    (LINKTYPE_ETHERNET, "Ethernet"),
+    (LINKTYPE_RAW, "raw IP"),
+    (12, "raw IP"),
+    (14, "raw IP"),
+    (LINKTYPE_LINUX_SLL, "Linux cooked (SLL)"),
+    (LINKTYPE_LINUX_SLL2, "Linux cooked (SLL2)"),
+    (LINKTYPE_IPV4, "raw IPv4"),
+    (LINKTYPE_IPV6, "raw IPv6"),
+    (LINKTYPE_ERF, "ERF"),
+];
+
+/// The supported link types in one phrase, for messages.
+pub const SUPPORTED_SUMMARY: &str =
+    "Ethernet, Linux cooked SLL/SLL2, raw IP, ERF Ethernet and InfiniBand";
+
 pub fn linktype_name(linktype: u32) -> &'static str {
-    match linktype {
-        LINKTYPE_ETHERNET => "Ethernet",
-        LINKTYPE_RAW | 12 | 14 => "raw IP",
-        LINKTYPE_LINUX_SLL => "Linux cooked (SLL)",
-        LINKTYPE_LINUX_SLL2 => "Linux cooked (SLL2)",
-        LINKTYPE_IPV4 => "raw IPv4",
-        LINKTYPE_IPV6 => "raw IPv6",
-        LINKTYPE_ERF => "ERF",
-        _ => "unknown",
-    }
+    SUPPORTED
+        .iter()
+        .find(|&&(lt, _)| lt == linktype)
+        .map_or("unknown", |&(_, name)| name)
 }
 
 /// Whether frames of this link type carry an Ethernet header (and so VLAN tags and PCP).
@@ -31,19 +43,14 @@ pub fn has_ethernet_header(linktype: u32) -> bool {
     linktype == LINKTYPE_ETHERNET
 }
 
+/// Whether frames of this link type carry no Ethernet header of their own: Linux cooked
+/// captures (`tcpdump -i any`), where VLAN tags and PCP cannot be seen.
+pub fn is_cooked(linktype: u32) -> bool {
+    matches!(linktype, LINKTYPE_LINUX_SLL | LINKTYPE_LINUX_SLL2)
+}
+
 pub fn is_supported(linktype: u32) -> bool {
-    matches!(
-        linktype,
-        LINKTYPE_ETHERNET
-            | LINKTYPE_RAW
-            | 12
-            | 14
-            | LINKTYPE_LINUX_SLL
-            | LINKTYPE_LINUX_SLL2
-            | LINKTYPE_IPV4
-            | LINKTYPE_IPV6
-            | LINKTYPE_ERF
-    )
+    SUPPORTED.iter().any(|&(lt, _)| lt == linktype)
 }
 
 /// A Linux cooked header: the protocol (an ethertype for Ethernet-born packets) and the bytes after.

@@ -25,6 +25,12 @@ impl Transport {
             Transport::Unknown(_) => "UNKNOWN",
         }
     }
+
+    /// Whether the transport acknowledges and resends (RC, XRC, RD); UC and UD never do, so
+    /// a gap there is loss nobody repairs.
+    pub fn is_reliable(self) -> bool {
+        matches!(self, Transport::Rc | Transport::Xrc | Transport::Rd)
+    }
 }
 
 /// What an opcode does, independent of the transport.
@@ -217,6 +223,18 @@ const XRC_NAMES: [&str; 24] = [
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Opcode(pub u8);
 
+/// The label of an opcode in every report and listing: its name, or `UNKNOWN_0xNN` with the raw
+/// value when the opcode is not defined for its transport.
+impl std::fmt::Display for Opcode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.is_known() {
+            f.write_str(self.name())
+        } else {
+            write!(f, "UNKNOWN_{:#04x}", self.0)
+        }
+    }
+}
+
 impl Opcode {
     pub const CNP: Opcode = Opcode(0x81);
 
@@ -385,5 +403,19 @@ mod tests {
         assert!(Opcode(0x0c).is_request() && !Opcode(0x10).is_request());
         assert!(Opcode(0x10).is_response() && Opcode(0x11).is_response());
         assert_eq!(Opcode(0x81).operation(), Operation::Cnp);
+    }
+
+    #[test]
+    fn labels_spell_unknown_opcodes_one_way() {
+        assert_eq!(Opcode(0x04).to_string(), "RC_SEND_ONLY");
+        assert_eq!(Opcode(0x81).to_string(), "CNP");
+        assert_eq!(Opcode(0x1f).to_string(), "UNKNOWN_0x1f");
+        assert_eq!(Opcode(0x66).to_string(), "UNKNOWN_0x66");
+    }
+
+    #[test]
+    fn reliable_transports() {
+        assert!(Transport::Rc.is_reliable() && Transport::Xrc.is_reliable());
+        assert!(!Transport::Uc.is_reliable() && !Transport::Ud.is_reliable());
     }
 }

@@ -1,18 +1,49 @@
-//! Findings: what looks wrong, ranked, each with its evidence and likely cause.
+//! Findings: what looks wrong, ranked, each with its evidence and likely cause. They are
+//! computed from the report model and each flow's evidence frames, after the analysis ended.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 
-use roce_parsers::link::{LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2};
-use roce_parsers::Transport;
+use roce_parsers::link::{is_cooked, LINKTYPE_ETHERNET};
 
-use super::flow::Flow;
-use super::{Analyzer, INCAST_MIN_SENDERS};
-use crate::report::{CaptureReport, Finding, FlowReport, PauseReport, PriorityReport, Severity};
+use super::flow::{Evidence, NakCounts};
+use super::INCAST_MIN_SENDERS;
+use crate::model::{
+    CaptureReport, Finding, FindingCode, FlowReport, FlowRole, PauseReport, PriorityReport, Report,
+    Severity,
+};
+
+/// What findings need of a flow beyond its report: the first frames of each kind of event.
+#[derive(Debug, Clone)]
+pub struct FlowEvidence {
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    /// RC, XRC or RD: lost packets are resent.
+    pub reliable: bool,
+    pub first_ts_ns: u64,
+    pub last_ts_ns: u64,
+    pub loss: Evidence,
+    pub retrans: Evidence,
+    pub dups: Evidence,
+    pub naks: NakCounts,
+    pub ce: Evidence,
+    pub ce_unanswered: Evidence,
+    pub not_ect_data: Evidence,
+    pub dscp0_with_pcp: Evidence,
+    pub icrc_bad: Evidence,
+    pub oversize: Evidence,
+}
+
+/// What findings need of the capture beyond its report.
+pub struct CaptureFacts<'a> {
+    /// Link types by number, with frame counts.
+    pub link_types: &'a BTreeMap<u32, u64>,
+    pub first_ts_ns: u64,
+}
 
 fn finding(
     severity: Severity,
-    code: &'static str,
+    code: FindingCode,
     message: String,
     cause: &str,
     flow: Option<String>,
@@ -28,14 +59,6 @@ fn finding(
         count,
         frames,
     }
-}
-
-fn key_of(r: &FlowReport) -> String {
-    let mut s = format!("{} > {} qp {:#08x}", r.src, r.dst, r.dqpn);
-    if let Some(v) = r.vlan {
-        s.push_str(&format!(" vlan {v}"));
-    }
-    s
 }
 
 fn ranges(r: &FlowReport) -> String {
@@ -54,28 +77,39 @@ fn ranges(r: &FlowReport) -> String {
     shown.join(", ")
 }
 
-pub(super) fn find(
-    an: &Analyzer,
-    flows: &[(FlowReport, &Flow)],
-    capture: &CaptureReport,
-    priorities: &[PriorityReport],
-    pause: &[PauseReport],
-    roce_priorities: &[u8],
-) -> Vec<Finding> {
+/// Every finding of a report, most severe first.
+pub fn find(report: &Report, evidence: &[FlowEvidence], facts: &CaptureFacts) -> Vec<Finding> {
     let mut out = Vec::new();
-    let capture_lossy = !capture.warnings.is_empty();
-    for (r, f) in flows {
-        let flow = Some(key_of(r));
-        let reliable = matches!(
-            f.transport,
-            Some(Transport::Rc | Transport::Xrc | Transport::Rd)
-        );
+    let capture_lossy = !report.capture.warnings.is_empty();
+    for (r, f) in report.flows.iter().zip(evidence) {
+        loss_findings(r, f, capture_lossy, &mut out);
+        response_findings(r, f, &mut out);
+        marking_findings(r, f, &mut out);
+    }
+    untagged_findings(&report.flows, evidence, facts, &mut out);
+    pfc_findings(&report.pfc.priorities, &report.pfc.pause_8023x, &mut out);
+    out.extend(incast(&report.flows, evidence, facts.first_ts_ns));
+    capture_findings(
+        &report.capture,
+        &report.pfc.roce_priorities,
+        facts,
+        &mut out,
+    );
+    out.sort_by(|a, b| a.severity.cmp(&b.severity).then(b.count.cmp(&a.count)));
+    out
+}
+
+/// PSN loss, READ response loss, retransmissions, reordering and duplicates.
+fn loss_findings(r: &FlowReport, f: &FlowEvidence, capture_lossy: bool, out: &mut Vec<Finding>) {
+    let flow = Some(r.label());
+    let reliable = f.reliable;
+    {
         let lost = r.psn.missing + r.psn.recovered;
         if lost > 0 {
             let mut msg = format!(
                 "PSN loss on {} {}: {} PSNs lost ({} recovered by retransmission, {} never seen) in {} gap(s)",
                 r.transport.unwrap_or("?"),
-                key_of(r),
+                r.label(),
                 lost,
                 r.psn.recovered,
                 r.psn.missing,
@@ -100,7 +134,7 @@ pub(super) fn find(
             };
             out.push(finding(
                 Severity::Critical,
-                "psn_loss",
+                FindingCode::PsnLoss,
                 msg,
                 &cause,
                 flow.clone(),
@@ -111,8 +145,8 @@ pub(super) fn find(
         if r.read_response_gaps > 0 {
             out.push(finding(
                 Severity::Critical,
-                "read_response_loss",
-                format!("{} gaps in READ responses on {}", r.read_response_gaps, key_of(r)),
+                FindingCode::ReadResponseLoss,
+                format!("{} gaps in READ responses on {}", r.read_response_gaps, r.label()),
                 "READ response packets were dropped on the way back to the requester, which must re-read",
                 flow.clone(),
                 r.read_response_gaps,
@@ -122,11 +156,11 @@ pub(super) fn find(
         if r.psn.retransmitted > 0 {
             out.push(finding(
                 Severity::Warning,
-                "retransmissions",
+                FindingCode::Retransmissions,
                 format!(
                     "{} retransmitted packets on {} ({} PSN-sequence NAKs, {} RNR NAKs)",
                     r.psn.retransmitted,
-                    key_of(r),
+                    r.label(),
                     r.naks.psn_sequence_error,
                     r.naks.rnr
                 ),
@@ -139,8 +173,8 @@ pub(super) fn find(
         if r.psn.out_of_order > 0 {
             out.push(finding(
                 Severity::Warning,
-                "out_of_order",
-                format!("{} packets arrived out of order on {}", r.psn.out_of_order, key_of(r)),
+                FindingCode::OutOfOrder,
+                format!("{} packets arrived out of order on {}", r.psn.out_of_order, r.label()),
                 "the network reordered packets of one QP (ECMP path change, adaptive routing, or a mirror merging two directions)",
                 flow.clone(),
                 r.psn.out_of_order,
@@ -150,14 +184,21 @@ pub(super) fn find(
         if r.psn.duplicates > 0 {
             out.push(finding(
                 Severity::Info,
-                "duplicates",
-                format!("{} duplicate PSNs on {}", r.psn.duplicates, key_of(r)),
+                FindingCode::Duplicates,
+                format!("{} duplicate PSNs on {}", r.psn.duplicates, r.label()),
                 "the same packet was captured twice (mirror or TAP duplication) or resent without a NAK",
                 flow.clone(),
                 r.psn.duplicates,
                 f.dups.frames.clone(),
             ));
         }
+    }
+}
+
+/// NAKs with an error code, RNR NAKs, and CE marks the receiver did not answer.
+fn response_findings(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
+    let flow = Some(r.label());
+    {
         let n = &f.naks;
         let errors = [
             (&n.invalid_request, "invalid request", "the responder rejected the request as malformed or unsupported by the QP (wrong opcode for the QP's access flags)"),
@@ -170,8 +211,8 @@ pub(super) fn find(
             if ev.count > 0 {
                 out.push(finding(
                     Severity::Critical,
-                    "nak_error",
-                    format!("{} NAK ({what}) for {}", ev.count, key_of(r)),
+                    FindingCode::NakError,
+                    format!("{} NAK ({what}) for {}", ev.count, r.label()),
                     cause,
                     flow.clone(),
                     ev.count,
@@ -182,33 +223,33 @@ pub(super) fn find(
         if n.rnr.count > 0 {
             out.push(finding(
                 Severity::Warning,
-                "rnr_nak",
-                format!("{} RNR NAKs for {}", n.rnr.count, key_of(r)),
+                FindingCode::RnrNak,
+                format!("{} RNR NAKs for {}", n.rnr.count, r.label()),
                 "the responder had no receive buffer posted (receiver not ready): the application does not post receives fast enough",
                 flow.clone(),
                 n.rnr.count,
                 n.rnr.frames.clone(),
             ));
         }
-        if r.ce > 0 && r.cnps == 0 && f.is_data() {
+        if r.ce > 0 && r.cnps == 0 && r.role == FlowRole::Data {
             out.push(finding(
                 Severity::Warning,
-                "ce_without_cnp",
-                format!("{} CE-marked packets on {} and no CNP came back", r.ce, key_of(r)),
+                FindingCode::CeWithoutCnp,
+                format!("{} CE-marked packets on {} and no CNP came back", r.ce, r.label()),
                 "congestion control is off at the receiver (no DCQCN notification point), or its CNPs travel where this capture does not see them",
                 flow.clone(),
                 r.ce,
                 f.ce.frames.clone(),
             ));
-        } else if r.ce_without_cnp > 0 && f.is_data() {
+        } else if r.ce_without_cnp > 0 && r.role == FlowRole::Data {
             out.push(finding(
                 Severity::Info,
-                "ce_unanswered",
+                FindingCode::CeUnanswered,
                 format!(
                     "{} of {} CE marks on {} got no CNP within {} ms",
                     r.ce_without_cnp,
                     r.ce,
-                    key_of(r),
+                    r.label(),
                     super::CNP_WINDOW_NS / 1_000_000
                 ),
                 "CNPs are rate-limited per QP, so not every mark gets one; many unanswered marks mean the receiver reacts slowly",
@@ -217,11 +258,18 @@ pub(super) fn find(
                 f.ce_unanswered.frames.clone(),
             ));
         }
+    }
+}
+
+/// Marking (ECN, DSCP), corruption and MTU trouble of one flow.
+fn marking_findings(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
+    let flow = Some(r.label());
+    {
         if f.not_ect_data.count > 0 {
             out.push(finding(
                 Severity::Warning,
-                "not_ect",
-                format!("{} RoCE data packets sent Not-ECT on {}", f.not_ect_data.count, key_of(r)),
+                FindingCode::NotEct,
+                format!("{} RoCE data packets sent Not-ECT on {}", f.not_ect_data.count, r.label()),
                 "ECN is not enabled on the sender, so switches cannot mark this traffic and drop or pause it instead",
                 flow.clone(),
                 f.not_ect_data.count,
@@ -231,11 +279,11 @@ pub(super) fn find(
         if f.dscp0_with_pcp.count > 0 {
             out.push(finding(
                 Severity::Warning,
-                "dscp0_with_pcp",
+                FindingCode::Dscp0WithPcp,
                 format!(
                     "{} RoCE data packets with DSCP 0 but PCP set on {}",
                     f.dscp0_with_pcp.count,
-                    key_of(r)
+                    r.label()
                 ),
                 "the RoCE traffic class is set for layer 2 only: switches that classify by DSCP put this traffic in the default, lossy queue",
                 flow.clone(),
@@ -246,8 +294,8 @@ pub(super) fn find(
         if r.icrc_bad > 0 {
             out.push(finding(
                 Severity::Critical,
-                "icrc_bad",
-                format!("{} frames with a bad ICRC on {}", r.icrc_bad, key_of(r)),
+                FindingCode::IcrcBad,
+                format!("{} frames with a bad ICRC on {}", r.icrc_bad, r.label()),
                 "frames were corrupted in flight (cable, optic, or a device rewriting fields the ICRC covers)",
                 flow.clone(),
                 r.icrc_bad,
@@ -257,12 +305,12 @@ pub(super) fn find(
         if r.oversize > 0 {
             out.push(finding(
                 Severity::Warning,
-                "exceeds_path_mtu",
+                FindingCode::ExceedsPathMtu,
                 format!(
                     "{} packets carry more payload than the path MTU ({} bytes) on {}",
                     r.oversize,
                     r.path_mtu.unwrap_or(0),
-                    key_of(r)
+                    r.label()
                 ),
                 "the sender uses a larger MTU than the QP's path MTU: an MTU mismatch that switches with a smaller MTU drop",
                 flow.clone(),
@@ -271,32 +319,42 @@ pub(super) fn find(
             ));
         }
     }
+}
 
-    // Tagged and untagged RoCE data at once: some flows use the wrong GID index.
-    if an.counts.linktypes.contains_key(&LINKTYPE_ETHERNET) {
-        let data: Vec<&(FlowReport, &Flow)> = flows.iter().filter(|(_, f)| f.is_data()).collect();
-        let untagged: Vec<&&(FlowReport, &Flow)> =
-            data.iter().filter(|(r, _)| r.vlan.is_none()).collect();
+/// Tagged and untagged RoCE data at once: some flows use the wrong GID index.
+fn untagged_findings(
+    flows: &[FlowReport],
+    evidence: &[FlowEvidence],
+    facts: &CaptureFacts,
+    out: &mut Vec<Finding>,
+) {
+    if facts.link_types.contains_key(&LINKTYPE_ETHERNET) {
+        let data: Vec<&FlowReport> = flows.iter().filter(|r| r.role == FlowRole::Data).collect();
+        let untagged: Vec<&&FlowReport> = data.iter().filter(|r| r.vlan.is_none()).collect();
+        let _ = evidence;
         if !untagged.is_empty() && untagged.len() < data.len() {
-            for (r, f) in untagged {
+            for r in untagged {
                 out.push(finding(
                     Severity::Warning,
-                    "untagged_roce",
-                    format!("RoCE flow {} is untagged while other RoCE flows are tagged", key_of(r)),
+                    FindingCode::UntaggedRoce,
+                    format!("RoCE flow {} is untagged while other RoCE flows are tagged", r.label()),
                     "the QP uses a GID of the untagged interface instead of the VLAN interface (wrong GID index), so it gets no PCP and no lossless priority",
-                    Some(key_of(r)),
+                    Some(r.label()),
                     r.packets,
-                    vec![f.first_frame],
+                    vec![r.first_frame],
                 ));
             }
         }
     }
+}
 
+/// Pauses of RoCE priorities, storms, and 802.3x PAUSE.
+fn pfc_findings(priorities: &[PriorityReport], pause: &[PauseReport], out: &mut Vec<Finding>) {
     for p in priorities {
         if p.roce && p.xoff > 0 {
             out.push(finding(
                 Severity::Warning,
-                "pfc_pause_roce_priority",
+                FindingCode::PfcPauseRocePriority,
                 format!(
                     "PFC paused RoCE priority {} from {}: {} XOFF, {:.1} us paused, longest {:.1} us",
                     p.priority, p.source, p.xoff, p.pause_us, p.longest_pause_us
@@ -311,7 +369,7 @@ pub(super) fn find(
             let s = &p.storms[0];
             out.push(finding(
                 Severity::Critical,
-                "pfc_storm",
+                FindingCode::PfcStorm,
                 format!(
                     "PFC storm on priority {} from {}: {} storm(s), the first {:.1} ms long at {:.0} frames/s",
                     p.priority, p.source, p.storms_total, s.duration_ms, s.rate_fps
@@ -326,7 +384,7 @@ pub(super) fn find(
     for p in pause {
         out.push(finding(
             Severity::Warning,
-            "pause_8023x",
+            FindingCode::Pause8023x,
             format!("{} 802.3x PAUSE frames from {}: {:.1} us paused", p.frames, p.source, p.pause_us),
             "link-level flow control stops every priority at once, RoCE and everything else; PFC is what RoCE expects",
             None,
@@ -334,21 +392,21 @@ pub(super) fn find(
             p.first_frame.into_iter().collect(),
         ));
     }
-    if let Some(f) = incast(flows, an.counts.first_ts.unwrap_or(0)) {
-        out.push(f);
-    }
-    capture_findings(an, capture, roce_priorities, &mut out);
-    out.sort_by(|a, b| a.severity.cmp(&b.severity).then(b.count.cmp(&a.count)));
-    out
 }
 
 /// The most senders sending RoCE data to one receiver at the same time.
-fn incast(flows: &[(FlowReport, &Flow)], capture_start: u64) -> Option<Finding> {
+fn incast(flows: &[FlowReport], evidence: &[FlowEvidence], capture_start: u64) -> Option<Finding> {
+    let data = || {
+        flows
+            .iter()
+            .zip(evidence)
+            .filter(|(r, _)| r.role == FlowRole::Data)
+    };
     let mut by_dst: BTreeMap<IpAddr, Vec<(u64, bool, IpAddr)>> = BTreeMap::new();
-    for (_, f) in flows.iter().filter(|(_, f)| f.is_data()) {
-        let e = by_dst.entry(f.key.dst).or_default();
-        e.push((f.first_ts, true, f.key.src));
-        e.push((f.last_ts, false, f.key.src));
+    for (_, f) in data() {
+        let e = by_dst.entry(f.dst).or_default();
+        e.push((f.first_ts_ns, true, f.src));
+        e.push((f.last_ts_ns, false, f.src));
     }
     let mut worst: Option<(IpAddr, usize, u64)> = None;
     for (dst, mut events) in by_dst {
@@ -372,12 +430,11 @@ fn incast(flows: &[(FlowReport, &Flow)], capture_start: u64) -> Option<Finding> 
     if senders < INCAST_MIN_SENDERS {
         return None;
     }
-    let troubled = flows.iter().any(|(r, f)| {
-        f.key.dst == dst && f.is_data() && (r.ce > 0 || r.psn.gaps > 0 || r.psn.retransmitted > 0)
-    });
+    let troubled = data()
+        .any(|(r, f)| f.dst == dst && (r.ce > 0 || r.psn.gaps > 0 || r.psn.retransmitted > 0));
     Some(finding(
         if troubled { Severity::Warning } else { Severity::Info },
-        "incast",
+        FindingCode::Incast,
         format!(
             "incast: {senders} senders sent RoCE data to {dst} at once ({:.6} s into the capture)",
             ts.saturating_sub(capture_start) as f64 / 1e9
@@ -390,16 +447,16 @@ fn incast(flows: &[(FlowReport, &Flow)], capture_start: u64) -> Option<Finding> 
 }
 
 fn capture_findings(
-    an: &Analyzer,
     capture: &CaptureReport,
     roce_priorities: &[u8],
+    facts: &CaptureFacts,
     out: &mut Vec<Finding>,
 ) {
-    let c = &an.counts;
-    if c.packets > 0 && c.roce == 0 {
+    let c = capture;
+    if c.packets > 0 && c.roce_packets == 0 {
         out.push(finding(
             Severity::Info,
-            "no_roce",
+            FindingCode::NoRoce,
             "no RoCE frames in this capture".into(),
             "RDMA NICs bypass the kernel, so tcpdump on the netdev sees no RoCE; capture on a switch mirror port, with ibdump, or with a libpcap that can open the RDMA device",
             None,
@@ -407,28 +464,28 @@ fn capture_findings(
             vec![],
         ));
     }
-    let eth_roce = c.linktypes.contains_key(&LINKTYPE_ETHERNET) && c.roce > 0;
+    let eth_roce = facts.link_types.contains_key(&LINKTYPE_ETHERNET) && c.roce_packets > 0;
     if eth_roce && roce_priorities.is_empty() {
         out.push(finding(
             Severity::Info,
-            "no_vlan_tags",
+            FindingCode::NoVlanTags,
             "no RoCE frame carries a VLAN tag: PCP cannot be seen in this capture".into(),
             "the traffic is untagged, or the capture was taken on a VLAN sub-interface whose tags the kernel strips; capture on the parent interface or a mirror port",
             None,
-            c.roce,
+            c.roce_packets,
             vec![],
         ));
     }
-    let cooked = c
-        .linktypes
+    let cooked = facts
+        .link_types
         .iter()
-        .filter(|(lt, _)| matches!(**lt, LINKTYPE_LINUX_SLL | LINKTYPE_LINUX_SLL2))
+        .filter(|(&lt, _)| is_cooked(lt))
         .map(|(_, n)| n)
         .sum::<u64>();
     if cooked > 0 {
         out.push(finding(
             Severity::Info,
-            "cooked_capture",
+            FindingCode::CookedCapture,
             format!("{cooked} frames are Linux cooked (tcpdump -i any): no Ethernet header, no PCP"),
             "`tcpdump -i any` replaces the Ethernet header; capture on the interface itself to see VLAN tags and PCP",
             None,
@@ -439,7 +496,7 @@ fn capture_findings(
     if c.icrc_unchecked > 0 {
         out.push(finding(
             Severity::Info,
-            "snaplen_hides_icrc",
+            FindingCode::SnaplenHidesIcrc,
             format!("{} RoCE frames were cut by the snap length: their ICRC could not be checked", c.icrc_unchecked),
             "the capture was taken with a snap length (-s); capture whole frames (-s 0) to check ICRCs",
             None,
@@ -450,7 +507,7 @@ fn capture_findings(
     for w in &capture.warnings {
         out.push(finding(
             Severity::Warning,
-            "capture_damaged",
+            FindingCode::CaptureDamaged,
             w.clone(),
             "the capture file is incomplete (a tcpdump that was killed, a full disk, or a damaged copy); everything before the damage was analysed",
             None,
@@ -461,7 +518,7 @@ fn capture_findings(
     if capture.malformed > 0 {
         out.push(finding(
             Severity::Warning,
-            "malformed_frames",
+            FindingCode::MalformedFrames,
             format!("{} malformed frames", capture.malformed),
             "frames whose headers contradict their lengths: corruption, a capture device that mangles frames, or traffic that is not RoCE on UDP port 4791",
             None,
@@ -472,9 +529,15 @@ fn capture_findings(
     if capture.unsupported_link_type > 0 {
         out.push(finding(
             Severity::Warning,
-            "unsupported_link_type",
-            format!("{} frames have a link type roce-sniff does not decode", capture.unsupported_link_type),
-            "the capture uses a link type other than Ethernet, Linux cooked, raw IP or ERF (Ethernet and InfiniBand records)",
+            FindingCode::UnsupportedLinkType,
+            format!(
+                "{} frames have a link type roce-sniff does not decode",
+                capture.unsupported_link_type
+            ),
+            &format!(
+                "the capture uses a link type other than the supported ones ({})",
+                roce_parsers::link::SUPPORTED_SUMMARY
+            ),
             None,
             capture.unsupported_link_type,
             vec![],
@@ -483,7 +546,7 @@ fn capture_findings(
     if capture.flows_untracked_packets > 0 {
         out.push(finding(
             Severity::Warning,
-            "flows_untracked",
+            FindingCode::FlowsUntracked,
             format!(
                 "{} packets belong to flows beyond --max-flows and were not analysed",
                 capture.flows_untracked_packets

@@ -6,7 +6,10 @@ use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::net::IpAddr;
 
-use roce_parsers::Transport;
+use roce_parsers::{Psn, Qpn, Transport};
+
+use super::findings::FlowEvidence;
+use crate::model::{FlowLabel, PairingMethod, PsnCounts};
 
 use super::latency::Samples;
 use super::psn::{PsnTracker, ResponseTracker};
@@ -20,7 +23,7 @@ const MAX_OUTSTANDING: usize = 65_536;
 pub struct FlowKey {
     pub src: IpAddr,
     pub dst: IpAddr,
-    pub dqpn: u32,
+    pub dqpn: Qpn,
     pub vlan: Option<u16>,
 }
 
@@ -33,11 +36,13 @@ impl FlowKey {
 
 impl fmt::Display for FlowKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} > {} qp {:#08x}", self.src, self.dst, self.dqpn)?;
-        if let Some(v) = self.vlan {
-            write!(f, " vlan {v}")?;
+        FlowLabel {
+            src: self.src,
+            dst: self.dst,
+            dqpn: self.dqpn.0,
+            vlan: self.vlan,
         }
-        Ok(())
+        .fmt(f)
     }
 }
 
@@ -94,14 +99,14 @@ pub struct Flow {
     pub icrc_bad: Evidence,
     pub req: PsnTracker,
     /// UD flows: what the sender's shared PSN tracker saw on this flow.
-    pub ud_psn: super::psn::PsnCounts,
+    pub ud_psn: PsnCounts,
     pub loss: Evidence,
     pub retrans: Evidence,
     pub dups: Evidence,
     pub read_resp: ResponseTracker,
     /// The flow of the other direction of the same QP pair.
     pub peer: Option<usize>,
-    pub paired_by: Option<&'static str>,
+    pub paired_by: Option<PairingMethod>,
     // What came back for this flow's requests.
     pub acks: u64,
     pub naks: NakCounts,
@@ -118,11 +123,11 @@ pub struct Flow {
     pub ack_rtt: Samples,
     pub read_latency: Samples,
     /// (PSN, ts, retransmitted) of requests with AckReq, awaiting an ACK.
-    pub awaiting_ack: VecDeque<(u32, u64)>,
+    pub awaiting_ack: VecDeque<(Psn, u64)>,
     /// (first response PSN, ts) of READ requests awaiting their first response.
-    pub awaiting_read: VecDeque<(u32, u64)>,
+    pub awaiting_read: VecDeque<(Psn, u64)>,
     /// Last request PSN and its wrap-free position since the first request (timelines).
-    pub psn_position: Option<(u32, i64)>,
+    pub psn_position: Option<(Psn, i64)>,
 }
 
 impl Flow {
@@ -173,14 +178,14 @@ impl Flow {
         }
     }
 
-    pub fn await_ack(&mut self, psn: u32, ts: u64) {
+    pub fn await_ack(&mut self, psn: Psn, ts: u64) {
         if self.awaiting_ack.len() == MAX_OUTSTANDING {
             self.awaiting_ack.pop_front();
         }
         self.awaiting_ack.push_back((psn, ts));
     }
 
-    pub fn await_read(&mut self, psn: u32, ts: u64) {
+    pub fn await_read(&mut self, psn: Psn, ts: u64) {
         if self.awaiting_read.len() == MAX_OUTSTANDING {
             self.awaiting_read.pop_front();
         }
@@ -199,10 +204,10 @@ impl Flow {
     }
 
     /// Moves the wrap-free PSN position to `psn` and returns it.
-    pub fn advance_position(&mut self, psn: u32) -> i64 {
+    pub fn advance_position(&mut self, psn: Psn) -> i64 {
         let pos = match self.psn_position {
             None => 0,
-            Some((last, pos)) => pos + i64::from(super::psn::psn_diff(psn, last)),
+            Some((last, pos)) => pos + i64::from(psn - last),
         };
         self.psn_position = Some((psn, pos));
         pos
@@ -211,5 +216,26 @@ impl Flow {
     /// Whether this flow carried requests (data), as opposed to only responses or CNPs.
     pub fn is_data(&self) -> bool {
         self.requests > 0
+    }
+
+    /// What findings need of this flow beyond its report: addresses, timing and evidence frames.
+    pub fn evidence(&self) -> FlowEvidence {
+        FlowEvidence {
+            src: self.key.src,
+            dst: self.key.dst,
+            reliable: self.transport.is_some_and(Transport::is_reliable),
+            first_ts_ns: self.first_ts,
+            last_ts_ns: self.last_ts,
+            loss: self.loss.clone(),
+            retrans: self.retrans.clone(),
+            dups: self.dups.clone(),
+            naks: self.naks.clone(),
+            ce: self.ce.clone(),
+            ce_unanswered: self.ce_unanswered.clone(),
+            not_ect_data: self.not_ect_data.clone(),
+            dscp0_with_pcp: self.dscp0_with_pcp.clone(),
+            icrc_bad: self.icrc_bad.clone(),
+            oversize: self.oversize.clone(),
+        }
     }
 }

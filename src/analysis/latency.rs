@@ -1,6 +1,6 @@
 //! Latency samples with bounded memory: exact count and max, percentiles from a reservoir.
 
-use serde::Serialize;
+use crate::model::LatencySummary;
 
 /// Samples kept for percentiles per series. Below this, percentiles are exact.
 const RESERVOIR: usize = 4096;
@@ -23,15 +23,6 @@ impl Default for Samples {
             rng: 0x9e37_79b9_7f4a_7c15,
         }
     }
-}
-
-/// Count and percentiles, in microseconds.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
-pub struct LatencySummary {
-    pub count: u64,
-    pub p50: Option<f64>,
-    pub p99: Option<f64>,
-    pub max: Option<f64>,
 }
 
 impl Samples {

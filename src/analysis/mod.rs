@@ -2,7 +2,6 @@
 //! state only (memory bounded by the number of flows, never by the capture size), and at the
 //! end turns that state into the `Report`.
 
-pub mod cm;
 pub mod findings;
 pub mod flow;
 pub mod latency;
@@ -16,17 +15,14 @@ use std::collections::{BTreeMap, HashMap};
 use rustc_hash::FxHashMap;
 use std::net::IpAddr;
 
-use roce_parsers::aeth::{
-    NAK_INVALID_RD_REQUEST, NAK_INVALID_REQUEST, NAK_PSN_SEQUENCE_ERROR, NAK_REMOTE_ACCESS_ERROR,
-    NAK_REMOTE_OPERATIONAL_ERROR,
-};
-use roce_parsers::{Aeth, AethKind, IcrcStatus, Operation, Position, Transport};
+use roce_parsers::{Aeth, AethKind, CmMessage, Ecn, IcrcStatus, MacAddr, NakCode, Operation};
+use roce_parsers::{Opcode, Position, Psn, Qpn, Transport};
 
+use crate::model::PairingMethod;
 use crate::summary::{PacketSummary, Payload, RoceSummary};
-use cm::CmMessage;
 use flow::{Flow, FlowKey};
 use pfc::{PauseTracker, PfcConfig};
-use psn::{psn_diff, Arrival};
+use psn::Arrival;
 use timeline::{Event, Timelines};
 
 /// A CE mark counts as answered when a CNP for its flow arrives within this time.
@@ -105,20 +101,16 @@ pub struct Analyzer {
     /// adversary that can pick keys to collide: flows are bounded by --max-flows anyway).
     pub(crate) index: FxHashMap<FlowKey, usize>,
     /// CM requests awaiting their reply: (active IP, passive IP, comm id) -> (QPN, path MTU).
-    cm_requests: HashMap<(IpAddr, IpAddr, u32), (u32, Option<u32>)>,
+    cm_requests: HashMap<(IpAddr, IpAddr, u32), (Qpn, Option<u32>)>,
     /// Pairs learned from CM, by flow key, both ways; MTU from the request.
     cm_pairs: HashMap<FlowKey, (FlowKey, Option<u32>)>,
     /// PFC per (source MAC, priority); 802.3x PAUSE per source MAC.
-    pub(crate) pfc: BTreeMap<([u8; 6], u8), PauseTracker>,
-    pub(crate) pause: BTreeMap<[u8; 6], PauseTracker>,
+    pub(crate) pfc: BTreeMap<(MacAddr, u8), PauseTracker>,
+    pub(crate) pause: BTreeMap<MacAddr, PauseTracker>,
     pub(crate) counts: CaptureCounts,
     pub(crate) timelines: Option<Timelines>,
     /// PSN sequences of UD senders, per (source address, source QP).
-    ud_senders: FxHashMap<(IpAddr, u32), psn::PsnTracker>,
-}
-
-fn is_reliable(t: Option<Transport>) -> bool {
-    matches!(t, Some(Transport::Rc | Transport::Xrc | Transport::Rd))
+    ud_senders: FxHashMap<(IpAddr, Qpn), psn::PsnTracker>,
 }
 
 impl Analyzer {
@@ -228,9 +220,9 @@ impl Analyzer {
             flow.path_mtu = flow.path_mtu.or(mtu);
             if let Some(&j) = self.index.get(&peer_key) {
                 flow.peer = Some(j);
-                flow.paired_by = Some("rdma_cm");
+                flow.paired_by = Some(PairingMethod::RdmaCm);
                 self.flows[j].peer = Some(i);
-                self.flows[j].paired_by = Some("rdma_cm");
+                self.flows[j].paired_by = Some(PairingMethod::RdmaCm);
             }
         }
         self.flows.push(flow);
@@ -268,7 +260,7 @@ impl Analyzer {
             return;
         };
         let op = r.opcode;
-        let ecn = p.tclass.map(|t| t & 3);
+        let ce = p.tclass.is_some_and(|t| t.ecn() == Ecn::Ce);
         {
             let f = &mut self.flows[fi];
             f.packets += 1;
@@ -278,16 +270,16 @@ impl Analyzer {
             *f.opcodes.entry(op.0).or_default() += 1;
             f.pcp[p.vlan.map_or(8, |(_, pcp)| usize::from(pcp & 7))] += 1;
             if let Some(tc) = p.tclass {
-                f.dscp[usize::from(tc >> 2)] += 1;
-                f.ecn[usize::from(tc & 3)] += 1;
+                f.dscp[usize::from(tc.dscp())] += 1;
+                f.ecn[usize::from(tc.ecn().bits())] += 1;
             }
             if r.icrc == IcrcStatus::Bad {
                 f.icrc_bad.add(p.frame_no);
             }
-            if f.transport.is_none() && op.is_known() && op != roce_parsers::Opcode::CNP {
+            if f.transport.is_none() && op.is_known() && op != Opcode::CNP {
                 f.transport = Some(op.transport());
             }
-            if ecn == Some(3) {
+            if ce {
                 self.totals.ce += 1;
                 f.ce.add(p.frame_no);
                 f.first_ce_ts.get_or_insert(p.ts_ns);
@@ -299,7 +291,7 @@ impl Analyzer {
             Event {
                 packets: 1,
                 bytes: u64::from(p.len),
-                ce: u64::from(ecn == Some(3)),
+                ce: u64::from(ce),
                 ..Event::default()
             },
         );
@@ -352,13 +344,13 @@ impl Analyzer {
                 if let (Some(&a), Some(&b)) =
                     (self.index.get(&to_passive), self.index.get(&to_active))
                 {
-                    self.pair(a, b, "rdma_cm");
+                    self.pair(a, b, PairingMethod::RdmaCm);
                 }
             }
         }
     }
 
-    fn pair(&mut self, a: usize, b: usize, how: &'static str) {
+    fn pair(&mut self, a: usize, b: usize, how: PairingMethod) {
         self.flows[a].peer = Some(b);
         self.flows[b].peer = Some(a);
         self.flows[a].paired_by = Some(how);
@@ -393,15 +385,15 @@ impl Analyzer {
             }
         }
         // QP 1 carries connection management, not RoCE data: its marking does not matter.
-        if let Some(tc) = p.tclass.filter(|_| r.dqpn != 1 && !r.ib) {
-            if tc >> 2 == 0 && p.vlan.is_some_and(|(_, pcp)| pcp != 0) {
+        if let Some(tc) = p.tclass.filter(|_| r.dqpn != Qpn::GSI && !r.ib) {
+            if tc.dscp() == 0 && p.vlan.is_some_and(|(_, pcp)| pcp != 0) {
                 f.dscp0_with_pcp.add(p.frame_no);
             }
-            if tc & 3 == 0 {
+            if !tc.ecn().is_capable() {
                 f.not_ect_data.add(p.frame_no);
             }
         }
-        if p.tclass.is_some_and(|t| t & 3 == 3) {
+        if p.tclass.is_some_and(|t| t.ecn() == Ecn::Ce) {
             f.expire_ce(p.ts_ns, CNP_WINDOW_NS);
             f.ce_pending.push_back((p.ts_ns, p.frame_no));
         }
@@ -426,9 +418,13 @@ impl Analyzer {
                     a
                 }
             }
-            _ => f
-                .req
-                .request(r.psn, p.ts_ns, consumes, read_len, is_reliable(f.transport)),
+            _ => f.req.request(
+                r.psn,
+                p.ts_ns,
+                consumes,
+                read_len,
+                f.transport.is_some_and(Transport::is_reliable),
+            ),
         };
         match arrival {
             Arrival::Gap(_) => {
@@ -439,7 +435,7 @@ impl Analyzer {
                 self.totals.retransmitted += 1;
                 f.retrans.add(p.frame_no);
                 // Karn: no RTT samples from requests that were sent more than once.
-                f.awaiting_ack.retain(|&(psn, _)| psn_diff(psn, r.psn) < 0);
+                f.awaiting_ack.retain(|&(psn, _)| psn < r.psn);
             }
             Arrival::Duplicate => f.dups.add(p.frame_no),
             _ => {}
@@ -468,7 +464,7 @@ impl Analyzer {
     }
 
     /// The request flow a response flow answers: its CM or PSN-matched peer.
-    fn request_flow_for(&mut self, fi: usize, psn: u32) -> Option<usize> {
+    fn request_flow_for(&mut self, fi: usize, psn: Psn) -> Option<usize> {
         if let Some(j) = self.flows[fi].peer {
             return Some(j);
         }
@@ -488,7 +484,7 @@ impl Analyzer {
             };
             // A response carries the PSN of a request already sent: at or behind the last one,
             // or within the responses of a READ whose size is unknown.
-            let dist = psn_diff(psn, expected);
+            let dist = psn - expected;
             if (-65_536..4_096).contains(&dist) {
                 let closeness = (dist + 1).abs();
                 if best.is_none_or(|(_, c)| closeness < c) {
@@ -497,7 +493,7 @@ impl Analyzer {
             }
         }
         let (j, _) = best?;
-        self.pair(fi, j, "psn");
+        self.pair(fi, j, PairingMethod::Psn);
         Some(j)
     }
 
@@ -524,7 +520,7 @@ impl Analyzer {
             d.read_responses += 1;
             if matches!(op.position(), Position::First | Position::Only) {
                 while let Some(&(psn, ts)) = d.awaiting_read.front() {
-                    let dist = psn_diff(psn, r.psn);
+                    let dist = psn - r.psn;
                     if dist > 0 {
                         break;
                     }
@@ -546,7 +542,7 @@ impl Analyzer {
                     d.acks += 1;
                 }
                 while let Some(&(psn, ts)) = d.awaiting_ack.front() {
-                    if psn_diff(psn, r.psn) > 0 {
+                    if psn > r.psn {
                         break;
                     }
                     d.awaiting_ack.pop_front();
@@ -558,20 +554,20 @@ impl Analyzer {
                 d.req.nak(r.psn);
             }
             AethKind::Nak => {
-                let slot = match aeth.value() {
-                    NAK_PSN_SEQUENCE_ERROR => {
+                let slot = match NakCode::from_value(aeth.value()) {
+                    NakCode::PsnSequenceError => {
                         d.req.nak(r.psn);
                         &mut d.naks.psn_sequence_error
                     }
-                    NAK_INVALID_REQUEST => &mut d.naks.invalid_request,
-                    NAK_REMOTE_ACCESS_ERROR => &mut d.naks.remote_access_error,
-                    NAK_REMOTE_OPERATIONAL_ERROR => &mut d.naks.remote_operational_error,
-                    NAK_INVALID_RD_REQUEST => &mut d.naks.invalid_rd_request,
-                    _ => &mut d.naks.other,
+                    NakCode::InvalidRequest => &mut d.naks.invalid_request,
+                    NakCode::RemoteAccessError => &mut d.naks.remote_access_error,
+                    NakCode::RemoteOperationalError => &mut d.naks.remote_operational_error,
+                    NakCode::InvalidRdRequest => &mut d.naks.invalid_rd_request,
+                    NakCode::Reserved(_) => &mut d.naks.other,
                 };
                 slot.add(p.frame_no);
                 // Everything before the NAK's PSN was received.
-                d.awaiting_ack.retain(|&(psn, _)| psn_diff(psn, r.psn) >= 0);
+                d.awaiting_ack.retain(|&(psn, _)| psn >= r.psn);
             }
             AethKind::Reserved => {}
         }

@@ -6,7 +6,7 @@
 //! (each XOFF arriving before the previous one ran out) or receives pause frames faster than
 //! `storm_fps`. Overlapping stretches of both kinds are reported as one storm.
 
-use serde::Serialize;
+use crate::model::{Storm, StormKind};
 
 /// Storms listed per priority; more are counted.
 const STORMS_SHOWN: usize = 32;
@@ -21,25 +21,10 @@ pub struct PfcConfig {
 }
 
 impl PfcConfig {
-    /// One pause quantum (512 bit times) in nanoseconds.
+    /// One pause quantum in nanoseconds at the configured link speed.
     pub fn quantum_ns(&self) -> f64 {
-        512.0 / self.link_gbps
+        roce_parsers::pfc::quanta_to_ns(1, self.link_gbps)
     }
-}
-
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Storm {
-    /// Start in nanoseconds since the epoch (exact; `start_ts` is the same in seconds).
-    pub start_ns: u64,
-    pub start_ts: f64,
-    pub end_ts: f64,
-    pub duration_ms: f64,
-    pub frames: u64,
-    /// Pause frames per second over the storm.
-    pub rate_fps: f64,
-    /// "paused" (continuously paused) or "rate" (frames faster than --storm-fps), or both.
-    pub kind: &'static str,
-    pub first_frame: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -187,9 +172,9 @@ impl PauseTracker {
                     frames: s.frames,
                     rate_fps: s.frames as f64 * 1e9 / dur_ns as f64,
                     kind: match kind {
-                        1 => "paused",
-                        2 => "rate",
-                        _ => "paused+rate",
+                        1 => StormKind::Paused,
+                        2 => StormKind::Rate,
+                        _ => StormKind::PausedAndRate,
                     },
                     first_frame: s.first_frame,
                 }
@@ -253,7 +238,7 @@ mod tests {
         let storms = t.storms();
         assert_eq!(storms.len(), 1);
         assert_eq!(storms[0].frames, 500);
-        assert_eq!(storms[0].kind, "paused+rate");
+        assert_eq!(storms[0].kind, crate::model::StormKind::PausedAndRate);
     }
 
     #[test]

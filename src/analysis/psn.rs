@@ -11,9 +11,10 @@
 //! A READ request consumes as many PSNs as responses it asks for: exactly ceil(len/MTU) when the
 //! path MTU is known, otherwise the next request may be anywhere from 1 to ceil(len/256) PSNs on.
 
-use serde::Serialize;
+use roce_parsers::Psn;
 
-const PSN_MOD: u32 = 1 << 24;
+use crate::model::PsnCounts;
+
 /// Most holes tracked individually; beyond, skipped PSNs are only counted.
 const MAX_HOLES: usize = 1024;
 /// Ranges listed in the report.
@@ -23,20 +24,6 @@ pub const MISSING_RANGES_SHOWN: usize = 8;
 pub const RETRANSMIT_IDLE_NS: u64 = 100_000;
 /// Smallest path MTU: bounds how many responses a READ of unknown MTU can ask for.
 const MIN_MTU: u32 = 256;
-
-/// `a - b` as a signed distance in PSN space.
-pub fn psn_diff(a: u32, b: u32) -> i32 {
-    let d = a.wrapping_sub(b) & (PSN_MOD - 1);
-    if d >= PSN_MOD / 2 {
-        d as i32 - PSN_MOD as i32
-    } else {
-        d as i32
-    }
-}
-
-pub fn psn_add(a: u32, n: u32) -> u32 {
-    a.wrapping_add(n) & (PSN_MOD - 1)
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Arrival {
@@ -48,50 +35,35 @@ pub enum Arrival {
     Retransmitted,
 }
 
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
-pub struct PsnCounts {
-    /// Arrivals ahead of the expected PSN.
-    pub gaps: u64,
-    /// PSNs skipped by gaps and never seen by the end of the capture.
-    pub missing: u64,
-    /// The first missing ranges, inclusive.
-    pub missing_ranges: Vec<[u32; 2]>,
-    pub duplicates: u64,
-    pub out_of_order: u64,
-    pub retransmitted: u64,
-    /// Skipped PSNs that arrived later in a retransmission: lost, then repaired.
-    pub recovered: u64,
-}
-
 #[derive(Debug, Clone, Copy)]
 struct Replay {
     /// Last PSN sent before the go-back: the replay is over once PSNs pass it.
-    until: u32,
+    until: Psn,
 }
 
 #[derive(Debug, Clone, Default)]
 pub struct PsnTracker {
-    expected: Option<u32>,
+    expected: Option<Psn>,
     /// (PSN, DMA length) of the previous request when it was a READ of unknown response count.
-    open_read: Option<(u32, u32)>,
+    open_read: Option<(Psn, u32)>,
     /// Skipped ranges (start, length) in the order they appeared.
-    holes: Vec<(u32, u32)>,
+    holes: Vec<(Psn, u32)>,
     /// Skipped PSNs that did not fit in `holes`.
     untracked_missing: u64,
     replay: Option<Replay>,
     /// PSN from the latest NAK (sequence error) or RNR NAK for this stream, not yet acted on.
-    nak_from: Option<u32>,
+    nak_from: Option<Psn>,
     last_ts: u64,
     counts: PsnCounts,
 }
 
 impl PsnTracker {
-    pub fn expected(&self) -> Option<u32> {
+    pub fn expected(&self) -> Option<Psn> {
         self.expected
     }
 
     /// The responder asked for a resend from `psn` (NAK sequence error or RNR NAK).
-    pub fn nak(&mut self, psn: u32) {
+    pub fn nak(&mut self, psn: Psn) {
         self.nak_from = Some(psn);
     }
 
@@ -100,7 +72,7 @@ impl PsnTracker {
     /// is false for UC/UD, which never retransmit.
     pub fn request(
         &mut self,
-        psn: u32,
+        psn: Psn,
         ts: u64,
         consumes: u32,
         read_len: Option<u32>,
@@ -114,11 +86,11 @@ impl PsnTracker {
             return Arrival::InOrder;
         };
         if let Some(r) = self.replay {
-            if psn_diff(psn, r.until) > 0 {
+            if psn > r.until {
                 self.replay = None;
             }
         }
-        let d = psn_diff(psn, expected);
+        let d = psn - expected;
         if d == 0 {
             self.advance(psn, consumes, read_len);
             return Arrival::InOrder;
@@ -127,7 +99,7 @@ impl PsnTracker {
             // After a READ of unknown MTU, a jump of up to its largest response count is not loss.
             if let Some((read_psn, len)) = open_read {
                 let max_responses = len.div_ceil(MIN_MTU).max(1);
-                let jump = psn_diff(psn, read_psn);
+                let jump = psn - read_psn;
                 if jump > 0 && jump as u32 <= max_responses {
                     self.advance(psn, consumes, read_len);
                     return Arrival::InOrder;
@@ -150,13 +122,11 @@ impl PsnTracker {
             };
         }
         let in_replay = self.replay.is_some();
-        let nak_covers = self
-            .nak_from
-            .is_some_and(|n| psn_diff(psn, n) >= 0 && psn_diff(psn, expected) < 0);
+        let nak_covers = self.nak_from.is_some_and(|n| psn >= n && psn < expected);
         if in_replay || nak_covers || idle {
             if !in_replay {
                 self.replay = Some(Replay {
-                    until: psn_add(expected, PSN_MOD - 1),
+                    until: expected.prev(),
                 });
                 self.nak_from = None;
             }
@@ -174,12 +144,12 @@ impl PsnTracker {
         }
     }
 
-    fn advance(&mut self, psn: u32, consumes: u32, read_len: Option<u32>) {
-        self.expected = Some(psn_add(psn, consumes.max(1)));
+    fn advance(&mut self, psn: Psn, consumes: u32, read_len: Option<u32>) {
+        self.expected = Some(psn + consumes.max(1));
         self.open_read = read_len.map(|len| (psn, len));
     }
 
-    fn add_hole(&mut self, start: u32, len: u32) {
+    fn add_hole(&mut self, start: Psn, len: u32) {
         if self.holes.len() < MAX_HOLES {
             self.holes.push((start, len));
         } else {
@@ -188,18 +158,18 @@ impl PsnTracker {
     }
 
     /// Removes `psn` from the hole that holds it; false if no hole does.
-    fn fill_hole(&mut self, psn: u32) -> bool {
+    fn fill_hole(&mut self, psn: Psn) -> bool {
         let Some(i) = self
             .holes
             .iter()
-            .position(|&(s, l)| (0..l as i32).contains(&psn_diff(psn, s)))
+            .position(|&(s, l)| (0..l as i32).contains(&(psn - s)))
         else {
             return false;
         };
         let (start, len) = self.holes[i];
-        let offset = psn_diff(psn, start) as u32;
+        let offset = (psn - start) as u32;
         let before = (start, offset);
-        let after = (psn_add(psn, 1), len - offset - 1);
+        let after = (psn + 1, len - offset - 1);
         match (before.1 > 0, after.1 > 0) {
             (true, true) => {
                 self.holes[i] = before;
@@ -223,7 +193,7 @@ impl PsnTracker {
             .holes
             .iter()
             .take(MISSING_RANGES_SHOWN)
-            .map(|&(s, l)| [s, psn_add(s, l - 1)])
+            .map(|&(s, l)| [s.value(), (s + (l - 1)).value()])
             .collect();
         c
     }
@@ -251,24 +221,24 @@ impl PsnCounts {
 /// READ responses on a flow: within one READ the PSNs run consecutively.
 #[derive(Debug, Clone, Default)]
 pub struct ResponseTracker {
-    next: Option<u32>,
+    next: Option<Psn>,
     pub gaps: u64,
     pub missing: u64,
 }
 
 impl ResponseTracker {
     /// `first` is true for READ Response First/Only (a new READ starts), `last` for Last/Only.
-    pub fn response(&mut self, psn: u32, first: bool, last: bool) {
+    pub fn response(&mut self, psn: Psn, first: bool, last: bool) {
         if !first {
             if let Some(n) = self.next {
-                let d = psn_diff(psn, n);
+                let d = psn - n;
                 if d > 0 {
                     self.gaps += 1;
                     self.missing += d as u64;
                 }
             }
         }
-        self.next = if last { None } else { Some(psn_add(psn, 1)) };
+        self.next = if last { None } else { Some(psn + 1) };
     }
 }
 
@@ -279,16 +249,8 @@ mod tests {
     fn feed(t: &mut PsnTracker, psns: &[u32]) -> Vec<Arrival> {
         psns.iter()
             .enumerate()
-            .map(|(i, &p)| t.request(p, 1_000 + i as u64 * 10, 1, None, true))
+            .map(|(i, &p)| t.request(Psn::new(p), 1_000 + i as u64 * 10, 1, None, true))
             .collect()
-    }
-
-    #[test]
-    fn diff_wraps() {
-        assert_eq!(psn_diff(0, 0xffffff), 1);
-        assert_eq!(psn_diff(0xffffff, 0), -1);
-        assert_eq!(psn_diff(5, 3), 2);
-        assert_eq!(psn_add(0xffffff, 2), 1);
     }
 
     #[test]
@@ -303,10 +265,10 @@ mod tests {
     fn gap_then_nak_then_go_back_n() {
         let mut t = PsnTracker::default();
         feed(&mut t, &[10, 11, 12, 14, 15]);
-        t.nak(13);
+        t.nak(Psn::new(13));
         let a: Vec<_> = [13, 14, 15, 16]
             .iter()
-            .map(|&p| t.request(p, 5_000, 1, None, true))
+            .map(|&p| t.request(Psn::new(p), 5_000, 1, None, true))
             .collect();
         assert_eq!(
             a,
@@ -343,38 +305,41 @@ mod tests {
     #[test]
     fn timeout_retransmission_after_idle() {
         let mut t = PsnTracker::default();
-        t.request(1, 1_000, 1, None, true);
-        t.request(2, 1_100, 1, None, true);
+        t.request(Psn::new(1), 1_000, 1, None, true);
+        t.request(Psn::new(2), 1_100, 1, None, true);
         assert_eq!(
-            t.request(2, 1_100 + RETRANSMIT_IDLE_NS, 1, None, true),
+            t.request(Psn::new(2), 1_100 + RETRANSMIT_IDLE_NS, 1, None, true),
             Arrival::Retransmitted
         );
         // Unreliable transports never retransmit: the same is a duplicate.
         let mut u = PsnTracker::default();
-        u.request(1, 1_000, 1, None, false);
-        assert_eq!(u.request(1, 1_000_000, 1, None, false), Arrival::Duplicate);
+        u.request(Psn::new(1), 1_000, 1, None, false);
+        assert_eq!(
+            u.request(Psn::new(1), 1_000_000, 1, None, false),
+            Arrival::Duplicate
+        );
     }
 
     #[test]
     fn read_requests_advance_by_their_responses() {
         let mut t = PsnTracker::default();
         // MTU known: 4096 bytes at MTU 1024 is 4 PSNs.
-        t.request(100, 1, 4, None, true);
-        assert_eq!(t.request(104, 2, 1, None, true), Arrival::InOrder);
+        t.request(Psn::new(100), 1, 4, None, true);
+        assert_eq!(t.request(Psn::new(104), 2, 1, None, true), Arrival::InOrder);
         // MTU unknown: anything up to ceil(len/256) is fine, beyond is a gap.
-        t.request(105, 3, 1, Some(2048), true);
-        assert_eq!(t.request(109, 4, 1, None, true), Arrival::InOrder);
-        t.request(110, 5, 1, Some(512), true);
-        assert_eq!(t.request(115, 6, 1, None, true), Arrival::Gap(4));
+        t.request(Psn::new(105), 3, 1, Some(2048), true);
+        assert_eq!(t.request(Psn::new(109), 4, 1, None, true), Arrival::InOrder);
+        t.request(Psn::new(110), 5, 1, Some(512), true);
+        assert_eq!(t.request(Psn::new(115), 6, 1, None, true), Arrival::Gap(4));
     }
 
     #[test]
     fn read_response_gaps() {
         let mut r = ResponseTracker::default();
-        r.response(10, true, false);
-        r.response(11, false, false);
-        r.response(13, false, true);
-        r.response(20, true, true);
+        r.response(Psn::new(10), true, false);
+        r.response(Psn::new(11), false, false);
+        r.response(Psn::new(13), false, true);
+        r.response(Psn::new(20), true, true);
         assert_eq!((r.gaps, r.missing), (1, 1));
     }
 }

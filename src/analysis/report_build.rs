@@ -1,18 +1,19 @@
-//! Turning the analyzer's state into the `Report`.
+//! Turning the analyzer's state into the report model. Findings are computed afterwards from
+//! the model and the flows' evidence (frame numbers), never from the analyzer's internals.
 
 use std::collections::BTreeMap;
 
 use roce_parsers::link::linktype_name;
-use roce_parsers::Opcode;
+use roce_parsers::{Ecn, MacAddr, Opcode, Transport};
 
+use super::findings::{self, CaptureFacts, FlowEvidence};
 use super::flow::Flow;
 use super::pfc::PauseTracker;
-use super::timeline::Bin;
-use super::{findings, Analyzer, CNP_WINDOW_NS};
+use super::{Analyzer, CNP_WINDOW_NS};
 use crate::decode::DecodeCounts;
-use crate::packets::{ecn_name, Mac};
-use crate::report::{
-    CaptureReport, FlowReport, NakReport, PauseReport, PfcReport, PriorityReport, Report, SCHEMA,
+use crate::model::{
+    Bin, CaptureReport, FlowReport, FlowRole, FlowSeries, NakReport, PauseReport, PfcReport,
+    PfcRow, PlotData, PriorityReport, Report, SCHEMA,
 };
 
 /// What the reader and decoder know about the file, beyond the packets.
@@ -25,17 +26,11 @@ pub struct CaptureMeta {
     pub warnings: Vec<String>,
 }
 
+/// Bins the automatic choice aims below.
+const AUTO_BINS: usize = 500;
+
 fn secs(ns: u64) -> f64 {
     ns as f64 / 1e9
-}
-
-fn opcode_name(op: u8) -> String {
-    let o = Opcode(op);
-    if o.is_known() {
-        o.name().to_string()
-    } else {
-        format!("UNKNOWN_0x{op:02x}")
-    }
 }
 
 /// A number to sort flows by: the more trouble, the higher.
@@ -52,44 +47,74 @@ fn trouble(f: &FlowReport) -> u64 {
         + f.oversize * 100
 }
 
-impl Analyzer {
-    fn flow_report(&self, f: &Flow, last_ts: u64) -> FlowReport {
-        let mut pcp = BTreeMap::new();
-        for (i, &n) in f.pcp.iter().enumerate() {
-            if n > 0 {
-                let k = if i == 8 {
-                    "untagged".to_string()
+/// Non-zero counts of an indexed array, keyed by index (numeric order).
+fn nonzero_counts(counts: &[u64]) -> BTreeMap<u8, u64> {
+    counts
+        .iter()
+        .enumerate()
+        .filter(|(_, &n)| n > 0)
+        .map(|(i, &n)| (i as u8, n))
+        .collect()
+}
+
+fn pcp_counts(f: &Flow) -> BTreeMap<String, u64> {
+    nonzero_counts(&f.pcp)
+        .into_iter()
+        .map(|(i, n)| {
+            (
+                if i == 8 {
+                    "untagged".into()
                 } else {
                     i.to_string()
-                };
-                pcp.insert(k, n);
-            }
-        }
-        let dscp = f
-            .dscp
-            .iter()
-            .enumerate()
-            .filter(|(_, &n)| n > 0)
-            .map(|(i, &n)| (i.to_string(), n))
-            .collect();
-        let ecn = f
-            .ecn
-            .iter()
-            .enumerate()
-            .filter(|(_, &n)| n > 0)
-            .map(|(i, &n)| (ecn_name(i as u8).to_string(), n))
-            .collect();
-        let opcodes = f
-            .opcodes
-            .iter()
-            .map(|(&op, &n)| (opcode_name(op), n))
-            .collect();
-        let duration_ns = f.last_ts - f.first_ts;
-        let gbps = if duration_ns > 0 {
-            f.bytes as f64 * 8.0 / duration_ns as f64
-        } else {
-            0.0
-        };
+                },
+                n,
+            )
+        })
+        .collect()
+}
+
+fn ecn_counts(f: &Flow) -> BTreeMap<String, u64> {
+    nonzero_counts(&f.ecn)
+        .into_iter()
+        .map(|(i, n)| (Ecn::from_bits(i).name().to_string(), n))
+        .collect()
+}
+
+fn nak_report(f: &Flow) -> NakReport {
+    let n = &f.naks;
+    NakReport {
+        psn_sequence_error: n.psn_sequence_error.count,
+        invalid_request: n.invalid_request.count,
+        remote_access_error: n.remote_access_error.count,
+        remote_operational_error: n.remote_operational_error.count,
+        invalid_rd_request: n.invalid_rd_request.count,
+        other: n.other.count,
+        rnr: n.rnr.count,
+    }
+}
+
+fn role(f: &Flow) -> FlowRole {
+    if f.is_data() {
+        FlowRole::Data
+    } else if f.cnps_sent > 0 && f.cnps_sent == f.packets {
+        FlowRole::Cnp
+    } else {
+        FlowRole::Responses
+    }
+}
+
+/// Wire throughput over the flow's active time.
+fn gbps(f: &Flow) -> f64 {
+    let duration_ns = f.last_ts - f.first_ts;
+    if duration_ns > 0 {
+        f.bytes as f64 * 8.0 / duration_ns as f64
+    } else {
+        0.0
+    }
+}
+
+impl Analyzer {
+    fn flow_report(&self, f: &Flow, last_ts: u64) -> FlowReport {
         // CE marks still waiting for a CNP when the capture ended count only if their window
         // ended inside the capture.
         let late_unanswered = f
@@ -97,21 +122,14 @@ impl Analyzer {
             .iter()
             .filter(|&&(ts, _)| ts + CNP_WINDOW_NS <= last_ts)
             .count() as u64;
-        let n = &f.naks;
         FlowReport {
             id: 0,
             src: f.key.src.to_string(),
             dst: f.key.dst.to_string(),
-            dqpn: f.key.dqpn,
+            dqpn: f.key.dqpn.0,
             vlan: f.key.vlan,
             transport: f.transport.map(|t| t.name()),
-            role: if f.is_data() {
-                "data"
-            } else if f.cnps_sent > 0 && f.cnps_sent == f.packets {
-                "cnp"
-            } else {
-                "responses"
-            },
+            role: role(f),
             packets: f.packets,
             bytes: f.bytes,
             payload_bytes: f.payload_bytes,
@@ -120,16 +138,20 @@ impl Analyzer {
             first_frame: f.first_frame,
             first_ts: secs(f.first_ts),
             last_ts: secs(f.last_ts),
-            duration_us: duration_ns as f64 / 1e3,
-            gbps,
+            duration_us: (f.last_ts - f.first_ts) as f64 / 1e3,
+            gbps: gbps(f),
             path_mtu: f
                 .path_mtu
                 .or_else(|| f.peer.and_then(|j| self.flows[j].path_mtu)),
-            pcp,
-            dscp,
-            ecn,
-            opcodes,
-            psn: if f.transport == Some(roce_parsers::Transport::Ud) {
+            pcp: pcp_counts(f),
+            dscp: nonzero_counts(&f.dscp),
+            ecn: ecn_counts(f),
+            opcodes: f
+                .opcodes
+                .iter()
+                .map(|(&op, &n)| (Opcode(op).to_string(), n))
+                .collect(),
+            psn: if f.transport == Some(Transport::Ud) {
                 f.ud_psn.clone()
             } else {
                 f.req.finish()
@@ -138,15 +160,7 @@ impl Analyzer {
             retransmit_frames: f.retrans.frames.clone(),
             read_response_gaps: f.read_resp.gaps,
             acks: f.acks,
-            naks: NakReport {
-                psn_sequence_error: n.psn_sequence_error.count,
-                invalid_request: n.invalid_request.count,
-                remote_access_error: n.remote_access_error.count,
-                remote_operational_error: n.remote_operational_error.count,
-                invalid_rd_request: n.invalid_rd_request.count,
-                other: n.other.count,
-                rnr: n.rnr.count,
-            },
+            naks: nak_report(f),
             read_responses: f.read_responses,
             cnps: f.cnps.count,
             cnps_sent: f.cnps_sent,
@@ -165,77 +179,88 @@ impl Analyzer {
         }
     }
 
-    fn pause_report(&self, t: &PauseTracker) -> (f64, f64) {
-        (t.paused_ns as f64 / 1e3, t.longest_ns as f64 / 1e3)
-    }
-
-    /// Ends the analysis and builds the report.
-    pub fn finish(self, meta: CaptureMeta) -> Report {
-        self.finish_with_plots(meta).0
-    }
-
-    /// Ends the analysis; with timelines enabled, also returns what the plots need.
-    pub fn finish_with_plots(mut self, meta: CaptureMeta) -> (Report, Option<PlotData>) {
-        let cfg = self.cfg;
-        for t in self.pfc.values_mut().chain(self.pause.values_mut()) {
-            t.finish(&cfg.pfc);
-        }
-        let c = &self.counts;
-        let last_ts = c.last_ts;
-        let mut flows: Vec<(FlowReport, &Flow)> = self
+    /// Flow reports, most troubled first, numbered from 1, with the index of each one's flow.
+    fn flow_reports(&self) -> (Vec<FlowReport>, Vec<usize>) {
+        let last_ts = self.counts.last_ts;
+        let mut flows: Vec<(FlowReport, usize)> = self
             .flows
             .iter()
-            .map(|f| (self.flow_report(f, last_ts), f))
+            .enumerate()
+            .map(|(i, f)| (self.flow_report(f, last_ts), i))
             .collect();
-        flows.sort_by(|(a, fa), (b, fb)| {
+        flows.sort_by(|(a, ia), (b, ib)| {
             trouble(b)
                 .cmp(&trouble(a))
                 .then(b.bytes.cmp(&a.bytes))
-                .then(fa.first_frame.cmp(&fb.first_frame))
+                .then(
+                    self.flows[*ia]
+                        .first_frame
+                        .cmp(&self.flows[*ib].first_frame),
+                )
         });
-        let roce_priorities: Vec<u8> = (0..8u8)
-            .filter(|&p| c.roce_pcp[usize::from(p)] > 0)
+        let order = flows.iter().map(|&(_, i)| i).collect();
+        let reports = flows
+            .into_iter()
+            .enumerate()
+            .map(|(n, (mut r, _))| {
+                r.id = n + 1;
+                r
+            })
             .collect();
-        let priorities: Vec<PriorityReport> = self
+        (reports, order)
+    }
+
+    fn pfc_report(&self) -> PfcReport {
+        let cfg = &self.cfg.pfc;
+        let roce_priorities: Vec<u8> = (0..8u8)
+            .filter(|&p| self.counts.roce_pcp[usize::from(p)] > 0)
+            .collect();
+        let priorities = self
             .pfc
             .iter()
-            .map(|(&(mac, prio), t)| {
-                let (pause_us, longest) = self.pause_report(t);
-                PriorityReport {
-                    priority: prio,
-                    source: Mac(mac).to_string(),
-                    roce: roce_priorities.contains(&prio),
-                    xoff: t.xoff,
-                    xon: t.xon,
-                    pause_quanta: t.quanta,
-                    pause_us,
-                    longest_pause_us: longest,
-                    storms: t.storms(),
-                    storms_total: t.storms_total(),
-                    first_frame: t.first_frame,
-                }
+            .map(|(&(mac, prio), t)| PriorityReport {
+                priority: prio,
+                source: mac.to_string(),
+                roce: roce_priorities.contains(&prio),
+                xoff: t.xoff,
+                xon: t.xon,
+                pause_quanta: t.quanta,
+                pause_us: t.paused_ns as f64 / 1e3,
+                longest_pause_us: t.longest_ns as f64 / 1e3,
+                storms: t.storms(),
+                storms_total: t.storms_total(),
+                first_frame: t.first_frame,
             })
             .collect();
-        let pause_8023x: Vec<PauseReport> = self
+        let pause_8023x = self
             .pause
             .iter()
-            .map(|(&mac, t)| {
-                let (pause_us, longest) = self.pause_report(t);
-                PauseReport {
-                    source: Mac(mac).to_string(),
-                    frames: t.xoff + t.xon,
-                    xon: t.xon,
-                    pause_quanta: t.quanta,
-                    pause_us,
-                    longest_pause_us: longest,
-                    storms: t.storms(),
-                    first_frame: t.first_frame,
-                }
+            .map(|(&mac, t)| PauseReport {
+                source: mac.to_string(),
+                frames: t.xoff + t.xon,
+                xon: t.xon,
+                pause_quanta: t.quanta,
+                pause_us: t.paused_ns as f64 / 1e3,
+                longest_pause_us: t.longest_ns as f64 / 1e3,
+                storms: t.storms(),
+                first_frame: t.first_frame,
             })
             .collect();
+        PfcReport {
+            link_gbps: cfg.link_gbps,
+            storm_ms: cfg.storm_ns as f64 / 1e6,
+            storm_fps: cfg.storm_fps,
+            roce_priorities,
+            priorities,
+            pause_8023x,
+        }
+    }
+
+    fn capture_report(&self, meta: CaptureMeta) -> CaptureReport {
+        let c = &self.counts;
         let duration_ns = c.first_ts.map_or(0, |f| c.last_ts - f);
-        let capture = CaptureReport {
-            file: meta.file.clone(),
+        CaptureReport {
+            file: meta.file,
             format: meta.format,
             link_types: c
                 .linktypes
@@ -251,7 +276,7 @@ impl Analyzer {
             pfc_frames: c.pfc,
             pause_frames: c.pause,
             malformed: meta.decode.malformed,
-            malformed_by_layer: meta.decode.malformed_by_layer.clone(),
+            malformed_by_layer: meta.decode.malformed_by_layer,
             unsupported_link_type: meta.decode.unsupported_linktype,
             truncated: c.truncated,
             icrc_ok: c.icrc_ok,
@@ -264,47 +289,63 @@ impl Analyzer {
             flows: self.flows.len(),
             flows_untracked_packets: c.flows_untracked_packets,
             cnps_unattributed: c.cnps_unattributed,
-            warnings: meta.warnings.clone(),
+            warnings: meta.warnings,
             live: None,
-        };
-        let findings = findings::find(
-            &self,
-            &flows,
-            &capture,
-            &priorities,
-            &pause_8023x,
-            &roce_priorities,
-        );
-        let order: Vec<usize> = flows.iter().map(|(_, f)| self.index[&f.key]).collect();
-        let mut flow_reports: Vec<FlowReport> = flows.into_iter().map(|(r, _)| r).collect();
-        for (i, f) in flow_reports.iter_mut().enumerate() {
-            f.id = i + 1;
         }
-        let plots = self.plot_data(&order, &flow_reports, &roce_priorities);
-        let report = Report {
+    }
+
+    /// Ends the analysis and builds the report.
+    pub fn finish(self, meta: CaptureMeta) -> Report {
+        self.finish_with_plots(meta).0
+    }
+
+    /// Ends the analysis; with timelines enabled, also returns what the plots need.
+    pub fn finish_with_plots(mut self, meta: CaptureMeta) -> (Report, Option<PlotData>) {
+        let cfg = self.cfg;
+        for t in self.pfc.values_mut().chain(self.pause.values_mut()) {
+            t.finish(&cfg.pfc);
+        }
+        let (flows, order) = self.flow_reports();
+        let evidence: Vec<FlowEvidence> = order.iter().map(|&i| self.flows[i].evidence()).collect();
+        let mut report = Report {
             schema: SCHEMA,
-            capture,
-            flows: flow_reports,
-            pfc: PfcReport {
-                link_gbps: cfg.pfc.link_gbps,
-                storm_ms: cfg.pfc.storm_ns as f64 / 1e6,
-                storm_fps: cfg.pfc.storm_fps,
-                roce_priorities,
-                priorities,
-                pause_8023x,
-            },
-            findings,
+            capture: self.capture_report(meta),
+            flows,
+            pfc: self.pfc_report(),
+            findings: Vec::new(),
             verify: None,
         };
+        let facts = CaptureFacts {
+            link_types: &self.counts.linktypes,
+            first_ts_ns: self.counts.first_ts.unwrap_or(0),
+        };
+        report.findings = findings::find(&report, &evidence, &facts);
+        let plots = self.plot_data(&order, &report);
         (report, plots)
     }
 
-    fn plot_data(
-        &mut self,
-        order: &[usize],
-        flows: &[FlowReport],
-        roce_priorities: &[u8],
-    ) -> Option<PlotData> {
+    fn pfc_rows(&self, roce_priorities: &[u8]) -> Vec<PfcRow> {
+        let row =
+            |label: String, priority: Option<u8>, mac: MacAddr, roce, t: &PauseTracker| PfcRow {
+                label,
+                priority,
+                source: mac.to_string(),
+                roce,
+                intervals: t.intervals().to_vec(),
+                storms: t.storm_spans(),
+            };
+        let pfc = self.pfc.iter().map(|(&(mac, prio), t)| {
+            let roce = roce_priorities.contains(&prio);
+            row(format!("p{prio} from {mac}"), Some(prio), mac, roce, t)
+        });
+        let pause = self
+            .pause
+            .iter()
+            .map(|(&mac, t)| row(format!("802.3x from {mac}"), None, mac, true, t));
+        pfc.chain(pause).collect()
+    }
+
+    fn plot_data(&mut self, order: &[usize], report: &Report) -> Option<PlotData> {
         let mut t = self.timelines.take()?;
         let start_ns = t.start_ns()?;
         let end_ns = self.counts.last_ts;
@@ -319,35 +360,15 @@ impl Analyzer {
         };
         let series = order
             .iter()
-            .zip(flows)
+            .zip(&report.flows)
             .filter(|(&fi, _)| !t.flow(fi).is_empty())
             .map(|(&fi, r)| FlowSeries {
                 id: r.id,
-                name: flow_label(r),
-                data: r.role == "data",
+                name: format!("#{} {}", r.id, r.label()),
+                data: r.role == FlowRole::Data,
                 bins: pad(t.flow(fi)),
             })
             .collect();
-        let mut pfc_rows: Vec<PfcRow> = self
-            .pfc
-            .iter()
-            .map(|(&(mac, prio), tr)| PfcRow {
-                label: format!("p{prio} from {}", Mac(mac)),
-                priority: Some(prio),
-                source: Mac(mac).to_string(),
-                roce: roce_priorities.contains(&prio),
-                intervals: tr.intervals().to_vec(),
-                storms: tr.storm_spans(),
-            })
-            .collect();
-        pfc_rows.extend(self.pause.iter().map(|(&mac, tr)| PfcRow {
-            label: format!("802.3x from {}", Mac(mac)),
-            priority: None,
-            source: Mac(mac).to_string(),
-            roce: true,
-            intervals: tr.intervals().to_vec(),
-            storms: tr.storm_spans(),
-        }));
         let mut rtt_us: Vec<f64> = self
             .flows
             .iter()
@@ -361,55 +382,8 @@ impl Analyzer {
             bins,
             flows: series,
             other: t.has_other().then(|| pad(t.other())),
-            pfc: pfc_rows,
+            pfc: self.pfc_rows(&report.pfc.roce_priorities),
             rtt_us,
         })
     }
-}
-
-/// Bins the automatic choice aims below.
-const AUTO_BINS: usize = 500;
-
-fn flow_label(r: &FlowReport) -> String {
-    let mut s = format!("#{} {} > {} qp {:#x}", r.id, r.src, r.dst, r.dqpn);
-    if let Some(v) = r.vlan {
-        s.push_str(&format!(" vlan {v}"));
-    }
-    s
-}
-
-/// What the plots and timelines of a report directory are drawn from.
-#[derive(Debug, Clone)]
-pub struct PlotData {
-    pub start_ns: u64,
-    pub end_ns: u64,
-    pub bin_ns: u64,
-    pub bins: usize,
-    /// Flows in report order (by `id`), each padded to `bins`.
-    pub flows: Vec<FlowSeries>,
-    /// Flows beyond the timeline cap, summed.
-    pub other: Option<Vec<Bin>>,
-    pub pfc: Vec<PfcRow>,
-    /// ACK round-trip samples of all flows, sorted, in microseconds.
-    pub rtt_us: Vec<f64>,
-}
-
-#[derive(Debug, Clone)]
-pub struct FlowSeries {
-    pub id: usize,
-    pub name: String,
-    /// Whether the flow carries requests (data).
-    pub data: bool,
-    pub bins: Vec<Bin>,
-}
-
-#[derive(Debug, Clone)]
-pub struct PfcRow {
-    pub label: String,
-    /// None for 802.3x PAUSE (all priorities).
-    pub priority: Option<u8>,
-    pub source: String,
-    pub roce: bool,
-    pub intervals: Vec<(u64, u64)>,
-    pub storms: Vec<(u64, u64)>,
 }

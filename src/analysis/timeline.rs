@@ -4,26 +4,12 @@
 //! `MAX_BINS`, merging whole bins, so the final width is always a round number. Memory is
 //! bounded: at most `MAX_TIMELINE_FLOWS` flows get their own series, the rest are summed.
 
-use serde::Serialize;
+use crate::model::Bin;
 
 /// Most bins kept; a longer capture widens the bins.
 pub const MAX_BINS: usize = 1000;
 /// Flows with their own series; later flows go to `other`.
 pub const MAX_TIMELINE_FLOWS: usize = 512;
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Bin {
-    pub packets: u64,
-    pub bytes: u64,
-    pub psn_gaps: u64,
-    pub retransmissions: u64,
-    pub ce: u64,
-    pub cnps: u64,
-    pub naks: u64,
-    /// Requests' PSN progress at the end of the bin (PSNs since the flow's first request,
-    /// wrap-free); None when the flow sent no request in the bin.
-    pub psn_progress: Option<i64>,
-}
 
 impl Bin {
     fn merge(&mut self, o: &Bin) {

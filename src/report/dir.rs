@@ -6,11 +6,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::html;
 use super::plots::{self, css_color, flow_color, Rendered};
-use super::{html, Report};
-use crate::analysis::report_build::PlotData;
-use crate::analysis::timeline::Bin;
 use crate::error::Error;
+use crate::model::{Bin, PlotData, Report};
 
 pub const TIMELINE_SCHEMA: &str = "roce-sniff.timeline/1";
 

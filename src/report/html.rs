@@ -4,8 +4,7 @@
 use std::fmt::Write as _;
 
 use super::plots::{css_color, flow_color, human_ns, Rendered};
-use super::{Report, Severity};
-use crate::analysis::report_build::PlotData;
+use crate::model::{FlowRole, PlotData, Report, Severity};
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -33,7 +32,7 @@ fn severity_class(s: Severity) -> &'static str {
     }
 }
 
-fn counts(map: &std::collections::BTreeMap<String, u64>) -> String {
+fn counts<K: std::fmt::Display>(map: &std::collections::BTreeMap<K, u64>) -> String {
     map.iter()
         .map(|(k, v)| format!("{k}:{v}"))
         .collect::<Vec<_>>()
@@ -167,11 +166,8 @@ tr.trouble td {{ background: #fff3f3; }}
     o.push_str("<h2>Flows (troubled first)</h2>\n<table><tr><th>#</th><th>flow</th><th>tr</th><th>role</th><th>packets</th><th>Gb/s</th><th>MTU</th><th>PCP</th><th>DSCP</th><th>ECN</th><th>gaps</th><th>missing</th><th>retx</th><th>dup</th><th>ooo</th><th>NAKs</th><th>CE</th><th>CNPs</th><th>ACK RTT p50/p99 us</th></tr>\n");
     for f in &r.flows {
         let trouble = f.psn.gaps + f.psn.retransmitted + f.naks.total() + f.icrc_bad > 0
-            || (f.ce > 0 && f.cnps == 0 && f.role == "data");
-        let mut name = format!("{} &gt; {} qp {:#08x}", esc(&f.src), esc(&f.dst), f.dqpn);
-        if let Some(v) = f.vlan {
-            let _ = write!(name, " vlan {v}");
-        }
+            || (f.ce > 0 && f.cnps == 0 && f.role == FlowRole::Data);
+        let name = esc(&f.label());
         let rtt = match (f.ack_rtt_us.p50, f.ack_rtt_us.p99) {
             (Some(a), Some(b)) => format!("{a:.1} / {b:.1}"),
             _ => "-".into(),

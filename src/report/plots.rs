@@ -10,8 +10,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
 
-use crate::analysis::report_build::{FlowSeries, PlotData};
-use crate::analysis::timeline::Bin;
+use crate::model::{Bin, FlowSeries, PlotData};
 
 pub const WIDTH: u32 = 1200;
 pub const HEIGHT: u32 = 480;

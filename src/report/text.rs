@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::{FlowReport, Report, Severity};
+use crate::model::{FlowReport, Report, Severity};
 
 fn human_bytes(b: u64) -> String {
     let b = b as f64;
@@ -18,25 +18,17 @@ fn human_bytes(b: u64) -> String {
 }
 
 /// A count map in a table cell: the key alone when there is one, else `key:count,...`.
-pub fn counts(map: &std::collections::BTreeMap<String, u64>) -> String {
+pub fn counts<K: std::fmt::Display>(map: &std::collections::BTreeMap<K, u64>) -> String {
     if map.is_empty() {
         return "-".into();
     }
     if map.len() == 1 {
-        return map.keys().next().cloned().unwrap_or_default();
+        return map.keys().next().map(K::to_string).unwrap_or_default();
     }
     map.iter()
         .map(|(k, v)| format!("{k}:{v}"))
         .collect::<Vec<_>>()
         .join(",")
-}
-
-fn flow_name(f: &FlowReport) -> String {
-    let mut s = format!("{} > {} qp {:#08x}", f.src, f.dst, f.dqpn);
-    if let Some(v) = f.vlan {
-        let _ = write!(s, " vlan {v}");
-    }
-    s
 }
 
 fn opt_us(v: Option<f64>) -> String {
@@ -123,24 +115,23 @@ pub fn render(r: &Report) -> String {
         let width = r
             .flows
             .iter()
-            .map(|f| flow_name(f).len())
+            .map(|f| f.label().len())
             .max()
             .unwrap_or(4)
             .max(4);
         // The QoS columns are as wide as their widest cell, so that mixed values do not shift
         // the columns after them.
-        let col = |pick: fn(&FlowReport) -> &std::collections::BTreeMap<String, u64>,
-                   min: usize| {
+        let col = |cell: fn(&FlowReport) -> String, min: usize| {
             r.flows
                 .iter()
-                .map(|f| counts(pick(f)).len())
+                .map(|f| cell(f).len())
                 .max()
                 .unwrap_or(min)
                 .max(min)
         };
-        let pw = col(|f| &f.pcp, 8);
-        let dw = col(|f| &f.dscp, 4);
-        let ew = col(|f| &f.ecn, 7);
+        let pw = col(|f| counts(&f.pcp), 8);
+        let dw = col(|f| counts(&f.dscp), 4);
+        let ew = col(|f| counts(&f.ecn), 7);
         let _ = writeln!(
             o,
             "  {:>3} {:<width$} {:<4} {:<9} {:>8} {:>8} {:>5} {:<pw$} {:<dw$} {:<ew$} {:>5} {:>7} {:>5} {:>4} {:>4} {:>4} {:>6} {:>5} {:>17}",
@@ -156,7 +147,7 @@ pub fn render(r: &Report) -> String {
                 o,
                 "  {:>3} {:<width$} {:<4} {:<9} {:>8} {:>8.3} {:>5} {:<pw$} {:<dw$} {:<ew$} {:>5} {:>7} {:>5} {:>4} {:>4} {:>4} {:>6} {:>5} {:>17}",
                 f.id,
-                flow_name(f),
+                f.label(),
                 f.transport.unwrap_or("-"),
                 f.role,
                 f.packets,

@@ -1,6 +1,8 @@
 //! RDMA-CM (InfiniBand CM MADs on QP 1): the ConnectRequest and ConnectReply carry each side's
 //! QPN, which pairs the two directions of a connection, and the path MTU.
 
+use crate::Qpn;
+
 /// MAD management class of the Communication Manager.
 const MGMT_CLASS_CM: u8 = 0x07;
 const ATTR_REQ: u16 = 0x0010;
@@ -12,14 +14,14 @@ pub enum CmMessage {
     /// ConnectRequest: the active side's communication ID and QPN, and the path MTU in bytes.
     Request {
         comm_id: u32,
-        qpn: u32,
+        qpn: Qpn,
         path_mtu: Option<u32>,
     },
     /// ConnectReply: the passive side's QPN, and the request it answers.
     Reply {
         comm_id: u32,
         remote_comm_id: u32,
-        qpn: u32,
+        qpn: Qpn,
     },
 }
 
@@ -50,13 +52,13 @@ pub fn parse(mad: &[u8]) -> Option<CmMessage> {
     match attr {
         ATTR_REQ => Some(CmMessage::Request {
             comm_id: be32(cm, 0)?,
-            qpn: be24(cm, 32)?,
+            qpn: Qpn(be24(cm, 32)?),
             path_mtu: cm.get(50).and_then(|b| mtu_bytes(b >> 4)),
         }),
         ATTR_REP => Some(CmMessage::Reply {
             comm_id: be32(cm, 0)?,
             remote_comm_id: be32(cm, 4)?,
-            qpn: be24(cm, 12)?,
+            qpn: Qpn(be24(cm, 12)?),
         }),
         _ => None,
     }
@@ -79,7 +81,7 @@ mod tests {
             parse(&mad),
             Some(CmMessage::Request {
                 comm_id: 0x34cf_b552,
-                qpn: 0x11,
+                qpn: Qpn(0x11),
                 path_mtu: Some(1024)
             })
         );
@@ -91,7 +93,7 @@ mod tests {
             Some(CmMessage::Reply {
                 comm_id: 0x34cf_b552,
                 remote_comm_id: 0x1234,
-                qpn: 0x22
+                qpn: Qpn(0x22)
             })
         );
         assert_eq!(parse(&mad[..20]), None);

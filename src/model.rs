@@ -1,0 +1,717 @@
+//! The report model: every value roce-sniff reports, as plain serde types. Analysis and
+//! verification produce it; the renderers (text, JSON, HTML, plots, report directory) only read
+//! it. Its JSON form is a public interface, versioned by `SCHEMA` and described in docs/json.md.
+//!
+//! This module imports nothing else of the crate: data flows one way, into it and out of it.
+
+use std::collections::BTreeMap;
+use std::fmt::{self, Display};
+
+use serde::Serialize;
+
+pub const SCHEMA: &str = "roce-sniff.report/1";
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub schema: &'static str,
+    pub capture: CaptureReport,
+    pub flows: Vec<FlowReport>,
+    pub pfc: PfcReport,
+    pub findings: Vec<Finding>,
+    /// Present when --expect-* options were given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify: Option<VerifyReport>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CaptureReport {
+    pub file: String,
+    pub format: Option<&'static str>,
+    /// Link types seen, by name, with frame counts.
+    pub link_types: BTreeMap<String, u64>,
+    pub snaplen: u32,
+    pub packets: u64,
+    pub bytes: u64,
+    pub roce_packets: u64,
+    pub rocev1_packets: u64,
+    /// Native InfiniBand frames (ERF captures), counted within `roce_packets`.
+    pub ib_packets: u64,
+    pub pfc_frames: u64,
+    pub pause_frames: u64,
+    pub malformed: u64,
+    pub malformed_by_layer: MalformedByLayer,
+    pub unsupported_link_type: u64,
+    /// Frames cut by the snap length.
+    pub truncated: u64,
+    pub icrc_ok: u64,
+    pub icrc_bad: u64,
+    pub icrc_unchecked: u64,
+    pub first_ts: Option<f64>,
+    pub last_ts: Option<f64>,
+    /// `first_ts` in exact nanoseconds.
+    pub first_ts_ns: Option<u64>,
+    pub duration_s: f64,
+    pub flows: usize,
+    /// Packets of flows beyond --max-flows (counted, not analysed).
+    pub flows_untracked_packets: u64,
+    pub cnps_unattributed: u64,
+    /// Problems with the file itself (cut short, corrupt), or capture drops.
+    pub warnings: Vec<String>,
+    /// Live capture only: the interface and the kernel's counters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub live: Option<LiveStats>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct LiveStats {
+    pub interface: String,
+    pub filter: String,
+    /// Frames the kernel handed to the capture, dropped for lack of buffer, dropped by the
+    /// interface (pcap_stats).
+    pub received: u64,
+    pub dropped: u64,
+    pub if_dropped: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FlowReport {
+    /// 1-based position in this report's flow list (troubled first).
+    pub id: usize,
+    pub src: String,
+    pub dst: String,
+    pub dqpn: u32,
+    pub vlan: Option<u16>,
+    pub transport: Option<&'static str>,
+    pub role: FlowRole,
+    pub packets: u64,
+    pub bytes: u64,
+    pub payload_bytes: u64,
+    pub requests: u64,
+    pub messages: u64,
+    pub first_frame: u64,
+    pub first_ts: f64,
+    pub last_ts: f64,
+    pub duration_us: f64,
+    /// Wire throughput over the flow's active time.
+    pub gbps: f64,
+    pub path_mtu: Option<u32>,
+    pub pcp: BTreeMap<String, u64>,
+    /// DSCP values in numeric order (JSON object keys are strings: "9" before "10").
+    pub dscp: BTreeMap<u8, u64>,
+    pub ecn: BTreeMap<String, u64>,
+    pub opcodes: BTreeMap<String, u64>,
+    pub psn: PsnCounts,
+    /// Frames where loss (a gap) and retransmissions were first seen.
+    pub loss_frames: Vec<u64>,
+    pub retransmit_frames: Vec<u64>,
+    pub read_response_gaps: u64,
+    pub acks: u64,
+    pub naks: NakReport,
+    pub read_responses: u64,
+    /// CNPs that came back to this flow's sender.
+    pub cnps: u64,
+    /// CNP packets carried by this flow (it is the reverse of a congested flow).
+    pub cnps_sent: u64,
+    pub ce: u64,
+    pub ce_without_cnp: u64,
+    pub ce_to_cnp_us: Option<f64>,
+    pub ack_rtt_us: LatencySummary,
+    pub read_latency_us: LatencySummary,
+    pub icrc_bad: u64,
+    /// Packets with more payload than the path MTU.
+    pub oversize: u64,
+    /// The other direction of the same QP pair, and how it was found ("rdma_cm" or "psn").
+    pub peer: Option<String>,
+    pub paired_by: Option<PairingMethod>,
+}
+
+/// The one spelling of a flow everywhere roce-sniff names one:
+/// `10.0.0.1 > 10.0.0.2 qp 0x000045 vlan 100` (no `vlan` part when untagged).
+pub struct FlowLabel<S: Display> {
+    pub src: S,
+    pub dst: S,
+    pub dqpn: u32,
+    pub vlan: Option<u16>,
+}
+
+impl<S: Display> Display for FlowLabel<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} > {} qp {:#08x}", self.src, self.dst, self.dqpn)?;
+        if let Some(v) = self.vlan {
+            write!(f, " vlan {v}")?;
+        }
+        Ok(())
+    }
+}
+
+impl FlowReport {
+    pub fn label(&self) -> String {
+        FlowLabel {
+            src: &self.src,
+            dst: &self.dst,
+            dqpn: self.dqpn,
+            vlan: self.vlan,
+        }
+        .to_string()
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct NakReport {
+    pub psn_sequence_error: u64,
+    pub invalid_request: u64,
+    pub remote_access_error: u64,
+    pub remote_operational_error: u64,
+    pub invalid_rd_request: u64,
+    pub other: u64,
+    pub rnr: u64,
+}
+
+impl NakReport {
+    pub fn total(&self) -> u64 {
+        self.psn_sequence_error
+            + self.invalid_request
+            + self.remote_access_error
+            + self.remote_operational_error
+            + self.invalid_rd_request
+            + self.other
+            + self.rnr
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PfcReport {
+    pub link_gbps: f64,
+    pub storm_ms: f64,
+    pub storm_fps: f64,
+    /// Priorities (PCP) that carry RoCE frames in this capture.
+    pub roce_priorities: Vec<u8>,
+    pub priorities: Vec<PriorityReport>,
+    pub pause_8023x: Vec<PauseReport>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PriorityReport {
+    pub priority: u8,
+    /// Source MAC of the pause frames.
+    pub source: String,
+    /// Whether RoCE frames use this priority.
+    pub roce: bool,
+    pub xoff: u64,
+    pub xon: u64,
+    pub pause_quanta: u64,
+    /// Time actually paused at --link-speed (overlapping pauses counted once, XON cuts short).
+    pub pause_us: f64,
+    pub longest_pause_us: f64,
+    pub storms: Vec<Storm>,
+    pub storms_total: u64,
+    pub first_frame: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PauseReport {
+    pub source: String,
+    pub frames: u64,
+    pub xon: u64,
+    pub pause_quanta: u64,
+    pub pause_us: f64,
+    pub longest_pause_us: f64,
+    pub storms: Vec<Storm>,
+    pub first_frame: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Critical,
+    Warning,
+    Info,
+}
+
+impl Severity {
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Critical => "critical",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    pub severity: Severity,
+    pub code: FindingCode,
+    pub message: String,
+    /// The likely cause, in one sentence.
+    pub cause: String,
+    /// The flow concerned, as "src > dst qp 0x.. vlan N", when there is one.
+    pub flow: Option<String>,
+    pub count: u64,
+    /// The first frame numbers that show it.
+    pub frames: Vec<u64>,
+}
+
+/// Count and percentiles, in microseconds.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct LatencySummary {
+    pub count: u64,
+    pub p50: Option<f64>,
+    pub p99: Option<f64>,
+    pub max: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Storm {
+    /// Start in nanoseconds since the epoch (exact; `start_ts` is the same in seconds).
+    pub start_ns: u64,
+    pub start_ts: f64,
+    pub end_ts: f64,
+    pub duration_ms: f64,
+    pub frames: u64,
+    /// Pause frames per second over the storm.
+    pub rate_fps: f64,
+    pub kind: StormKind,
+    pub first_frame: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct PsnCounts {
+    /// Arrivals ahead of the expected PSN.
+    pub gaps: u64,
+    /// PSNs skipped by gaps and never seen by the end of the capture.
+    pub missing: u64,
+    /// The first missing ranges, inclusive.
+    pub missing_ranges: Vec<[u32; 2]>,
+    pub duplicates: u64,
+    pub out_of_order: u64,
+    pub retransmitted: u64,
+    /// Skipped PSNs that arrived later in a retransmission: lost, then repaired.
+    pub recovered: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Bin {
+    pub packets: u64,
+    pub bytes: u64,
+    pub psn_gaps: u64,
+    pub retransmissions: u64,
+    pub ce: u64,
+    pub cnps: u64,
+    pub naks: u64,
+    /// Requests' PSN progress at the end of the bin (PSNs since the flow's first request,
+    /// wrap-free); None when the flow sent no request in the bin.
+    pub psn_progress: Option<i64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct MalformedByLayer {
+    pub link: u64,
+    pub vlan: u64,
+    pub ip: u64,
+    pub udp: u64,
+    pub grh: u64,
+    pub bth: u64,
+    pub ext_header: u64,
+    pub mac_control: u64,
+}
+
+/// What the plots and timelines of a report directory are drawn from.
+#[derive(Debug, Clone)]
+pub struct PlotData {
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub bin_ns: u64,
+    pub bins: usize,
+    /// Flows in report order (by `id`), each padded to `bins`.
+    pub flows: Vec<FlowSeries>,
+    /// Flows beyond the timeline cap, summed.
+    pub other: Option<Vec<Bin>>,
+    pub pfc: Vec<PfcRow>,
+    /// ACK round-trip samples of all flows, sorted, in microseconds.
+    pub rtt_us: Vec<f64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct FlowSeries {
+    pub id: usize,
+    pub name: String,
+    /// Whether the flow carries requests (data).
+    pub data: bool,
+    pub bins: Vec<Bin>,
+}
+
+#[derive(Debug, Clone)]
+pub struct PfcRow {
+    pub label: String,
+    /// None for 802.3x PAUSE (all priorities).
+    pub priority: Option<u8>,
+    pub source: String,
+    pub roce: bool,
+    pub intervals: Vec<(u64, u64)>,
+    pub storms: Vec<(u64, u64)>,
+}
+
+/// ECN expectation: ECN-capable (ECT(0), ECT(1) or CE) or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EcnExpect {
+    Ect,
+    NotEct,
+}
+
+impl EcnExpect {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "ect" => Ok(EcnExpect::Ect),
+            "not-ect" | "not_ect" | "notect" => Ok(EcnExpect::NotEct),
+            _ => Err(format!("`{s}`: --expect-ecn takes `ect` or `not-ect`")),
+        }
+    }
+
+    pub fn matches(self, ecn: u8) -> bool {
+        match self {
+            EcnExpect::Ect => ecn != 0,
+            EcnExpect::NotEct => ecn == 0,
+        }
+    }
+}
+
+/// What the frames must carry. `None` means not checked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Expectations {
+    pub dscp: Option<u8>,
+    pub pcp: Option<u8>,
+    pub vlan: Option<u16>,
+    pub ecn: Option<EcnExpect>,
+    pub cnp_dscp: Option<u8>,
+    pub cnp_pcp: Option<u8>,
+}
+
+impl Expectations {
+    pub fn any(&self) -> bool {
+        self.data_any() || self.cnp_any()
+    }
+
+    pub fn data_any(&self) -> bool {
+        self.dscp.is_some() || self.pcp.is_some() || self.vlan.is_some() || self.ecn.is_some()
+    }
+
+    pub fn cnp_any(&self) -> bool {
+        self.cnp_dscp.is_some() || self.cnp_pcp.is_some()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Field {
+    Dscp,
+    Pcp,
+    Vlan,
+    Ecn,
+}
+
+impl Field {
+    pub fn name(self) -> &'static str {
+        match self {
+            Field::Dscp => "dscp",
+            Field::Pcp => "pcp",
+            Field::Vlan => "vlan",
+            Field::Ecn => "ecn",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FieldViolation {
+    pub field: Field,
+    pub expected: String,
+    pub count: u64,
+    pub first_frames: Vec<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FlowVerify {
+    pub flow: String,
+    pub src: String,
+    pub dst: String,
+    pub dqpn: u32,
+    pub vlan: Option<u16>,
+    pub kind: VerifyKind,
+    /// Whether this flow's frames were checked (CNPs are not without CNP expectations).
+    pub checked_against: bool,
+    pub checked: u64,
+    pub violating: u64,
+    pub seen: BTreeMap<&'static str, BTreeMap<Seen, u64>>,
+    pub violations: Vec<FieldViolation>,
+    pub first_violating_frames: Vec<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Unverifiable {
+    pub field: Field,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct VerifyReport {
+    /// True only when every checked frame matched and every check could be made.
+    pub passed: bool,
+    pub verdict: Verdict,
+    pub expectations: Expectations,
+    /// Frames checked, and frames that violate at least one expectation.
+    pub checked: u64,
+    pub violating: u64,
+    pub unverifiable: Vec<Unverifiable>,
+    pub flows: Vec<FlowVerify>,
+}
+
+/// A value seen in frames (DSCP, PCP, VLAN ID) or a name (an ECN codepoint, "untagged"):
+/// numbers sort numerically and come first; in JSON both are object keys (strings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Seen {
+    Value(u16),
+    Name(&'static str),
+}
+
+impl Display for Seen {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Seen::Value(v) => v.fmt(f),
+            Seen::Name(n) => f.write_str(n),
+        }
+    }
+}
+
+impl Serialize for Seen {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// What a flow carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FlowRole {
+    /// Requests: SEND, WRITE, READ requests, atomics.
+    Data,
+    /// Only what answers requests: ACKs, NAKs, READ responses.
+    Responses,
+    /// Only CNPs.
+    Cnp,
+}
+
+impl FlowRole {
+    pub fn name(self) -> &'static str {
+        match self {
+            FlowRole::Data => "data",
+            FlowRole::Responses => "responses",
+            FlowRole::Cnp => "cnp",
+        }
+    }
+}
+
+/// How the two directions of a QP pair were matched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PairingMethod {
+    /// The RDMA-CM ConnectRequest / ConnectReply exchange named both QPs.
+    RdmaCm,
+    /// Responses carried the PSNs of the other direction's requests.
+    Psn,
+}
+
+/// How a PFC storm showed: continuous pause, pause frames faster than --storm-fps, or both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum StormKind {
+    #[serde(rename = "paused")]
+    Paused,
+    #[serde(rename = "rate")]
+    Rate,
+    #[serde(rename = "paused+rate")]
+    PausedAndRate,
+}
+
+/// The outcome of `--expect-*`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Verdict {
+    /// Every checked frame matched, and every check could be made.
+    Pass,
+    Fail,
+    /// A check the capture cannot support (PCP without VLAN tags, a cooked capture).
+    Unverifiable,
+    /// No RoCE frame: nothing was verified.
+    NoRoce,
+}
+
+/// Which expectations a verified flow's frames were checked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VerifyKind {
+    /// Data and ACK frames (the data expectations).
+    Data,
+    /// CNPs (the CNP expectations).
+    Cnp,
+}
+
+impl VerifyKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            VerifyKind::Data => "data",
+            VerifyKind::Cnp => "cnp",
+        }
+    }
+}
+
+/// Every finding code: part of the JSON contract (docs/json.md lists their meanings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FindingCode {
+    PsnLoss,
+    ReadResponseLoss,
+    Retransmissions,
+    OutOfOrder,
+    Duplicates,
+    NakError,
+    RnrNak,
+    CeWithoutCnp,
+    CeUnanswered,
+    NotEct,
+    Dscp0WithPcp,
+    IcrcBad,
+    ExceedsPathMtu,
+    UntaggedRoce,
+    PfcPauseRocePriority,
+    PfcStorm,
+    #[serde(rename = "pause_8023x")]
+    Pause8023x,
+    Incast,
+    NoRoce,
+    NoVlanTags,
+    CookedCapture,
+    SnaplenHidesIcrc,
+    CaptureDamaged,
+    MalformedFrames,
+    UnsupportedLinkType,
+    FlowsUntracked,
+}
+
+impl FindingCode {
+    /// The code as it appears in JSON and in the text report.
+    pub fn name(self) -> &'static str {
+        match self {
+            FindingCode::PsnLoss => "psn_loss",
+            FindingCode::ReadResponseLoss => "read_response_loss",
+            FindingCode::Retransmissions => "retransmissions",
+            FindingCode::OutOfOrder => "out_of_order",
+            FindingCode::Duplicates => "duplicates",
+            FindingCode::NakError => "nak_error",
+            FindingCode::RnrNak => "rnr_nak",
+            FindingCode::CeWithoutCnp => "ce_without_cnp",
+            FindingCode::CeUnanswered => "ce_unanswered",
+            FindingCode::NotEct => "not_ect",
+            FindingCode::Dscp0WithPcp => "dscp0_with_pcp",
+            FindingCode::IcrcBad => "icrc_bad",
+            FindingCode::ExceedsPathMtu => "exceeds_path_mtu",
+            FindingCode::UntaggedRoce => "untagged_roce",
+            FindingCode::PfcPauseRocePriority => "pfc_pause_roce_priority",
+            FindingCode::PfcStorm => "pfc_storm",
+            FindingCode::Pause8023x => "pause_8023x",
+            FindingCode::Incast => "incast",
+            FindingCode::NoRoce => "no_roce",
+            FindingCode::NoVlanTags => "no_vlan_tags",
+            FindingCode::CookedCapture => "cooked_capture",
+            FindingCode::SnaplenHidesIcrc => "snaplen_hides_icrc",
+            FindingCode::CaptureDamaged => "capture_damaged",
+            FindingCode::MalformedFrames => "malformed_frames",
+            FindingCode::UnsupportedLinkType => "unsupported_link_type",
+            FindingCode::FlowsUntracked => "flows_untracked",
+        }
+    }
+}
+
+/// The plots of a report directory, in the order the HTML page shows them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlotKind {
+    Throughput,
+    Psn,
+    EcnCnp,
+    Pfc,
+    AckRtt,
+}
+
+impl PlotKind {
+    pub const ALL: [PlotKind; 5] = [
+        PlotKind::Throughput,
+        PlotKind::Psn,
+        PlotKind::EcnCnp,
+        PlotKind::Pfc,
+        PlotKind::AckRtt,
+    ];
+
+    /// The file stem (`throughput.png`) and HTML anchor.
+    pub fn name(self) -> &'static str {
+        match self {
+            PlotKind::Throughput => "throughput",
+            PlotKind::Psn => "psn",
+            PlotKind::EcnCnp => "ecn_cnp",
+            PlotKind::Pfc => "pfc",
+            PlotKind::AckRtt => "ack_rtt",
+        }
+    }
+}
+
+impl StormKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            StormKind::Paused => "paused",
+            StormKind::Rate => "rate",
+            StormKind::PausedAndRate => "paused+rate",
+        }
+    }
+}
+
+/// Text renderers print these enums by their JSON names (padding honoured, for tables).
+macro_rules! display_by_name {
+    ($($t:ty),*) => {$(
+        impl Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.pad(self.name())
+            }
+        }
+    )*};
+}
+
+display_by_name!(FindingCode, FlowRole, StormKind, VerifyKind, Severity);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn json<T: Serialize>(v: &T) -> String {
+        serde_json::to_string(v).unwrap()
+    }
+
+    #[test]
+    fn enums_serialize_to_the_documented_strings() {
+        assert_eq!(json(&FindingCode::Pause8023x), "\"pause_8023x\"");
+        assert_eq!(json(&FindingCode::Dscp0WithPcp), "\"dscp0_with_pcp\"");
+        assert_eq!(json(&Verdict::NoRoce), "\"NO_ROCE\"");
+        assert_eq!(json(&StormKind::PausedAndRate), "\"paused+rate\"");
+        assert_eq!(json(&PairingMethod::RdmaCm), "\"rdma_cm\"");
+        assert_eq!(json(&FlowRole::Responses), "\"responses\"");
+        assert_eq!(json(&VerifyKind::Cnp), "\"cnp\"");
+    }
+
+    #[test]
+    fn finding_code_names_match_their_json() {
+        for code in [
+            FindingCode::PsnLoss,
+            FindingCode::Pause8023x,
+            FindingCode::FlowsUntracked,
+        ] {
+            assert_eq!(json(&code), format!("\"{}\"", code.name()));
+        }
+    }
+}
