@@ -6,33 +6,12 @@ use std::net::IpAddr;
 
 use roce_parsers::link::{is_cooked, LINKTYPE_ETHERNET};
 
-use super::flow::{Evidence, NakCounts};
+use super::flow::FlowEvidence;
 use super::INCAST_MIN_SENDERS;
 use crate::model::{
     CaptureReport, Finding, FindingCode, FlowReport, FlowRole, PauseReport, PriorityReport, Report,
     Severity,
 };
-
-/// What findings need of a flow beyond its report: the first frames of each kind of event.
-#[derive(Debug, Clone)]
-pub struct FlowEvidence {
-    pub src: IpAddr,
-    pub dst: IpAddr,
-    /// RC, XRC or RD: lost packets are resent.
-    pub reliable: bool,
-    pub first_ts_ns: u64,
-    pub last_ts_ns: u64,
-    pub loss: Evidence,
-    pub retrans: Evidence,
-    pub dups: Evidence,
-    pub naks: NakCounts,
-    pub ce: Evidence,
-    pub ce_unanswered: Evidence,
-    pub not_ect_data: Evidence,
-    pub dscp0_with_pcp: Evidence,
-    pub icrc_bad: Evidence,
-    pub oversize: Evidence,
-}
 
 /// What findings need of the capture beyond its report.
 pub struct CaptureFacts<'a> {

@@ -8,7 +8,6 @@ use std::net::IpAddr;
 
 use roce_parsers::{Psn, Qpn, Transport};
 
-use super::findings::FlowEvidence;
 use crate::model::{FlowLabel, PairingMethod, PsnCounts};
 
 use super::latency::Samples;
@@ -71,6 +70,27 @@ pub struct NakCounts {
     pub invalid_rd_request: Evidence,
     pub other: Evidence,
     pub rnr: Evidence,
+}
+
+/// What findings need of a flow beyond its report: the first frames of each kind of event.
+#[derive(Debug, Clone)]
+pub struct FlowEvidence {
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    /// RC, XRC or RD: lost packets are resent.
+    pub reliable: bool,
+    pub first_ts_ns: u64,
+    pub last_ts_ns: u64,
+    pub loss: Evidence,
+    pub retrans: Evidence,
+    pub dups: Evidence,
+    pub naks: NakCounts,
+    pub ce: Evidence,
+    pub ce_unanswered: Evidence,
+    pub not_ect_data: Evidence,
+    pub dscp0_with_pcp: Evidence,
+    pub icrc_bad: Evidence,
+    pub oversize: Evidence,
 }
 
 #[derive(Debug, Clone)]

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use roce_parsers::link::linktype_name;
 use roce_parsers::{Ecn, MacAddr, Opcode, Transport};
 
-use super::findings::{self, CaptureFacts, FlowEvidence};
-use super::flow::Flow;
+use super::findings::{self, CaptureFacts};
+use super::flow::{Flow, FlowEvidence};
 use super::pfc::PauseTracker;
 use super::{Analyzer, CNP_WINDOW_NS};
 use crate::decode::DecodeCounts;
