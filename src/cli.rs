@@ -10,6 +10,9 @@ use crate::analysis::pfc::PfcConfig;
 use crate::analysis::AnalysisConfig;
 use crate::error::Error;
 use crate::model::{EcnExpect, Expectations};
+use crate::output::Output;
+use crate::packets::{PacketFormat, PrintSettings};
+pub use crate::source::live::LiveConfig;
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -172,16 +175,6 @@ pub enum Source {
     ListDevices,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LiveConfig {
-    pub interface: String,
-    /// A user filter replacing the default one.
-    pub filter: Option<String>,
-    pub count: Option<u64>,
-    pub duration: Option<Duration>,
-    pub write: Option<PathBuf>,
-}
-
 /// Parses "30s", "500ms", "2m", "1h" or "10" (seconds).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
@@ -206,25 +199,35 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-/// Where JSON goes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Output {
-    Stdout,
-    File(PathBuf),
+/// What to produce.
+#[derive(Debug, Clone)]
+pub enum Mode {
+    /// The analysis report (text, or JSON with --json), with verification (--expect-*) and a
+    /// report directory (--report).
+    Report(ReportOptions),
+    /// Every frame, one per line (--packets), as text or NDJSON.
+    Packets {
+        settings: PrintSettings,
+        out: Output,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct ReportOptions {
+    pub analysis: AnalysisConfig,
+    pub expect: Expectations,
+    /// Where the JSON report goes; None prints the text report (or the verification table).
+    pub json: Option<Output>,
+    /// Where to write the report directory.
+    pub report_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone)]
 pub struct Config {
     pub source: Source,
-    pub packets: bool,
-    pub roce_only: bool,
-    pub json: Option<Output>,
+    pub mode: Mode,
     pub max_warnings: u32,
-    pub analysis: AnalysisConfig,
-    pub expect: Expectations,
-    /// Where to write the report directory.
-    pub report_dir: Option<PathBuf>,
-    /// Decoding threads; 0 means one per core.
+    /// Decoding threads, at least 1 (0 on the command line means one per core).
     pub threads: usize,
 }
 
@@ -305,110 +308,152 @@ impl Config {
     }
 
     fn validate(a: Args) -> Result<Config, Error> {
-        let chosen = usize::from(a.read.is_some())
-            + usize::from(a.interface.is_some())
-            + usize::from(a.list_interfaces);
-        if chosen > 1 {
-            return Err(Error::Usage("give one of -r FILE, -i IFACE or -D".into()));
-        }
-        let live_only =
-            a.count.is_some() || a.duration.is_some() || a.write.is_some() || !a.filter.is_empty();
-        if live_only && a.interface.is_none() {
-            return Err(Error::Usage(
-                "-c, --duration, -w and a capture filter apply to live capture (-i IFACE)".into(),
-            ));
-        }
-        let source = if let Some(path) = a.read {
-            Source::File(path)
-        } else if let Some(interface) = a.interface {
-            Source::Live(LiveConfig {
-                interface,
-                filter: (!a.filter.is_empty()).then(|| a.filter.join(" ")),
-                count: a.count,
-                duration: a.duration,
-                write: a.write,
-            })
-        } else if a.list_interfaces {
-            Source::ListDevices
-        } else {
-            return Err(Error::Usage(
-                "nothing to read: give a capture with -r FILE (-r - for standard input), or capture live with -i IFACE".into(),
-            ));
-        };
-        if a.roce_only && !a.packets {
-            return Err(Error::Usage("--roce-only applies to --packets".into()));
-        }
-        let json = a.json.map(|j| {
+        let source = a.source()?;
+        let json = a.json.as_deref().map(|j| {
             if j == "-" {
                 Output::Stdout
             } else {
                 Output::File(PathBuf::from(j))
             }
         });
-        let positive = |v: f64| v.is_finite() && v > 0.0;
-        if !positive(a.storm_ms) || !positive(a.storm_fps) {
-            return Err(Error::Usage(
-                "--storm-ms and --storm-fps must be positive".into(),
-            ));
-        }
-        if a.max_flows == 0 {
-            return Err(Error::Usage("--max-flows must be at least 1".into()));
-        }
-        let analysis = AnalysisConfig {
-            pfc: PfcConfig {
-                link_gbps: a.link_speed,
-                storm_ns: (a.storm_ms * 1e6) as u64,
-                storm_fps: a.storm_fps,
-            },
-            max_flows: a.max_flows,
-            timelines: a.report.is_some(),
-            bin_ns: a
-                .bin
-                .map(|d| d.as_nanos().clamp(1, u128::from(u64::MAX)) as u64),
+        let mode = if a.packets {
+            a.packets_mode(json)?
+        } else {
+            a.report_mode(json, &source)?
         };
-        if a.report.is_some() && a.packets {
-            return Err(Error::Usage(
-                "--report applies to the analysis, not to --packets".into(),
+        let threads = if a.threads == 0 {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        } else {
+            a.threads
+        };
+        Ok(Config {
+            source,
+            mode,
+            max_warnings: a.max_warnings,
+            threads,
+        })
+    }
+}
+
+fn usage(msg: &str) -> Error {
+    Error::Usage(msg.into())
+}
+
+impl Args {
+    /// What to read: one of -r, -i and -D, with the options of live capture only with -i.
+    fn source(&self) -> Result<Source, Error> {
+        let chosen = usize::from(self.read.is_some())
+            + usize::from(self.interface.is_some())
+            + usize::from(self.list_interfaces);
+        if chosen > 1 {
+            return Err(usage("give one of -r FILE, -i IFACE or -D"));
+        }
+        let live_only = self.count.is_some()
+            || self.duration.is_some()
+            || self.write.is_some()
+            || !self.filter.is_empty();
+        if live_only && self.interface.is_none() {
+            return Err(usage(
+                "-c, --duration, -w and a capture filter apply to live capture (-i IFACE)",
             ));
         }
-        let report_dir = a.report.map(|d| {
+        if let Some(path) = &self.read {
+            Ok(Source::File(path.clone()))
+        } else if let Some(interface) = &self.interface {
+            Ok(Source::Live(LiveConfig {
+                interface: interface.clone(),
+                filter: (!self.filter.is_empty()).then(|| self.filter.join(" ")),
+                count: self.count,
+                duration: self.duration,
+                write: self.write.clone(),
+            }))
+        } else if self.list_interfaces {
+            Ok(Source::ListDevices)
+        } else {
+            Err(usage("nothing to read: give a capture with -r FILE (-r - for standard input), or capture live with -i IFACE"))
+        }
+    }
+
+    fn packets_mode(&self, json: Option<Output>) -> Result<Mode, Error> {
+        if self.report.is_some() {
+            return Err(usage("--report applies to the analysis, not to --packets"));
+        }
+        if self.expectations()?.any() {
+            return Err(usage(
+                "--expect-* verifies the whole capture; it does not combine with --packets",
+            ));
+        }
+        let format = if json.is_some() {
+            PacketFormat::Json
+        } else {
+            PacketFormat::Text
+        };
+        Ok(Mode::Packets {
+            settings: PrintSettings {
+                format,
+                roce_only: self.roce_only,
+            },
+            out: json.unwrap_or(Output::Stdout),
+        })
+    }
+
+    fn report_mode(&self, json: Option<Output>, source: &Source) -> Result<Mode, Error> {
+        if self.roce_only {
+            return Err(usage("--roce-only applies to --packets"));
+        }
+        let report_dir = self.report.as_ref().map(|d| {
             if d.is_empty() {
-                default_report_dir(&source)
+                default_report_dir(source)
             } else {
                 PathBuf::from(d)
             }
         });
-        let tos_dscp = a.expect_tos.map(|t| t >> 2);
-        if let (Some(d), Some(t)) = (a.expect_dscp, tos_dscp) {
+        Ok(Mode::Report(ReportOptions {
+            analysis: self.analysis()?,
+            expect: self.expectations()?,
+            json,
+            report_dir,
+        }))
+    }
+
+    fn analysis(&self) -> Result<AnalysisConfig, Error> {
+        let positive = |v: f64| v.is_finite() && v > 0.0;
+        if !positive(self.storm_ms) || !positive(self.storm_fps) {
+            return Err(usage("--storm-ms and --storm-fps must be positive"));
+        }
+        if self.max_flows == 0 {
+            return Err(usage("--max-flows must be at least 1"));
+        }
+        Ok(AnalysisConfig {
+            pfc: PfcConfig {
+                link_gbps: self.link_speed,
+                storm_ns: (self.storm_ms * 1e6) as u64,
+                storm_fps: self.storm_fps,
+            },
+            max_flows: self.max_flows,
+            timelines: self.report.is_some(),
+            bin_ns: self
+                .bin
+                .map(|d| d.as_nanos().clamp(1, u128::from(u64::MAX)) as u64),
+        })
+    }
+
+    fn expectations(&self) -> Result<Expectations, Error> {
+        let tos_dscp = self.expect_tos.map(|t| t >> 2);
+        if let (Some(d), Some(t)) = (self.expect_dscp, tos_dscp) {
             if d != t {
                 return Err(Error::Usage(format!(
                     "--expect-dscp {d} and --expect-tos (DSCP {t}) disagree"
                 )));
             }
         }
-        let expect = Expectations {
-            dscp: a.expect_dscp.or(tos_dscp),
-            pcp: a.expect_pcp,
-            vlan: a.expect_vlan,
-            ecn: a.expect_ecn,
-            cnp_dscp: a.expect_cnp_dscp,
-            cnp_pcp: a.expect_cnp_pcp,
-        };
-        if expect.any() && a.packets {
-            return Err(Error::Usage(
-                "--expect-* verifies the whole capture; it does not combine with --packets".into(),
-            ));
-        }
-        Ok(Config {
-            threads: a.threads,
-            report_dir,
-            source,
-            expect,
-            analysis,
-            packets: a.packets,
-            roce_only: a.roce_only,
-            json,
-            max_warnings: a.max_warnings,
+        Ok(Expectations {
+            dscp: self.expect_dscp.or(tos_dscp),
+            pcp: self.expect_pcp,
+            vlan: self.expect_vlan,
+            ecn: self.expect_ecn,
+            cnp_dscp: self.expect_cnp_dscp,
+            cnp_pcp: self.expect_cnp_pcp,
         })
     }
 }
@@ -440,8 +485,11 @@ mod tests {
             "3",
         ])
         .unwrap();
-        assert_eq!(c.expect.dscp, Some(26));
-        assert_eq!(c.expect.pcp, Some(3));
+        let Mode::Report(r) = c.mode else {
+            panic!("report mode expected")
+        };
+        assert_eq!(r.expect.dscp, Some(26));
+        assert_eq!(r.expect.pcp, Some(3));
         assert!(Config::from_args(["roce-sniff", "-r", "x", "--expect-pcp", "8"]).is_err());
         assert!(Config::from_args(["roce-sniff", "-r", "x", "--expect-dscp", "64"]).is_err());
         assert!(Config::from_args([

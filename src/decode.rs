@@ -1,11 +1,12 @@
-//! Record -> decoded frame, and the per-layer counts of what could not be decoded.
+//! Record -> decoded frame, and the one counter of frames every mode fills: what the capture
+//! holds (frames, bytes, link types, RoCE, PFC, ICRC) and, per layer, what could not be decoded.
+
+use std::collections::BTreeMap;
 
 use roce_parsers::capture::Record;
 use roce_parsers::{decode_frame, DecodeError, Frame, IcrcStatus, Layer};
-use serde::Serialize;
 
 use crate::model::MalformedByLayer;
-
 use crate::summary::{PacketSummary, Payload};
 
 /// Decodes one record.
@@ -13,12 +14,24 @@ pub fn decode<'a>(rec: &Record<'a>) -> Frame<'a> {
     decode_frame(rec.linktype, rec.data, rec.len)
 }
 
-/// Counts over every frame of a capture.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
-pub struct DecodeCounts {
+/// Decodes one record into the summary the counters and the analysis read.
+pub fn summarize(frame_no: u64, rec: &Record<'_>) -> PacketSummary {
+    PacketSummary::new(frame_no, rec.ts_ns, &decode(rec))
+}
+
+/// Counts over every frame of a capture, filled once per frame by the pipeline.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FrameCounts {
     pub frames: u64,
+    pub bytes: u64,
+    /// Link types seen, with frame counts.
+    pub linktypes: BTreeMap<u32, u64>,
+    pub first_ts: Option<u64>,
+    pub last_ts: u64,
     pub roce: u64,
     pub rocev1: u64,
+    /// Native InfiniBand frames (ERF captures), counted within `roce`.
+    pub ib: u64,
     pub pfc: u64,
     pub pause: u64,
     /// Frames cut by the snap length (caplen < len).
@@ -32,34 +45,34 @@ pub struct DecodeCounts {
     pub icrc_unchecked: u64,
 }
 
-impl MalformedByLayer {
-    fn slot(&mut self, layer: Layer) -> &mut u64 {
-        match layer {
-            Layer::Link => &mut self.link,
-            Layer::Vlan => &mut self.vlan,
-            Layer::Ip => &mut self.ip,
-            Layer::Udp => &mut self.udp,
-            Layer::Grh => &mut self.grh,
-            Layer::Bth => &mut self.bth,
-            Layer::ExtHeader => &mut self.ext_header,
-            Layer::MacControl => &mut self.mac_control,
-        }
+fn layer_slot(m: &mut MalformedByLayer, layer: Layer) -> &mut u64 {
+    match layer {
+        Layer::Link => &mut m.link,
+        Layer::Vlan => &mut m.vlan,
+        Layer::Ip => &mut m.ip,
+        Layer::Udp => &mut m.udp,
+        Layer::Grh => &mut m.grh,
+        Layer::Bth => &mut m.bth,
+        Layer::ExtHeader => &mut m.ext_header,
+        Layer::MacControl => &mut m.mac_control,
     }
 }
 
-impl DecodeCounts {
-    /// Counts a frame from its summary (what the parallel path keeps of it).
-    pub fn add_summary(&mut self, p: &PacketSummary) {
+impl FrameCounts {
+    pub fn add(&mut self, p: &PacketSummary) {
         self.frames += 1;
+        self.bytes += u64::from(p.len);
+        *self.linktypes.entry(p.linktype).or_default() += 1;
+        self.first_ts.get_or_insert(p.ts_ns);
+        self.last_ts = self.last_ts.max(p.ts_ns);
         if p.caplen < p.len {
             self.truncated += 1;
         }
         match &p.payload {
             Payload::Roce(r) => {
                 self.roce += 1;
-                if r.v1 {
-                    self.rocev1 += 1;
-                }
+                self.rocev1 += u64::from(r.v1);
+                self.ib += u64::from(r.ib);
                 match r.icrc {
                     IcrcStatus::Ok => self.icrc_ok += 1,
                     IcrcStatus::Bad => self.icrc_bad += 1,
@@ -79,96 +92,8 @@ impl DecodeCounts {
         } else if malformed {
             self.malformed += 1;
             if let Some(e) = error {
-                *self.malformed_by_layer.slot(e.layer()) += 1;
+                *layer_slot(&mut self.malformed_by_layer, e.layer()) += 1;
             }
-        }
-    }
-
-    pub fn add(&mut self, f: &Frame<'_>) {
-        self.frames += 1;
-        if f.is_snapped() {
-            self.truncated += 1;
-        }
-        if let Some(r) = &f.roce {
-            self.roce += 1;
-            if r.version == roce_parsers::RoceVersion::V1 {
-                self.rocev1 += 1;
-            }
-            match r.icrc.status {
-                IcrcStatus::Ok => self.icrc_ok += 1,
-                IcrcStatus::Bad => self.icrc_bad += 1,
-                IcrcStatus::Unchecked => self.icrc_unchecked += 1,
-            }
-        }
-        match f.mac_control {
-            Some(roce_parsers::MacControl::Pfc { .. }) => self.pfc += 1,
-            Some(roce_parsers::MacControl::Pause { .. }) => self.pause += 1,
-            _ => {}
-        }
-        self.add_error(f.error, f.is_malformed());
-    }
-}
-
-/// Per-frame warnings on stderr: the first few in full, then only a count.
-pub struct Warnings {
-    /// The input, named in every line.
-    source: String,
-    /// Link types already reported as unsupported (one line each, not one per frame).
-    unsupported: Vec<u32>,
-    shown: u32,
-    suppressed: u64,
-    limit: u32,
-}
-
-impl Warnings {
-    pub fn new(limit: u32, source: &str) -> Self {
-        Warnings {
-            source: source.to_string(),
-            unsupported: Vec::new(),
-            shown: 0,
-            suppressed: 0,
-            limit,
-        }
-    }
-
-    pub fn frame(&mut self, frame_no: u64, f: &Frame<'_>) {
-        self.error(frame_no, f.error, f.is_malformed());
-    }
-
-    pub fn error(&mut self, frame_no: u64, error: Option<DecodeError>, malformed: bool) {
-        let Some(err) = error else { return };
-        if let DecodeError::UnsupportedLinkType(lt) = err {
-            if !self.unsupported.contains(&lt) {
-                self.unsupported.push(lt);
-                eprintln!(
-                    "roce-sniff: warning: {}: frame {frame_no}: link type {lt} ({}) is not supported \
-                     (supported: Ethernet, Linux cooked SLL/SLL2, raw IP, ERF Ethernet and InfiniBand); its frames are counted, not decoded",
-                    self.source,
-                    roce_parsers::link::linktype_name(lt)
-                );
-            }
-            return;
-        }
-        if !malformed {
-            return;
-        }
-        if self.shown < self.limit {
-            self.shown += 1;
-            eprintln!(
-                "roce-sniff: warning: {}: frame {frame_no}: {err}",
-                self.source
-            );
-        } else {
-            self.suppressed += 1;
-        }
-    }
-
-    pub fn finish(&self) {
-        if self.suppressed > 0 {
-            eprintln!(
-                "roce-sniff: warning: {}: {} more malformed frames not shown",
-                self.source, self.suppressed
-            );
         }
     }
 }

@@ -55,8 +55,9 @@ pub struct CaptureReport {
     /// Packets of flows beyond --max-flows (counted, not analysed).
     pub flows_untracked_packets: u64,
     pub cnps_unattributed: u64,
-    /// Problems with the file itself (cut short, corrupt), or capture drops.
-    pub warnings: Vec<String>,
+    /// Problems with the file itself (cut short, corrupt), capture drops, and what else the
+    /// capture point implies; in JSON, the messages.
+    pub warnings: Vec<CaptureWarning>,
     /// Live capture only: the interface and the kernel's counters.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub live: Option<LiveStats>,
@@ -464,6 +465,38 @@ pub struct VerifyReport {
     pub violating: u64,
     pub unverifiable: Vec<Unverifiable>,
     pub flows: Vec<FlowVerify>,
+}
+
+/// A warning about a capture, with what kind of trouble it is (which decides the finding).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaptureWarning {
+    pub kind: WarningKind,
+    pub message: String,
+}
+
+impl Serialize for CaptureWarning {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.message)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WarningKind {
+    /// The file is cut short or corrupt: everything before the damage was read.
+    FileDamaged,
+    /// A live capture stopped on an error.
+    CaptureStopped,
+    /// The kernel or the interface dropped frames before they reached the capture.
+    CaptureDrops,
+    /// Something about the capture point worth knowing (a VLAN sub-interface).
+    Notice,
+}
+
+impl WarningKind {
+    /// Whether frames are missing from the capture, so PSN gaps may be the capture's.
+    pub fn frames_missing(self) -> bool {
+        !matches!(self, WarningKind::Notice)
+    }
 }
 
 /// A value seen in frames (DSCP, PCP, VLAN ID) or a name (an ECN codepoint, "untagged"):

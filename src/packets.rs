@@ -6,28 +6,22 @@ use std::io::{self, Write};
 use std::net::IpAddr;
 
 use roce_parsers::aeth::Aeth;
+use roce_parsers::capture::Record;
 use roce_parsers::link::linktype_name;
-use roce_parsers::{AethKind, Frame, IcrcStatus, MacControl, NakCode, Opcode, RoceVersion};
+use roce_parsers::{AethKind, Ecn, Frame, IcrcStatus, MacAddr, MacControl, NakCode, RoceVersion};
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
-/// A MAC address, shown as `aa:bb:cc:dd:ee:ff`.
-pub struct Mac(pub [u8; 6]);
+use crate::decode::decode;
+use crate::pipeline::{Position, Sink};
+use crate::summary::PacketSummary;
 
-impl fmt::Display for Mac {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let m = self.0;
-        write!(
-            f,
-            "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
-            m[0], m[1], m[2], m[3], m[4], m[5]
-        )
-    }
-}
+/// A value serialized as its `Display` text (MAC addresses).
+struct AsText<T>(T);
 
-impl Serialize for Mac {
+impl<T: fmt::Display> Serialize for AsText<T> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
+        s.collect_str(&self.0)
     }
 }
 
@@ -40,14 +34,8 @@ impl Serialize for Hex32 {
     }
 }
 
-/// Name of the ECN codepoint as used in every output of roce-sniff.
-pub fn ecn_name(ecn: u8) -> &'static str {
-    match ecn & 3 {
-        0 => "not_ect",
-        1 => "ect1",
-        2 => "ect0",
-        _ => "ce",
-    }
+fn ecn_name(bits: u8) -> &'static str {
+    Ecn::from_bits(bits).name()
 }
 
 fn ts_seconds(ts_ns: u64) -> f64 {
@@ -75,8 +63,8 @@ impl Serialize for FrameJson<'_, '_> {
             m.serialize_entry(
                 "eth",
                 &EthJson {
-                    src: Mac(src),
-                    dst: Mac(dst),
+                    src: AsText(MacAddr(src)),
+                    dst: AsText(MacAddr(dst)),
                     r#type: f.ethertype,
                 },
             )?;
@@ -268,8 +256,8 @@ pub fn frame_kind(f: &Frame<'_>) -> &'static str {
 
 #[derive(Serialize)]
 struct EthJson {
-    src: Mac,
-    dst: Mac,
+    src: AsText<MacAddr>,
+    dst: AsText<MacAddr>,
     #[serde(skip_serializing_if = "Option::is_none")]
     r#type: Option<u16>,
 }
@@ -431,14 +419,6 @@ pub fn write_json_line(
     out.write_all(b"\n")
 }
 
-fn opcode_text(op: Opcode) -> String {
-    if op.is_known() {
-        op.name().to_string()
-    } else {
-        format!("UNKNOWN(0x{:02x})", op.0)
-    }
-}
-
 /// Writes one tcpdump-like line: frame number, time since the first frame, addresses, VLAN and
 /// PCP, DSCP/ECN, then the transport fields.
 pub fn write_text_line(
@@ -468,7 +448,7 @@ pub fn write_text_line(
     if let Some((src, dst)) = f.addresses() {
         let _ = write!(line, "{src} > {dst} ");
     } else if let (Some(src), Some(dst)) = (f.src_mac, f.dst_mac) {
-        let _ = write!(line, "{} > {} ", Mac(src), Mac(dst));
+        let _ = write!(line, "{} > {} ", MacAddr(src), MacAddr(dst));
     }
     if let Some(tc) = f.traffic_class() {
         let _ = write!(line, "dscp {} {} ", tc >> 2, ecn_name(tc));
@@ -482,13 +462,7 @@ pub fn write_text_line(
                 let _ = write!(line, "sport {} ", u.sport);
             }
         }
-        let _ = write!(
-            line,
-            "{} qp {:#08x} psn {}",
-            opcode_text(b.opcode),
-            b.dqpn,
-            b.psn
-        );
+        let _ = write!(line, "{} qp {:#08x} psn {}", b.opcode, b.dqpn, b.psn);
         if b.ackreq {
             line.push_str(" A");
         }
@@ -563,7 +537,10 @@ pub fn write_text_line(
             IcrcStatus::Unchecked => line.push_str(" icrc unchecked"),
         }
     } else if let Some(mc) = f.mac_control {
-        let src = f.src_mac.map(|m| Mac(m).to_string()).unwrap_or_default();
+        let src = f
+            .src_mac
+            .map(|m| MacAddr(m).to_string())
+            .unwrap_or_default();
         match mc {
             MacControl::Pfc { cev, quanta } => {
                 let _ = write!(line, "PFC from {src} cev {cev:#04x}");
@@ -601,4 +578,89 @@ pub fn write_text_line(
     }
     line.push('\n');
     out.write_all(line.as_bytes())
+}
+
+/// The form of `--packets` output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PacketFormat {
+    /// One tcpdump-like line per frame.
+    Text,
+    /// One JSON object per line (NDJSON).
+    Json,
+}
+
+/// How frames are printed: shared by the decoding threads.
+#[derive(Debug, Clone, Copy)]
+pub struct PrintSettings {
+    pub format: PacketFormat,
+    /// Leave out frames that are neither RoCE nor PFC/PAUSE.
+    pub roce_only: bool,
+}
+
+/// `--packets`: a sink that prints every frame, formatted in parallel, written in order.
+pub struct PacketPrinter<W> {
+    settings: PrintSettings,
+    out: W,
+}
+
+impl<W: Write + Send> PacketPrinter<W> {
+    pub fn new(settings: PrintSettings, out: W) -> Self {
+        PacketPrinter { settings, out }
+    }
+
+    /// Flushes the output and hands it back.
+    pub fn into_output(mut self) -> io::Result<W> {
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+/// Printed frames of a chunk, with their summaries for the counters.
+pub struct PrintedChunk {
+    summaries: Vec<PacketSummary>,
+    text: Vec<u8>,
+}
+
+impl<W: Write + Send> Sink for PacketPrinter<W> {
+    type Chunk = PrintedChunk;
+    type Decoder = PrintSettings;
+
+    fn decoder(&self) -> PrintSettings {
+        self.settings
+    }
+
+    fn decode(settings: &PrintSettings, at: Position, records: &[Record<'_>]) -> PrintedChunk {
+        let mut chunk = PrintedChunk {
+            summaries: Vec::with_capacity(records.len()),
+            text: Vec::with_capacity(records.len() * 256),
+        };
+        let mut line = String::with_capacity(256);
+        for (i, rec) in records.iter().enumerate() {
+            let frame_no = at.first_frame + i as u64;
+            let frame = decode(rec);
+            chunk
+                .summaries
+                .push(PacketSummary::new(frame_no, rec.ts_ns, &frame));
+            if settings.roce_only && frame.roce.is_none() && frame.mac_control.is_none() {
+                continue;
+            }
+            // Writing into a Vec cannot fail.
+            let _ = match settings.format {
+                PacketFormat::Json => write_json_line(&mut chunk.text, frame_no, rec.ts_ns, &frame),
+                PacketFormat::Text => {
+                    let rel_ns = rec.ts_ns.saturating_sub(at.capture_start_ns);
+                    write_text_line(&mut chunk.text, frame_no, rel_ns, &frame, &mut line)
+                }
+            };
+        }
+        chunk
+    }
+
+    fn summaries(chunk: &PrintedChunk) -> &[PacketSummary] {
+        &chunk.summaries
+    }
+
+    fn consume(&mut self, chunk: PrintedChunk) -> io::Result<()> {
+        self.out.write_all(&chunk.text)
+    }
 }

@@ -1,81 +1,86 @@
-//! The work shared by files and live capture: each record is decoded, counted, and either
-//! printed (`--packets`) or fed to the analysis (and verification); at the end the report is
-//! rendered from the same analyzer whatever the source.
-
-use std::io::{self, Write};
+//! The work shared by every source and every mode: records are numbered and decoded in
+//! parallel (in chunks, on a thread pool), every frame is counted once and its problems go to
+//! the diagnostics, then a `Sink` consumes the decoded chunks in capture order, the way
+//! ripgrep's searcher drives its printers. The sinks: the per-frame printer (`--packets`) and
+//! the report (analysis and verification). Results are the same at any thread count.
 
 use rayon::prelude::*;
+use rayon::ThreadPool;
 use roce_parsers::capture::Record;
-use roce_parsers::DecodeError;
 
-use crate::analysis::report_build::CaptureMeta;
-use crate::analysis::Analyzer;
-use crate::cli::Config;
-use crate::decode::{self, DecodeCounts, Warnings};
-use crate::error::Error;
-use crate::model::LiveStats;
+use crate::decode::FrameCounts;
+use crate::diagnostics::Diagnostics;
 use crate::summary::PacketSummary;
-use crate::verify::{CaptureContext, Verifier};
-use crate::{packets, report, EXIT_OK, EXIT_VERIFY_FAILED};
 
-/// Frames formatted per parallel task in `--packets` mode.
-const PRINT_CHUNK: usize = 1024;
+/// Records decoded per parallel task.
+const CHUNK: usize = 1024;
 
-/// A chunk of `--packets` output, and the decode errors of its frames (frame number, error,
-/// whether it counts as malformed) for the warnings.
-type PrintedChunk = (Vec<u8>, Vec<(u64, DecodeError, bool)>);
-
-/// Where decoded frames go, in capture order: counts, warnings, analysis, verification.
-struct Sink {
-    analyzer: Analyzer,
-    verifier: Option<Verifier>,
-    counts: DecodeCounts,
-    warnings: Warnings,
+/// Where a chunk of records sits in the capture.
+#[derive(Debug, Clone, Copy)]
+pub struct Position {
+    /// Number of the chunk's first frame (frames are numbered from 1).
+    pub first_frame: u64,
+    /// Timestamp of the capture's first frame (for relative times).
+    pub capture_start_ns: u64,
 }
 
-impl Sink {
-    fn take(&mut self, s: &PacketSummary) {
-        self.counts.add_summary(s);
-        self.warnings.error(s.frame_no, s.error, s.malformed);
-        self.analyzer.feed(s);
-        if let Some(v) = self.verifier.as_mut() {
-            v.feed(s);
+/// A consumer of decoded frames in capture order.
+pub trait Sink: Send {
+    /// What a chunk of records decodes into.
+    type Chunk: Send;
+    /// What decoding needs to know of the sink (its settings), shared by the decoding threads.
+    type Decoder: Sync;
+
+    fn decoder(&self) -> Self::Decoder;
+    /// Decodes `records`; runs on a decoding thread.
+    fn decode(decoder: &Self::Decoder, at: Position, records: &[Record<'_>]) -> Self::Chunk;
+    /// The frames of a decoded chunk, for the counters and the diagnostics.
+    fn summaries(chunk: &Self::Chunk) -> &[PacketSummary];
+    /// Takes a decoded chunk, in capture order.
+    fn consume(&mut self, chunk: Self::Chunk) -> std::io::Result<()>;
+}
+
+/// The frame counter, the diagnostics and a sink, fed in capture order.
+struct Consumer<S: Sink> {
+    sink: S,
+    counts: FrameCounts,
+    diagnostics: Diagnostics,
+}
+
+impl<S: Sink> Consumer<S> {
+    fn take(&mut self, chunk: S::Chunk) -> std::io::Result<()> {
+        for s in S::summaries(&chunk) {
+            self.counts.add(s);
+            if let Some(e) = s.error {
+                self.diagnostics.frame_problem(s.frame_no, e, s.malformed);
+            }
         }
+        self.sink.consume(chunk)
     }
 }
 
-pub struct Pipeline<'c> {
-    config: &'c Config,
+pub struct Pipeline<S: Sink> {
     /// Decoding threads when more than one (results are identical either way).
-    pool: Option<rayon::ThreadPool>,
-    sink: Sink,
-    /// Summaries decoded but not yet analysed: with threads, batch N is analysed while batch
+    pool: Option<ThreadPool>,
+    decoder: S::Decoder,
+    consumer: Consumer<S>,
+    /// Chunks decoded but not yet consumed: with threads, batch N is consumed while batch
     /// N+1 is decoded.
-    pending: Vec<PacketSummary>,
-    pub frame_no: u64,
-    first_ts: Option<u64>,
-    line: String,
+    pending: Vec<S::Chunk>,
+    frames: u64,
+    capture_start_ns: Option<u64>,
 }
 
-/// How the capture ended and what its source knows, for the report.
-#[derive(Debug, Default)]
-pub struct SourceInfo {
-    pub name: String,
-    pub format: Option<&'static str>,
-    pub snaplen: u32,
-    pub warnings: Vec<String>,
-    pub context: CaptureContext,
-    pub live: Option<LiveStats>,
+/// What a pipeline leaves when it ends.
+pub struct Finished<S> {
+    pub sink: S,
+    pub counts: FrameCounts,
+    pub diagnostics: Diagnostics,
 }
 
-impl<'c> Pipeline<'c> {
-    /// `source` names the input in warnings.
-    pub fn new(config: &'c Config, source: &str) -> Self {
-        let threads = if config.threads == 0 {
-            std::thread::available_parallelism().map_or(1, |n| n.get())
-        } else {
-            config.threads
-        };
+impl<S: Sink> Pipeline<S> {
+    /// `threads`: decoding threads (already bounded by the configuration).
+    pub fn new(sink: S, diagnostics: Diagnostics, threads: usize) -> Self {
         let pool = (threads > 1)
             .then(|| {
                 rayon::ThreadPoolBuilder::new()
@@ -85,196 +90,93 @@ impl<'c> Pipeline<'c> {
             })
             .flatten();
         Pipeline {
-            config,
             pool,
-            sink: Sink {
-                analyzer: Analyzer::new(config.analysis),
-                verifier: config.expect.any().then(|| Verifier::new(config.expect)),
-                counts: DecodeCounts::default(),
-                warnings: Warnings::new(config.max_warnings, source),
+            decoder: sink.decoder(),
+            consumer: Consumer {
+                sink,
+                counts: FrameCounts::default(),
+                diagnostics,
             },
             pending: Vec::new(),
-            frame_no: 0,
-            first_ts: None,
-            line: String::with_capacity(256),
+            frames: 0,
+            capture_start_ns: None,
         }
     }
 
-    /// A batch of records in capture order: decoded in parallel when there are threads,
-    /// then counted and analysed (or printed) in order.
-    pub fn records(&mut self, batch: &[Record<'_>], out: &mut dyn Write) -> io::Result<()> {
-        let Some(pool) = self.pool.as_ref() else {
-            for rec in batch {
-                self.record(rec, out)?;
-            }
-            return Ok(());
-        };
-        let base = self.frame_no;
-        if !self.config.packets {
-            self.frame_no += batch.len() as u64;
-            let previous = std::mem::take(&mut self.pending);
-            let sink = &mut self.sink;
-            let (decoded, ()) = pool.install(|| {
-                rayon::join(
-                    || {
-                        batch
-                            .par_iter()
-                            .enumerate()
-                            .map(|(i, rec)| {
-                                PacketSummary::new(
-                                    base + i as u64 + 1,
-                                    rec.ts_ns,
-                                    &decode::decode(rec),
-                                )
-                            })
-                            .collect::<Vec<_>>()
-                    },
-                    || previous.iter().for_each(|s| sink.take(s)),
-                )
-            });
-            self.pending = decoded;
-            return Ok(());
-        }
+    /// The sink, for live status views.
+    pub fn sink(&self) -> &S {
+        &self.consumer.sink
+    }
+
+    /// The frames counted so far (those consumed).
+    pub fn counts(&self) -> &FrameCounts {
+        &self.consumer.counts
+    }
+
+    /// A batch of records in capture order.
+    pub fn records(&mut self, batch: &[Record<'_>]) -> std::io::Result<()> {
         let Some(first) = batch.first() else {
             return Ok(());
         };
-        let start = *self.first_ts.get_or_insert(first.ts_ns);
-        let config = self.config;
-        let chunks: Vec<io::Result<PrintedChunk>> = pool.install(|| {
-            batch
-                .par_chunks(PRINT_CHUNK)
-                .enumerate()
-                .map(|(ci, chunk)| {
-                    let mut buf = Vec::with_capacity(chunk.len() * 512);
-                    let mut errors = Vec::new();
-                    let mut line = String::with_capacity(256);
-                    for (j, rec) in chunk.iter().enumerate() {
-                        let frame_no = base + (ci * PRINT_CHUNK + j) as u64 + 1;
-                        let frame = decode::decode(rec);
-                        if let Some(e) = frame.error {
-                            errors.push((frame_no, e, frame.is_malformed()));
-                        }
-                        if config.roce_only && frame.roce.is_none() && frame.mac_control.is_none() {
-                            continue;
-                        }
-                        if config.json.is_some() {
-                            packets::write_json_line(&mut buf, frame_no, rec.ts_ns, &frame)?;
-                        } else {
-                            packets::write_text_line(
-                                &mut buf,
-                                frame_no,
-                                rec.ts_ns.saturating_sub(start),
-                                &frame,
-                                &mut line,
-                            )?;
-                        }
-                    }
-                    Ok((buf, errors))
-                })
-                .collect()
-        });
-        self.frame_no += batch.len() as u64;
-        for chunk in chunks {
-            let (buf, errors) = chunk?;
-            for (frame_no, e, malformed) in errors {
-                self.sink.warnings.error(frame_no, Some(e), malformed);
+        let at = Position {
+            first_frame: self.frames + 1,
+            capture_start_ns: *self.capture_start_ns.get_or_insert(first.ts_ns),
+        };
+        self.frames += batch.len() as u64;
+        let Pipeline {
+            pool,
+            decoder,
+            consumer,
+            pending,
+            ..
+        } = self;
+        let Some(pool) = pool.as_ref() else {
+            for chunk in std::mem::take(pending) {
+                consumer.take(chunk)?;
             }
-            out.write_all(&buf)?;
+            return consumer.take(S::decode(decoder, at, batch));
+        };
+        let previous = std::mem::take(pending);
+        let (decoded, consumed) = pool.install(|| {
+            rayon::join(
+                || {
+                    batch
+                        .par_chunks(CHUNK)
+                        .enumerate()
+                        .map(|(i, records)| {
+                            let at = Position {
+                                first_frame: at.first_frame + (i * CHUNK) as u64,
+                                ..at
+                            };
+                            S::decode(decoder, at, records)
+                        })
+                        .collect::<Vec<_>>()
+                },
+                || {
+                    previous
+                        .into_iter()
+                        .try_for_each(|chunk| consumer.take(chunk))
+                },
+            )
+        });
+        *pending = decoded;
+        consumed
+    }
+
+    fn consume_pending(&mut self) -> std::io::Result<()> {
+        for chunk in std::mem::take(&mut self.pending) {
+            self.consumer.take(chunk)?;
         }
         Ok(())
     }
 
-    /// Analyses what was decoded ahead.
-    fn flush_pending(&mut self) {
-        for s in std::mem::take(&mut self.pending) {
-            self.sink.take(&s);
-        }
-    }
-
-    /// The analyzer, for live status views.
-    pub fn analyzer(&self) -> &Analyzer {
-        &self.sink.analyzer
-    }
-
-    /// One record, in capture order.
-    pub fn record(&mut self, rec: &Record<'_>, out: &mut dyn Write) -> io::Result<()> {
-        self.flush_pending();
-        self.frame_no += 1;
-        let frame = decode::decode(rec);
-        if !self.config.packets {
-            let summary = PacketSummary::new(self.frame_no, rec.ts_ns, &frame);
-            self.sink.take(&summary);
-            return Ok(());
-        }
-        self.sink.counts.add(&frame);
-        self.sink.warnings.frame(self.frame_no, &frame);
-        if self.config.roce_only && frame.roce.is_none() && frame.mac_control.is_none() {
-            return Ok(());
-        }
-        if self.config.json.is_some() {
-            packets::write_json_line(out, self.frame_no, rec.ts_ns, &frame)
-        } else {
-            let start = *self.first_ts.get_or_insert(rec.ts_ns);
-            packets::write_text_line(
-                out,
-                self.frame_no,
-                rec.ts_ns.saturating_sub(start),
-                &frame,
-                &mut self.line,
-            )
-        }
-    }
-
-    /// Renders the report (or the verification) and returns the exit code.
-    pub fn finish(mut self, src: SourceInfo, out: &mut dyn Write) -> Result<u8, Error> {
-        self.flush_pending();
-        let sink = self.sink;
-        sink.warnings.finish();
-        let mut exit = EXIT_OK;
-        if !self.config.packets {
-            let (mut report, plots) = sink.analyzer.finish_with_plots(CaptureMeta {
-                file: src.name.clone(),
-                format: src.format,
-                snaplen: src.snaplen,
-                decode: sink.counts,
-                warnings: src.warnings,
-            });
-            report.capture.live = src.live;
-            report.verify = sink.verifier.map(|v| v.finish(&src.context));
-            if report.verify.as_ref().is_some_and(|v| !v.passed) {
-                exit = EXIT_VERIFY_FAILED;
-            }
-            if let (Some(dir), Some(plots)) = (&self.config.report_dir, plots.as_ref()) {
-                let text = report::text::render(&report);
-                report::dir::write_dir(dir, &report, &text, plots)?;
-                eprintln!(
-                    "roce-sniff: report written to {}",
-                    dir.join("index.html").display()
-                );
-            } else if let Some(dir) = &self.config.report_dir {
-                eprintln!(
-                    "roce-sniff: no frames, so no report directory was written to {}",
-                    dir.display()
-                );
-            }
-            let written = if self.config.json.is_some() {
-                serde_json::to_writer_pretty(&mut *out, &report)
-                    .map_err(io::Error::from)
-                    .and_then(|_| out.write_all(b"\n"))
-            } else if let Some(v) = &report.verify {
-                out.write_all(report::verify::render(v, &src.name).as_bytes())
-            } else {
-                out.write_all(report::text::render(&report).as_bytes())
-            };
-            written.map_err(|source| Error::Output {
-                path: "<output>".into(),
-                source,
-            })?;
-        }
-        out.flush().map_err(|source| Error::Output {
-            path: "<output>".into(),
-            source,
-        })?;
-        Ok(exit)
+    /// Consumes what was decoded ahead and hands back the sink, the counts and the diagnostics.
+    pub fn finish(mut self) -> std::io::Result<Finished<S>> {
+        self.consume_pending()?;
+        Ok(Finished {
+            sink: self.consumer.sink,
+            counts: self.consumer.counts,
+            diagnostics: self.consumer.diagnostics,
+        })
     }
 }

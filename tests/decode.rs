@@ -200,7 +200,8 @@ fn text_lines_show_the_key_fields() {
         "{}",
         lines[42]
     );
-    assert!(lines[43].contains("UNKNOWN(0x15)"), "{}", lines[43]);
+    // Unknown opcodes are spelled as in the report: UNKNOWN_0x15.
+    assert!(lines[43].contains("UNKNOWN_0x15"), "{}", lines[43]);
     assert!(
         lines[53].contains("PFC from 02:00:00:00:00:5e cev 0x08 p3:65535"),
         "{}",

@@ -13,12 +13,16 @@ fn threads_do_not_change_any_output() {
         "damaged.pcap",
         "analysis_psn.pcap",
         "formats/multi_interface.pcapng",
+        "no_roce.pcap",
     ] {
         let path = testdata(file);
         for mode in [
             &["--json"][..],
             &["--packets", "--json"][..],
             &["--packets"][..],
+            // Times are relative to the capture's first frame, shown or not (one thread used
+            // to count from the first frame shown).
+            &["--packets", "--roce-only"][..],
             &[][..],
         ] {
             let outputs: Vec<(Option<i32>, Vec<u8>)> = ["1", "2", "3"]

@@ -10,7 +10,7 @@ use super::flow::FlowEvidence;
 use super::INCAST_MIN_SENDERS;
 use crate::model::{
     CaptureReport, Finding, FindingCode, FlowReport, FlowRole, PauseReport, PriorityReport, Report,
-    Severity,
+    Severity, WarningKind,
 };
 
 /// What findings need of the capture beyond its report.
@@ -59,7 +59,11 @@ fn ranges(r: &FlowReport) -> String {
 /// Every finding of a report, most severe first.
 pub fn find(report: &Report, evidence: &[FlowEvidence], facts: &CaptureFacts) -> Vec<Finding> {
     let mut out = Vec::new();
-    let capture_lossy = !report.capture.warnings.is_empty();
+    let capture_lossy = report
+        .capture
+        .warnings
+        .iter()
+        .any(|w| w.kind.frames_missing());
     for (r, f) in report.flows.iter().zip(evidence) {
         loss_findings(r, f, capture_lossy, &mut out);
         response_findings(r, f, &mut out);
@@ -484,11 +488,17 @@ fn capture_findings(
         ));
     }
     for w in &capture.warnings {
+        let cause = match w.kind {
+            WarningKind::FileDamaged => "the capture file is incomplete (a tcpdump that was killed, a full disk, or a damaged copy); everything before the damage was analysed",
+            WarningKind::CaptureDrops => "the capture did not keep up: the kernel or the interface dropped frames before they were captured (a small capture buffer, or a busy CPU); PSN gaps at the same time may be these drops",
+            WarningKind::CaptureStopped => "the live capture ended on an error of the capture device; everything captured before it was analysed",
+            WarningKind::Notice => continue,
+        };
         out.push(finding(
             Severity::Warning,
             FindingCode::CaptureDamaged,
-            w.clone(),
-            "the capture file is incomplete (a tcpdump that was killed, a full disk, or a damaged copy); everything before the damage was analysed",
+            w.message.clone(),
+            cause,
             None,
             1,
             vec![],

@@ -55,26 +55,12 @@ impl Default for AnalysisConfig {
     }
 }
 
-/// Capture-wide counters.
+/// Capture-wide state of the analysis (the frames themselves are counted once, by the
+/// pipeline's `FrameCounts`).
 #[derive(Debug, Clone, Default)]
-pub struct CaptureCounts {
-    pub packets: u64,
-    pub bytes: u64,
-    pub roce: u64,
-    pub rocev1: u64,
-    /// Native InfiniBand frames (ERF captures), counted within `roce`.
-    pub ib: u64,
-    pub pfc: u64,
-    pub pause: u64,
-    pub malformed: u64,
-    pub truncated: u64,
-    pub icrc_ok: u64,
-    pub icrc_bad: u64,
-    pub icrc_unchecked: u64,
-    pub first_ts: Option<u64>,
+pub struct CaptureState {
+    /// Time of the latest frame: where CE windows and timelines end.
     pub last_ts: u64,
-    /// Link types seen, with frame counts.
-    pub linktypes: BTreeMap<u32, u64>,
     /// RoCE frames by PCP of their innermost tag (index 8: untagged).
     pub roce_pcp: [u64; 9],
     pub cnps_unattributed: u64,
@@ -107,7 +93,7 @@ pub struct Analyzer {
     /// PFC per (source MAC, priority); 802.3x PAUSE per source MAC.
     pub(crate) pfc: BTreeMap<(MacAddr, u8), PauseTracker>,
     pub(crate) pause: BTreeMap<MacAddr, PauseTracker>,
-    pub(crate) counts: CaptureCounts,
+    pub(crate) state: CaptureState,
     pub(crate) timelines: Option<Timelines>,
     /// PSN sequences of UD senders, per (source address, source QP).
     ud_senders: FxHashMap<(IpAddr, Qpn), psn::PsnTracker>,
@@ -124,7 +110,7 @@ impl Analyzer {
             cm_pairs: HashMap::new(),
             pfc: BTreeMap::new(),
             pause: BTreeMap::new(),
-            counts: CaptureCounts::default(),
+            state: CaptureState::default(),
             ud_senders: FxHashMap::default(),
             timelines: cfg.timelines.then(|| {
                 let mut t = Timelines::default();
@@ -138,10 +124,6 @@ impl Analyzer {
 
     pub fn config(&self) -> &AnalysisConfig {
         &self.cfg
-    }
-
-    pub fn counts(&self) -> &CaptureCounts {
-        &self.counts
     }
 
     pub fn flow_count(&self) -> usize {
@@ -160,22 +142,10 @@ impl Analyzer {
         if let Some(t) = self.timelines.as_mut() {
             t.start(p.ts_ns);
         }
-        let c = &mut self.counts;
-        c.packets += 1;
-        c.bytes += u64::from(p.len);
-        c.first_ts.get_or_insert(p.ts_ns);
-        c.last_ts = c.last_ts.max(p.ts_ns);
-        *c.linktypes.entry(p.linktype).or_default() += 1;
-        if p.malformed {
-            c.malformed += 1;
-        }
-        if p.caplen < p.len {
-            c.truncated += 1;
-        }
+        self.state.last_ts = self.state.last_ts.max(p.ts_ns);
         match p.payload {
             Payload::Roce(r) => self.roce(p, &r),
             Payload::Pfc { cev, quanta } => {
-                self.counts.pfc += 1;
                 let mac = p.src_mac.unwrap_or_default();
                 for (prio, &q) in quanta.iter().enumerate() {
                     if cev & (1 << prio) != 0 {
@@ -192,7 +162,6 @@ impl Analyzer {
                 }
             }
             Payload::Pause { quanta } => {
-                self.counts.pause += 1;
                 self.totals.pause += 1;
                 let mac = p.src_mac.unwrap_or_default();
                 self.pause.entry(mac).or_default().frame(
@@ -231,20 +200,7 @@ impl Analyzer {
     }
 
     fn roce(&mut self, p: &PacketSummary, r: &RoceSummary) {
-        let c = &mut self.counts;
-        c.roce += 1;
-        if r.v1 {
-            c.rocev1 += 1;
-        }
-        if r.ib {
-            c.ib += 1;
-        }
-        match r.icrc {
-            IcrcStatus::Ok => c.icrc_ok += 1,
-            IcrcStatus::Bad => c.icrc_bad += 1,
-            IcrcStatus::Unchecked => c.icrc_unchecked += 1,
-        }
-        c.roce_pcp[p.vlan.map_or(8, |(_, pcp)| usize::from(pcp & 7))] += 1;
+        self.state.roce_pcp[p.vlan.map_or(8, |(_, pcp)| usize::from(pcp & 7))] += 1;
         let Some((src, dst)) = p.addrs else { return };
         if let Some(msg) = r.cm {
             self.cm_message(msg, src, dst, p.vlan.map(|v| v.0));
@@ -256,7 +212,7 @@ impl Analyzer {
             vlan: p.vlan.map(|v| v.0),
         };
         let Some(fi) = self.flow_index(key, p) else {
-            self.counts.flows_untracked_packets += 1;
+            self.state.flows_untracked_packets += 1;
             return;
         };
         let op = r.opcode;
@@ -607,7 +563,7 @@ impl Analyzer {
                 })
         });
         let Some(di) = target else {
-            self.counts.cnps_unattributed += 1;
+            self.state.cnps_unattributed += 1;
             return;
         };
         let d = &mut self.flows[di];

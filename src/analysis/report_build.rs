@@ -10,10 +10,10 @@ use super::findings::{self, CaptureFacts};
 use super::flow::{Flow, FlowEvidence};
 use super::pfc::PauseTracker;
 use super::{Analyzer, CNP_WINDOW_NS};
-use crate::decode::DecodeCounts;
+use crate::decode::FrameCounts;
 use crate::model::{
-    Bin, CaptureReport, FlowReport, FlowRole, FlowSeries, NakReport, PauseReport, PfcReport,
-    PfcRow, PlotData, PriorityReport, Report, SCHEMA,
+    Bin, CaptureReport, CaptureWarning, FlowReport, FlowRole, FlowSeries, NakReport, PauseReport,
+    PfcReport, PfcRow, PlotData, PriorityReport, Report, SCHEMA,
 };
 
 /// What the reader and decoder know about the file, beyond the packets.
@@ -22,8 +22,8 @@ pub struct CaptureMeta {
     pub file: String,
     pub format: Option<&'static str>,
     pub snaplen: u32,
-    pub decode: DecodeCounts,
-    pub warnings: Vec<String>,
+    pub counts: FrameCounts,
+    pub warnings: Vec<CaptureWarning>,
 }
 
 /// Bins the automatic choice aims below.
@@ -181,7 +181,7 @@ impl Analyzer {
 
     /// Flow reports, most troubled first, numbered from 1, with the index of each one's flow.
     fn flow_reports(&self) -> (Vec<FlowReport>, Vec<usize>) {
-        let last_ts = self.counts.last_ts;
+        let last_ts = self.state.last_ts;
         let mut flows: Vec<(FlowReport, usize)> = self
             .flows
             .iter()
@@ -213,7 +213,7 @@ impl Analyzer {
     fn pfc_report(&self) -> PfcReport {
         let cfg = &self.cfg.pfc;
         let roce_priorities: Vec<u8> = (0..8u8)
-            .filter(|&p| self.counts.roce_pcp[usize::from(p)] > 0)
+            .filter(|&p| self.state.roce_pcp[usize::from(p)] > 0)
             .collect();
         let priorities = self
             .pfc
@@ -256,11 +256,11 @@ impl Analyzer {
         }
     }
 
-    fn capture_report(&self, meta: CaptureMeta) -> CaptureReport {
-        let c = &self.counts;
+    fn capture_report(&self, meta: &CaptureMeta) -> CaptureReport {
+        let c = &meta.counts;
         let duration_ns = c.first_ts.map_or(0, |f| c.last_ts - f);
         CaptureReport {
-            file: meta.file,
+            file: meta.file.clone(),
             format: meta.format,
             link_types: c
                 .linktypes
@@ -268,16 +268,16 @@ impl Analyzer {
                 .map(|(&lt, &n)| (format!("{} ({lt})", linktype_name(lt)), n))
                 .collect(),
             snaplen: meta.snaplen,
-            packets: c.packets,
+            packets: c.frames,
             bytes: c.bytes,
             roce_packets: c.roce,
             rocev1_packets: c.rocev1,
             ib_packets: c.ib,
             pfc_frames: c.pfc,
             pause_frames: c.pause,
-            malformed: meta.decode.malformed,
-            malformed_by_layer: meta.decode.malformed_by_layer,
-            unsupported_link_type: meta.decode.unsupported_linktype,
+            malformed: c.malformed,
+            malformed_by_layer: c.malformed_by_layer.clone(),
+            unsupported_link_type: c.unsupported_linktype,
             truncated: c.truncated,
             icrc_ok: c.icrc_ok,
             icrc_bad: c.icrc_bad,
@@ -287,9 +287,9 @@ impl Analyzer {
             first_ts_ns: c.first_ts,
             duration_s: secs(duration_ns),
             flows: self.flows.len(),
-            flows_untracked_packets: c.flows_untracked_packets,
-            cnps_unattributed: c.cnps_unattributed,
-            warnings: meta.warnings,
+            flows_untracked_packets: self.state.flows_untracked_packets,
+            cnps_unattributed: self.state.cnps_unattributed,
+            warnings: meta.warnings.clone(),
             live: None,
         }
     }
@@ -309,15 +309,15 @@ impl Analyzer {
         let evidence: Vec<FlowEvidence> = order.iter().map(|&i| self.flows[i].evidence()).collect();
         let mut report = Report {
             schema: SCHEMA,
-            capture: self.capture_report(meta),
+            capture: self.capture_report(&meta),
             flows,
             pfc: self.pfc_report(),
             findings: Vec::new(),
             verify: None,
         };
         let facts = CaptureFacts {
-            link_types: &self.counts.linktypes,
-            first_ts_ns: self.counts.first_ts.unwrap_or(0),
+            link_types: &meta.counts.linktypes,
+            first_ts_ns: meta.counts.first_ts.unwrap_or(0),
         };
         report.findings = findings::find(&report, &evidence, &facts);
         let plots = self.plot_data(&order, &report);
@@ -348,7 +348,7 @@ impl Analyzer {
     fn plot_data(&mut self, order: &[usize], report: &Report) -> Option<PlotData> {
         let mut t = self.timelines.take()?;
         let start_ns = t.start_ns()?;
-        let end_ns = self.counts.last_ts;
+        let end_ns = self.state.last_ts;
         if self.cfg.bin_ns.is_none() {
             t.coarsen_to(end_ns, AUTO_BINS);
         }

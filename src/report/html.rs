@@ -120,7 +120,7 @@ tr.trouble td {{ background: #fff3f3; }}
         let _ = writeln!(
             o,
             "<div class=\"finding warn\"><span class=\"sev\">capture</span>{}</div>",
-            esc(w)
+            esc(&w.message)
         );
     }
 

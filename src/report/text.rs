@@ -74,7 +74,7 @@ pub fn render(r: &Report) -> String {
         c.truncated
     );
     for w in &c.warnings {
-        let _ = writeln!(o, "  warning: {w}");
+        let _ = writeln!(o, "  warning: {}", w.message);
     }
 
     let crit = r

@@ -1,0 +1,349 @@
+//! The program: flags -> configuration -> a source, a pipeline with the mode's sink -> the
+//! rendered outputs -> an exit code.
+
+use std::ffi::OsString;
+use std::io::{self, IsTerminal, Write};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use crate::analysis::report_build::CaptureMeta;
+use crate::cli::{Config, Mode, ReportOptions, Source};
+use crate::diagnostics::Diagnostics;
+use crate::error::{is_broken_pipe, Error};
+use crate::live_status::Status;
+use crate::model::{PlotData, Report};
+use crate::output::{self, Output};
+use crate::packets::{PacketPrinter, PrintSettings};
+use crate::pipeline::{Finished, Pipeline};
+use crate::report_sink::ReportSink;
+use crate::source::file::FileSource;
+use crate::source::live::{self, LiveConfig, LiveSource};
+use crate::source::SourceEnd;
+use crate::verify::CaptureContext;
+use crate::{exit, report};
+
+/// Files at least this large get a progress bar (on a terminal).
+const PROGRESS_MIN_BYTES: u64 = 64 << 20;
+/// Time without any RoCE in a live capture before saying why that may be.
+const NO_ROCE_HINT_AFTER: Duration = Duration::from_secs(5);
+
+/// Parses the flags, runs, and maps the outcome to an exit code.
+pub fn main_with_args<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let config = match Config::from_args(args) {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                exit::ERROR
+            } else {
+                exit::OK
+            };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    match run(&config) {
+        Ok(code) => ExitCode::from(code),
+        Err(Error::Output { source, .. }) if is_broken_pipe(&source) => ExitCode::from(exit::OK),
+        Err(e) => {
+            eprintln!("roce-sniff: {e}");
+            ExitCode::from(exit::ERROR)
+        }
+    }
+}
+
+pub fn run(config: &Config) -> Result<u8, Error> {
+    match &config.source {
+        Source::ListDevices => live::list_devices(),
+        Source::Live(live) => run_live(config, live),
+        Source::File(path) => {
+            let source = open_file(path)?;
+            let diagnostics = Diagnostics::new(&source.name, config.max_warnings);
+            match &config.mode {
+                Mode::Packets { settings, out } => {
+                    let writer = output::open(Some(out))?;
+                    packets_from_file(source, *settings, writer, diagnostics, config.threads)
+                        .map(|_| exit::OK)
+                }
+                Mode::Report(opts) => {
+                    let mut writer = output::open(opts.json.as_ref())?;
+                    report_from_file(source, opts, diagnostics, config.threads, &mut writer)
+                }
+            }
+        }
+    }
+}
+
+/// A capture file (or `-`), with a progress bar for large files on a terminal.
+fn open_file(path: &str) -> Result<FileSource, Error> {
+    let source = FileSource::open(path)?;
+    match source.size.filter(|&s| s >= PROGRESS_MIN_BYTES) {
+        Some(size) if io::stderr().is_terminal() => {
+            let bar = indicatif::ProgressBar::new(size);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{bar:40} {bytes}/{total_bytes} {binary_bytes_per_sec} ETA {eta}",
+                )
+                .expect("static template"),
+            );
+            Ok(source.with_progress(bar))
+        }
+        _ => Ok(source),
+    }
+}
+
+fn output_error(out: Option<&Output>) -> impl Fn(io::Error) -> Error + '_ {
+    move |source| Error::Output {
+        path: output::name(out),
+        source,
+    }
+}
+
+/// `--packets` on a file: returns the output, flushed.
+fn packets_from_file<W: Write + Send>(
+    source: FileSource,
+    settings: PrintSettings,
+    out: W,
+    diagnostics: Diagnostics,
+    threads: usize,
+) -> Result<W, Error> {
+    let mut pipeline = Pipeline::new(PacketPrinter::new(settings, out), diagnostics, threads);
+    let end = source.for_each_batch(|batch| pipeline.records(batch))?;
+    let finished = pipeline.finish().map_err(output_error(None))?;
+    let (_, mut diagnostics) = (finished.counts, finished.diagnostics);
+    record_problems(&mut diagnostics, end);
+    diagnostics.finish();
+    finished.sink.into_output().map_err(output_error(None))
+}
+
+/// The report of a file, rendered to `out` (and the report directory).
+fn report_from_file(
+    source: FileSource,
+    opts: &ReportOptions,
+    diagnostics: Diagnostics,
+    threads: usize,
+    out: &mut dyn Write,
+) -> Result<u8, Error> {
+    let name = source.name.clone();
+    let sink = ReportSink::new(opts.analysis, opts.expect);
+    let mut pipeline = Pipeline::new(sink, diagnostics, threads);
+    let end = source.for_each_batch(|batch| pipeline.records(batch));
+    let end = match end {
+        Ok(end) => end,
+        Err(e) => {
+            let _ = out.flush();
+            return Err(e);
+        }
+    };
+    let finished = pipeline
+        .finish()
+        .map_err(output_error(opts.json.as_ref()))?;
+    let (report, plots) = finish_report(finished, end, name, &CaptureContext::default());
+    render(&report, plots.as_ref(), opts, out)
+}
+
+/// Each problem the source met becomes a warning.
+fn record_problems(diagnostics: &mut Diagnostics, end: SourceEnd) {
+    for p in end.problems {
+        diagnostics.warn_with_hint(p.kind, p.message, &p.hint);
+    }
+}
+
+/// Ends the analysis: the report model, and what the plots need.
+fn finish_report(
+    finished: Finished<ReportSink>,
+    mut end: SourceEnd,
+    file: String,
+    ctx: &CaptureContext,
+) -> (Report, Option<PlotData>) {
+    let mut diagnostics = finished.diagnostics;
+    let live = end.live.take();
+    let (format, snaplen) = (end.format, end.snaplen);
+    record_problems(&mut diagnostics, end);
+    let meta = CaptureMeta {
+        file,
+        format,
+        snaplen,
+        counts: finished.counts,
+        warnings: diagnostics.finish(),
+    };
+    let (mut report, plots) = finished.sink.finish(meta, ctx);
+    report.capture.live = live;
+    (report, plots)
+}
+
+/// Writes the report directory, then the JSON report, the verification table or the text
+/// report; returns the exit code.
+fn render(
+    report: &Report,
+    plots: Option<&PlotData>,
+    opts: &ReportOptions,
+    out: &mut dyn Write,
+) -> Result<u8, Error> {
+    if let Some(dir) = &opts.report_dir {
+        match plots {
+            Some(plots) => {
+                let text = report::text::render(report);
+                report::dir::write_dir(dir, report, &text, plots)?;
+                eprintln!(
+                    "roce-sniff: report written to {}",
+                    dir.join("index.html").display()
+                );
+            }
+            None => eprintln!(
+                "roce-sniff: no frames, so no report directory was written to {}",
+                dir.display()
+            ),
+        }
+    }
+    let written = if opts.json.is_some() {
+        serde_json::to_writer_pretty(&mut *out, report)
+            .map_err(io::Error::from)
+            .and_then(|_| out.write_all(b"\n"))
+    } else if let Some(v) = &report.verify {
+        out.write_all(report::verify::render(v, &report.capture.file).as_bytes())
+    } else {
+        out.write_all(report::text::render(report).as_bytes())
+    };
+    written
+        .and_then(|_| out.flush())
+        .map_err(output_error(opts.json.as_ref()))?;
+    let failed = report.verify.as_ref().is_some_and(|v| !v.passed);
+    Ok(if failed {
+        exit::VERIFY_FAILED
+    } else {
+        exit::OK
+    })
+}
+
+/// Says once, after a while without RoCE, why a live capture may see none.
+struct NoRoceHint {
+    started: Instant,
+    given: bool,
+}
+
+impl NoRoceHint {
+    fn check(&mut self, iface: &str, roce: u64, status: Option<&Status>) {
+        if self.given || roce > 0 || self.started.elapsed() < NO_ROCE_HINT_AFTER {
+            return;
+        }
+        self.given = true;
+        if let Some(s) = status {
+            s.finish();
+        }
+        eprintln!(
+            "roce-sniff: no RoCE seen on {iface} yet: RDMA NICs bypass the kernel, so their traffic is not visible here; capture on a switch mirror port, with ibdump, or with a libpcap built with RDMA sniffing on the RDMA device (e.g. mlx5_0). Soft-RoCE (rxe) traffic is visible on the netdev."
+        );
+    }
+}
+
+/// Captures on an interface until -c, --duration or Ctrl-C; then the report (or, with
+/// --packets, every frame as it comes).
+fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
+    let mut diagnostics = Diagnostics::new(&live.interface, config.max_warnings);
+    let source = LiveSource::open(live, &mut diagnostics)?;
+    eprintln!(
+        "roce-sniff: listening on {}, link type {} ({}), filter: {}",
+        source.interface,
+        source.linktype,
+        roce_parsers::link::linktype_name(source.linktype),
+        source.filter
+    );
+    let mut hint = NoRoceHint {
+        started: Instant::now(),
+        given: false,
+    };
+    let stop = live::interrupt_flag();
+    let iface = source.interface.clone();
+    match &config.mode {
+        Mode::Packets { settings, out } => {
+            let printer = PacketPrinter::new(*settings, output::open(Some(out))?);
+            let mut pipeline = Pipeline::new(printer, diagnostics, config.threads);
+            let end = source.for_each_batch(stop, |batch, _| {
+                pipeline.records(batch)?;
+                hint.check(&iface, pipeline.counts().roce, None);
+                Ok(())
+            })?;
+            let finished = pipeline.finish().map_err(output_error(Some(out)))?;
+            let mut diagnostics = finished.diagnostics;
+            record_problems(&mut diagnostics, end);
+            diagnostics.finish();
+            finished
+                .sink
+                .into_output()
+                .map_err(output_error(Some(out)))?;
+            Ok(exit::OK)
+        }
+        Mode::Report(opts) => {
+            let mut out = output::open(opts.json.as_ref())?;
+            let ctx = CaptureContext {
+                vlan_subinterface: source.vlan_subinterface.clone(),
+            };
+            let sink = ReportSink::new(opts.analysis, opts.expect);
+            let mut pipeline = Pipeline::new(sink, diagnostics, config.threads);
+            let mut status = Status::start();
+            let end = source.for_each_batch(stop, |batch, src| {
+                pipeline.records(batch)?;
+                if status.due() {
+                    status.tick(pipeline.counts(), pipeline.sink().analyzer(), src);
+                }
+                hint.check(&iface, pipeline.counts().roce, Some(&status));
+                Ok(())
+            })?;
+            status.finish();
+            let finished = pipeline
+                .finish()
+                .map_err(output_error(opts.json.as_ref()))?;
+            let name = format!("live capture on {iface}");
+            let (report, plots) = finish_report(finished, end, name, &ctx);
+            render(&report, plots.as_ref(), opts, &mut out)
+        }
+    }
+}
+
+/// Runs roce-sniff with `args` (after `-r -`) on a capture held in memory and returns what it
+/// would print; for benchmarks, tests and fuzzing.
+pub fn run_in_memory(data: &[u8], args: &[&str], timelines: bool) -> Result<Vec<u8>, Error> {
+    let mut argv = vec!["roce-sniff", "-r", "-"];
+    argv.extend_from_slice(args);
+    let config = Config::from_args(argv).map_err(|e| Error::Usage(e.to_string()))?;
+    let name = "<memory>";
+    let source = FileSource::from_reader(name, Box::new(io::Cursor::new(data.to_vec())));
+    let diagnostics = Diagnostics::new(name, config.max_warnings);
+    match &config.mode {
+        Mode::Packets { settings, .. } => {
+            packets_from_file(source, *settings, Vec::new(), diagnostics, config.threads)
+        }
+        Mode::Report(opts) => {
+            let mut opts = opts.clone();
+            opts.analysis.timelines |= timelines;
+            let mut out = Vec::new();
+            report_from_file(source, &opts, diagnostics, config.threads, &mut out)?;
+            Ok(out)
+        }
+    }
+}
+
+/// The whole analysis (reader, decoder, analyzer with timelines, verification) on a capture in
+/// memory, as the report's JSON: the fuzz target's entry point.
+pub fn analyze_bytes(data: &[u8]) -> Result<String, Error> {
+    let out = run_in_memory(
+        data,
+        &[
+            "--json",
+            "--expect-pcp",
+            "3",
+            "--expect-dscp",
+            "26",
+            "--threads",
+            "1",
+            "--max-warnings",
+            "0",
+        ],
+        true,
+    )?;
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}

@@ -1,0 +1,364 @@
+//! Live capture through libpcap, shaped like a file source: frames are copied into batches
+//! and handed to the same kind of callback, with the kernel's drop counters; errors say what
+//! to do.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Once;
+use std::time::{Duration, Instant};
+
+use pcap::{Active, Capture, Device, Precision, Savefile};
+use roce_parsers::capture::Record;
+
+use super::file::BATCH;
+use super::{SourceEnd, SourceProblem, SourceStatus};
+use crate::diagnostics::Diagnostics;
+use crate::error::Error;
+use crate::exit;
+use crate::model::{LiveStats, WarningKind};
+
+/// RoCEv2, RoCEv1 and MAC Control (PFC, PAUSE), untagged, tagged (802.1Q or 802.1ad) or
+/// double-tagged. Each `vlan` shifts the offsets for the rest of the expression, hence the
+/// nesting. libpcap's `vlan` also matches tags the NIC stripped into packet metadata.
+pub const DEFAULT_FILTER: &str = "(udp dst port 4791 or ether proto 0x8915 or ether proto 0x8808) or (vlan and ((udp dst port 4791 or ether proto 0x8915 or ether proto 0x8808) or (vlan and (udp dst port 4791 or ether proto 0x8915))))";
+/// Pause when the capture buffer is empty (the kernel keeps buffering meanwhile).
+const IDLE_SLEEP: Duration = Duration::from_millis(1);
+/// Most bytes of frames copied into one batch.
+const BATCH_BYTES: usize = 2 << 20;
+/// A batch is handed on at least this often, even when small or empty, so that the status
+/// view and -c/--duration stay responsive at low rates.
+const BATCH_AGE: Duration = Duration::from_millis(50);
+
+/// What to capture: from the flags.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveConfig {
+    pub interface: String,
+    /// A user filter replacing the default one.
+    pub filter: Option<String>,
+    pub count: Option<u64>,
+    pub duration: Option<Duration>,
+    pub write: Option<PathBuf>,
+}
+
+/// `-D`: the interfaces libpcap can open, numbered like `tcpdump -D`.
+pub fn list_devices() -> Result<u8, Error> {
+    let devices =
+        Device::list().map_err(|e| Error::Live(format!("cannot list interfaces: {e}")))?;
+    let mut out = std::io::stdout().lock();
+    for (i, d) in devices.iter().enumerate() {
+        let mut flags = Vec::new();
+        if d.flags.is_loopback() {
+            flags.push("Loopback");
+        }
+        flags.push(if d.flags.is_up() { "Up" } else { "Down" });
+        if d.flags.is_running() {
+            flags.push("Running");
+        }
+        let desc = d
+            .desc
+            .as_deref()
+            .map(|s| format!(" ({s})"))
+            .unwrap_or_default();
+        let vlan = vlan_parent(&d.name)
+            .map(|p| format!(" VLAN sub-interface of {p}"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{}.{}{desc} [{}]{vlan}",
+            i + 1,
+            d.name,
+            flags.join(", ")
+        );
+    }
+    Ok(exit::OK)
+}
+
+/// The parent of a Linux VLAN sub-interface (from /proc/net/vlan/config), if `iface` is one.
+pub fn vlan_parent(iface: &str) -> Option<String> {
+    parse_vlan_config(
+        &std::fs::read_to_string("/proc/net/vlan/config").ok()?,
+        iface,
+    )
+}
+
+/// Finds `iface` in the text of /proc/net/vlan/config ("eth0.100 | 100 | eth0" lines).
+fn parse_vlan_config(config: &str, iface: &str) -> Option<String> {
+    config.lines().find_map(|line| {
+        let parts: Vec<&str> = line.split('|').map(str::trim).collect();
+        (parts.len() == 3 && parts[0] == iface).then(|| parts[2].to_string())
+    })
+}
+
+fn open_error(iface: &str, e: pcap::Error) -> Error {
+    let msg = e.to_string();
+    let lower = msg.to_ascii_lowercase();
+    if lower.contains("permission") || lower.contains("not permitted") {
+        Error::Live(format!(
+            "{iface}: permission denied: live capture needs root, or the CAP_NET_RAW and CAP_NET_ADMIN capabilities (sudo setcap cap_net_raw,cap_net_admin=eip $(command -v roce-sniff))"
+        ))
+    } else if lower.contains("no such device") || lower.contains("doesn't exist") {
+        Error::Live(format!(
+            "{iface}: no such interface (`roce-sniff -D` lists them)"
+        ))
+    } else {
+        Error::Live(format!("{iface}: cannot capture: {msg}"))
+    }
+}
+
+/// An open capture on an interface.
+pub struct LiveSource {
+    pub interface: String,
+    pub filter: String,
+    pub linktype: u32,
+    /// Set when the interface is a VLAN sub-interface, whose tags the kernel strips.
+    pub vlan_subinterface: Option<String>,
+    cap: Capture<Active>,
+    savefile: Option<Savefile>,
+    count: Option<u64>,
+    duration: Option<Duration>,
+}
+
+/// Frames copied out of libpcap's buffer, waiting to be handed on as one batch.
+#[derive(Default)]
+struct Batch {
+    bytes: Vec<u8>,
+    /// (timestamp, caplen, original length, end offset in `bytes`) per frame.
+    frames: Vec<(u64, u32, u32, usize)>,
+}
+
+impl Batch {
+    fn push(&mut self, packet: &pcap::Packet<'_>) {
+        let h = packet.header;
+        // With nanosecond precision libpcap puts nanoseconds in tv_usec.
+        let ts_ns = (h.ts.tv_sec as u64) * 1_000_000_000 + h.ts.tv_usec as u64;
+        self.bytes.extend_from_slice(packet.data);
+        self.frames.push((ts_ns, h.caplen, h.len, self.bytes.len()));
+    }
+
+    fn is_full(&self) -> bool {
+        self.frames.len() >= BATCH || self.bytes.len() >= BATCH_BYTES
+    }
+
+    fn records(&self, linktype: u32) -> Vec<Record<'_>> {
+        let mut start = 0;
+        self.frames
+            .iter()
+            .map(|&(ts_ns, caplen, len, end)| {
+                let data = &self.bytes[start..end];
+                start = end;
+                Record {
+                    ts_ns,
+                    caplen,
+                    len,
+                    linktype,
+                    interface: 0,
+                    data,
+                }
+            })
+            .collect()
+    }
+
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.frames.clear();
+    }
+}
+
+impl LiveSource {
+    /// Opens `live.interface` with the filter; warnings about the capture point go to `diag`.
+    pub fn open(live: &LiveConfig, diag: &mut Diagnostics) -> Result<LiveSource, Error> {
+        let iface = live.interface.as_str();
+        let device = find_device(iface)?;
+        let vlan_subinterface = vlan_parent(iface).map(|parent| {
+            diag.warn(
+                WarningKind::Notice,
+                format!("a VLAN sub-interface: the kernel strips the VLAN tag, so PCP cannot be seen; capture on {parent} to see it"),
+            );
+            iface.to_string()
+        });
+        let mut cap = open_capture(iface, device)?;
+        let filter = live
+            .filter
+            .clone()
+            .unwrap_or_else(|| DEFAULT_FILTER.to_string());
+        cap.filter(&filter, true)
+            .map_err(|e| Error::Live(format!("bad capture filter `{filter}`: {e}")))?;
+        let savefile = match &live.write {
+            Some(path) => Some(
+                cap.savefile(path)
+                    .map_err(|e| Error::Live(format!("{}: cannot write: {e}", path.display())))?,
+            ),
+            None => None,
+        };
+        Ok(LiveSource {
+            interface: live.interface.clone(),
+            linktype: cap.get_datalink().0 as u32,
+            filter,
+            vlan_subinterface,
+            cap,
+            savefile,
+            count: live.count,
+            duration: live.duration,
+        })
+    }
+
+    fn status(&mut self) -> SourceStatus {
+        SourceStatus {
+            capture_drops: self
+                .cap
+                .stats()
+                .ok()
+                .map(|s| u64::from(s.dropped) + u64::from(s.if_dropped)),
+        }
+    }
+
+    /// Captures until -c, --duration or `stop` (Ctrl-C), calling `consume` with batches of
+    /// records in capture order, at least every `BATCH_AGE`.
+    pub fn for_each_batch(
+        mut self,
+        stop: &AtomicBool,
+        mut consume: impl FnMut(&[Record<'_>], &SourceStatus) -> io::Result<()>,
+    ) -> Result<SourceEnd, Error> {
+        let started = Instant::now();
+        let mut batch = Batch::default();
+        let mut last_handed = Instant::now();
+        let mut delivered = 0u64;
+        let mut failure = None;
+        let output_err = |source| Error::Output {
+            path: "<output>".into(),
+            source,
+        };
+        loop {
+            let limit_reached = self
+                .count
+                .is_some_and(|n| delivered + batch.frames.len() as u64 >= n);
+            let timed_out = self.duration.is_some_and(|d| started.elapsed() >= d);
+            let done = limit_reached || timed_out || stop.load(Ordering::SeqCst);
+            if done || batch.is_full() || last_handed.elapsed() >= BATCH_AGE {
+                let status = self.status();
+                consume(&batch.records(self.linktype), &status).map_err(output_err)?;
+                delivered += batch.frames.len() as u64;
+                batch.clear();
+                last_handed = Instant::now();
+            }
+            if done {
+                break;
+            }
+            match self.cap.next_packet() {
+                Ok(packet) => {
+                    if let Some(sf) = self.savefile.as_mut() {
+                        sf.write(&packet);
+                    }
+                    batch.push(&packet);
+                }
+                Err(pcap::Error::TimeoutExpired) => std::thread::sleep(IDLE_SLEEP),
+                Err(e) => {
+                    failure = Some(format!("capture stopped: {e}"));
+                    let status = self.status();
+                    consume(&batch.records(self.linktype), &status).map_err(output_err)?;
+                    break;
+                }
+            }
+        }
+        Ok(self.end(failure))
+    }
+
+    fn end(mut self, failure: Option<String>) -> SourceEnd {
+        if let Some(sf) = self.savefile.as_mut() {
+            let _ = sf.flush();
+        }
+        let live = self.cap.stats().ok().map(|s| LiveStats {
+            interface: self.interface.clone(),
+            filter: self.filter.clone(),
+            received: u64::from(s.received),
+            dropped: u64::from(s.dropped),
+            if_dropped: u64::from(s.if_dropped),
+        });
+        let mut problems = Vec::new();
+        if let Some(message) = failure {
+            problems.push(SourceProblem {
+                kind: WarningKind::CaptureStopped,
+                message,
+                hint: "everything captured before it is analysed".into(),
+            });
+        }
+        if let Some(s) = live.as_ref().filter(|s| s.dropped + s.if_dropped > 0) {
+            problems.push(SourceProblem {
+                kind: WarningKind::CaptureDrops,
+                message: format!(
+                    "the capture dropped {} frames ({} for lack of buffer, {} at the interface): PSN gaps may be capture drops, not network loss",
+                    s.dropped + s.if_dropped,
+                    s.dropped,
+                    s.if_dropped
+                ),
+                hint: "a larger capture buffer or a capture filter helps".into(),
+            });
+        }
+        SourceEnd {
+            format: Some("live"),
+            snaplen: 65535,
+            problems,
+            live,
+        }
+    }
+}
+
+fn find_device(iface: &str) -> Result<Device, Error> {
+    let devices =
+        Device::list().map_err(|e| Error::Live(format!("cannot list interfaces: {e}")))?;
+    let Some(device) = devices.into_iter().find(|d| d.name == iface) else {
+        return Err(Error::Live(format!(
+            "{iface}: no such interface (`roce-sniff -D` lists them)"
+        )));
+    };
+    if !device.flags.is_up() && iface != "any" {
+        return Err(Error::Live(format!(
+            "{iface}: the interface is down (ip link set {iface} up)"
+        )));
+    }
+    Ok(device)
+}
+
+fn open_capture(iface: &str, device: Device) -> Result<Capture<Active>, Error> {
+    let inactive = Capture::from_device(device)
+        .map_err(|e| open_error(iface, e))?
+        .promisc(true)
+        .immediate_mode(true)
+        .buffer_size(64 << 20)
+        .snaplen(65535)
+        .timeout(100)
+        .precision(Precision::Nano);
+    // Non-blocking: libpcap's read timeout is not honoured on every Linux setup (it can block
+    // forever on an idle interface), and -c, --duration and Ctrl-C must end the capture.
+    inactive
+        .open()
+        .map_err(|e| open_error(iface, e))?
+        .setnonblock()
+        .map_err(|e| open_error(iface, e))
+}
+
+/// Set by Ctrl-C (SIGINT) once `interrupt_flag` installed the handler.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// The Ctrl-C flag, with its handler installed on the first call (one per process).
+pub fn interrupt_flag() -> &'static AtomicBool {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst));
+    });
+    &INTERRUPTED
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vlan_subinterfaces_are_found_with_their_parent() {
+        let config = "VLAN Dev name    | VLAN ID\nName-Type: VLAN_NAME_TYPE_RAW_PLUS_VID_NO_PAD\neth0.100       | 100  | eth0\nbond0.7        | 7  | bond0\n";
+        assert_eq!(parse_vlan_config(config, "eth0.100"), Some("eth0".into()));
+        assert_eq!(parse_vlan_config(config, "bond0.7"), Some("bond0".into()));
+        assert_eq!(parse_vlan_config(config, "eth0"), None);
+    }
+}
