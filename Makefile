@@ -35,4 +35,4 @@ sample-report: build
 
 # Rewrite the crafted captures of testdata/ from the generator.
 testdata:
-	cargo run --release --bin gen-testdata
+	cargo run --release -p roce-testgen --bin gen-testdata

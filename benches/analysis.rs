@@ -4,7 +4,7 @@
 //! with cat, tcpdump and tshark.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use roce_sniff::synth::bulk::{write_bulk, BulkConfig};
+use roce_testgen::bulk::{write_bulk, BulkConfig};
 
 fn bench_analysis(c: &mut Criterion) {
     let mut capture = Vec::new();

@@ -18,7 +18,7 @@ CAP="$DIR/bench-$FRAMES.pcap"
 command -v tshark >/dev/null && command -v tcpdump >/dev/null || make deps >/dev/null
 [ -x /usr/bin/time ] || { apt-get install -y -qq time >/dev/null 2>&1 || sudo apt-get install -y -qq time >/dev/null; }
 
-cargo build --release --quiet --bin roce-sniff --bin gen-capture
+cargo build --release --quiet --bin roce-sniff && cargo build --release --quiet -p roce-testgen --bin gen-capture
 BIN=./target/release/roce-sniff
 [ -f "$CAP" ] || ./target/release/gen-capture --frames "$FRAMES" "$CAP" >/dev/null
 SIZE=$(stat -c %s "$CAP")

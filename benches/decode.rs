@@ -5,7 +5,7 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use roce_parsers::decode_frame;
 use roce_sniff::summary::PacketSummary;
-use roce_sniff::synth::frames::{self, FrameSpec, Net, RoceSpec};
+use roce_testgen::frames::{self, FrameSpec, Net, RoceSpec};
 
 fn frames() -> Vec<(&'static str, Vec<u8>)> {
     let link = FrameSpec::new([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]).vlan(100, 3);

@@ -23,7 +23,6 @@ pub mod report;
 pub mod report_sink;
 pub mod source;
 pub mod summary;
-pub mod synth;
 pub mod verify;
 
 pub use app::{analyze_bytes, main_with_args, run, run_in_memory};

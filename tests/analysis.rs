@@ -1,5 +1,5 @@
 //! End-to-end analysis tests: the report of the real binary on the crafted captures equals what
-//! the generator put in (src/synth/testdata.rs documents each), and the real captures show no
+//! the generator put in (testgen/src/testdata.rs documents each), and the real captures show no
 //! false loss.
 
 mod common;
@@ -309,7 +309,7 @@ fn marking_scenario_finds_each_mistake() {
 
 #[test]
 fn sample_tells_its_story() {
-    // See sample() in src/synth/testdata.rs.
+    // See sample() in testgen/src/testdata.rs.
     let r = report(&testdata("sample.pcap"), &[]);
     let lossy = flow(&r, "10.0.0.5", 0x213);
     assert_eq!(psn(lossy), (1, 0, 0, 0, 4));
@@ -416,9 +416,9 @@ fn real_captures_show_no_false_loss() {
 
 #[test]
 fn a_ud_sender_shares_one_psn_sequence_across_destinations() {
-    use roce_sniff::synth::frames::{self, FrameSpec, Net, RoceSpec};
-    use roce_sniff::synth::testdata::{pcap_bytes, T0_NS};
-    use roce_sniff::synth::writer::PcapFlavor;
+    use roce_testgen::frames::{self, FrameSpec, Net, RoceSpec};
+    use roce_testgen::writer::PcapFlavor;
+    use roce_testgen::writer::{pcap_bytes, T0_NS};
     // One UD QP (0x99 on 10.0.0.1) sends to two peers in turn: PSNs 10..19 alternate between
     // the two flows, which is no loss; then PSN 25 to the first peer skips 20..24, which is.
     let link = FrameSpec::new([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]);

@@ -9,8 +9,9 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::*;
-use roce_sniff::synth::testdata::{format_frames, pcap_bytes, T0_NS};
-use roce_sniff::synth::writer::{PcapFlavor, PcapngWriter};
+use roce_testgen::testdata::format_frames;
+use roce_testgen::writer::{pcap_bytes, T0_NS};
+use roce_testgen::writer::{PcapFlavor, PcapngWriter};
 use serde_json::Value;
 
 fn analyze(data: &[u8]) -> Value {

@@ -1,5 +1,5 @@
 //! End-to-end decode tests: the real binary on the crafted captures of testdata/ (whose
-//! contents are defined in src/synth/testdata.rs) and on the real captures of testdata/real.
+//! contents are defined in testgen/src/testdata.rs) and on the real captures of testdata/real.
 
 mod common;
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 #[test]
 fn committed_testdata_matches_the_generator() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata");
-    for (name, bytes) in roce_sniff::synth::testdata::all() {
+    for (name, bytes) in roce_testgen::testdata::all() {
         let on_disk = std::fs::read(dir.join(&name))
             .unwrap_or_else(|e| panic!("testdata/{name}: {e}; run `cargo run --bin gen-testdata`"));
         assert!(

@@ -1,11 +1,11 @@
-//! Writes a large realistic capture for benchmarks (see src/synth/bulk.rs).
+//! Writes a large realistic capture for benchmarks (see testgen/src/bulk.rs).
 //! Usage: gen-capture [--frames N] [--qps N] [--seed N] OUT.pcap
 
 use std::fs::File;
 use std::io::BufWriter;
 use std::process::ExitCode;
 
-use roce_sniff::synth::bulk::{write_bulk, BulkConfig};
+use roce_testgen::bulk::{write_bulk, BulkConfig};
 
 fn main() -> ExitCode {
     let mut cfg = BulkConfig {

@@ -1,5 +1,5 @@
 //! The crafted captures of `testdata/`: what each holds is written here, so that every value a
-//! test expects is known. `cargo run --bin gen-testdata` rewrites them; a test checks that the
+//! test expects is known. `make testdata` (`cargo run -p roce-testgen --bin gen-testdata`) rewrites them; a test checks that the
 //! committed files are exactly what this code produces.
 
 use std::net::Ipv6Addr;
@@ -9,27 +9,13 @@ use roce_parsers::deth::Deth;
 use roce_parsers::link::{LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2};
 
 use super::frames::{self, FrameSpec, Net, RoceSpec, TPID_8021AD};
-use super::writer::{PcapFlavor, PcapWriter, PcapngWriter};
-
-/// Start of every crafted capture: 2023-11-14 22:13:20 UTC.
-pub const T0_NS: u64 = 1_700_000_000_000_000_000;
+use super::writer::{pcap_bytes, Frames, PcapFlavor, PcapWriter, PcapngWriter, T0_NS};
 
 pub const MAC_A: [u8; 6] = [0x02, 0, 0, 0, 0, 0x0a];
 pub const MAC_B: [u8; 6] = [0x02, 0, 0, 0, 0, 0x0b];
 pub const MAC_SWITCH: [u8; 6] = [0x02, 0, 0, 0, 0, 0x5e];
 pub const IP_A: [u8; 4] = [10, 0, 0, 1];
 pub const IP_B: [u8; 4] = [10, 0, 0, 2];
-
-/// A capture as a list of (timestamp, frame).
-pub type Frames = Vec<(u64, Vec<u8>)>;
-
-pub fn pcap_bytes(frames: &Frames, flavor: PcapFlavor, linktype: u32, snaplen: u32) -> Vec<u8> {
-    let mut w = PcapWriter::new(Vec::new(), flavor, linktype, snaplen).expect("write to memory");
-    for (ts, f) in frames {
-        w.write(*ts, f).expect("write to memory");
-    }
-    w.into_inner()
-}
 
 fn link_ab() -> FrameSpec {
     FrameSpec::new(MAC_A, MAC_B).vlan(100, 3)

@@ -5,8 +5,8 @@
 use std::io::{self, Write};
 
 use super::frames::{self, FrameSpec, Net, RoceSpec};
-use super::testdata::{MAC_SWITCH, T0_NS};
-use super::writer::{PcapFlavor, PcapWriter};
+use super::testdata::MAC_SWITCH;
+use super::writer::{PcapFlavor, PcapWriter, T0_NS};
 
 #[derive(Debug, Clone, Copy)]
 pub struct BulkConfig {

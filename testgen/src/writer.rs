@@ -175,3 +175,18 @@ impl<W: Write> PcapngWriter<W> {
         self.out
     }
 }
+
+/// Start of every crafted capture: 2023-11-14 22:13:20 UTC.
+pub const T0_NS: u64 = 1_700_000_000_000_000_000;
+
+/// A capture as a list of (timestamp, frame).
+pub type Frames = Vec<(u64, Vec<u8>)>;
+
+/// A whole pcap file of `frames`.
+pub fn pcap_bytes(frames: &Frames, flavor: PcapFlavor, linktype: u32, snaplen: u32) -> Vec<u8> {
+    let mut w = PcapWriter::new(Vec::new(), flavor, linktype, snaplen).expect("write to memory");
+    for (ts, f) in frames {
+        w.write(*ts, f).expect("write to memory");
+    }
+    w.into_inner()
+}

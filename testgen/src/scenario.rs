@@ -2,7 +2,7 @@
 //! PSNs the way a NIC does, and a timeline of frames.
 
 use super::frames::{self, FrameSpec, Net, RoceSpec};
-use super::testdata::Frames;
+use super::writer::Frames;
 
 /// Frames at chosen times, in any order; `into_frames` sorts them (stable).
 #[derive(Default)]

@@ -1,4 +1,4 @@
-//! Writes the crafted captures of `testdata/` (see src/synth/testdata.rs for what each holds).
+//! Writes the crafted captures of `testdata/` (see testgen/src/testdata.rs for what each holds).
 //! Usage: gen-testdata [DIR]   (default: testdata)
 
 use std::path::PathBuf;
@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let dir = PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| "testdata".into()));
-    for (name, bytes) in roce_sniff::synth::testdata::all() {
+    for (name, bytes) in roce_testgen::testdata::all() {
         let path = dir.join(&name);
         if let Some(parent) = path.parent() {
             if let Err(e) = std::fs::create_dir_all(parent) {
