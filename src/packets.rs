@@ -8,7 +8,9 @@ use std::net::IpAddr;
 use roce_parsers::aeth::Aeth;
 use roce_parsers::capture::Record;
 use roce_parsers::link::linktype_name;
-use roce_parsers::{AethKind, Ecn, Frame, IcrcStatus, MacAddr, MacControl, NakCode, RoceVersion};
+use roce_parsers::{
+    AethKind, Ecn, Frame, IcrcStatus, MacAddr, MacControl, NakCode, RoceInfo, RoceVersion,
+};
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
@@ -59,180 +61,202 @@ impl Serialize for FrameJson<'_, '_> {
         m.serialize_entry("len", &f.len)?;
         m.serialize_entry("caplen", &f.caplen)?;
         m.serialize_entry("kind", frame_kind(f))?;
-        if let (Some(src), Some(dst)) = (f.src_mac, f.dst_mac) {
-            m.serialize_entry(
-                "eth",
-                &EthJson {
-                    src: AsText(MacAddr(src)),
-                    dst: AsText(MacAddr(dst)),
-                    r#type: f.ethertype,
-                },
-            )?;
-        } else if f.linktype != roce_parsers::link::LINKTYPE_ETHERNET {
-            m.serialize_entry("link", linktype_name(f.linktype))?;
-        }
-        if !f.vlans().is_empty() {
-            let tags: Vec<VlanJson> = f
-                .vlans()
-                .iter()
-                .map(|v| VlanJson {
-                    tpid: v.tpid,
-                    vid: v.vid,
-                    pcp: v.pcp,
-                    dei: v.dei,
-                })
-                .collect();
-            m.serialize_entry("vlan", &tags)?;
-        }
-        if let Some(ip) = &f.ip {
-            m.serialize_entry(
-                "ip",
-                &IpJson {
-                    version: ip.version,
-                    src: ip.src,
-                    dst: ip.dst,
-                    dscp: ip.dscp,
-                    ecn: ecn_name(ip.ecn),
-                    ttl: ip.ttl,
-                    flow_label: ip.flow_label,
-                },
-            )?;
-        }
-        if let Some(l) = &f.lrh {
-            m.serialize_entry(
-                "lrh",
-                &LrhJson {
-                    vl: l.vl,
-                    sl: l.sl,
-                    lnh: l.lnh,
-                    dlid: l.dlid,
-                    slid: l.slid,
-                    pkt_len: l.pkt_len,
-                },
-            )?;
-        }
-        if let Some(g) = &f.grh {
-            let (src, dst) = f
-                .addresses()
-                .unwrap_or((IpAddr::from([0u8; 16]), IpAddr::from([0u8; 16])));
-            m.serialize_entry(
-                "grh",
-                &GrhJson {
-                    sgid: src,
-                    dgid: dst,
-                    dscp: g.traffic_class >> 2,
-                    ecn: ecn_name(g.traffic_class),
-                    hop_limit: g.hop_limit,
-                    flow_label: g.flow_label,
-                },
-            )?;
-        }
-        if let Some(u) = &f.udp {
-            m.serialize_entry(
-                "udp",
-                &UdpJson {
-                    sport: u.sport,
-                    dport: u.dport,
-                },
-            )?;
-        }
+        link_entries(&mut m, f)?;
+        network_entries(&mut m, f)?;
         if let Some(r) = &f.roce {
-            let b = &r.bth;
-            m.serialize_entry(
-                "bth",
-                &BthJson {
-                    opcode: b.opcode.0,
-                    op: b.opcode.name(),
-                    se: b.se,
-                    m: b.m,
-                    pad: b.pad,
-                    tver: b.tver,
-                    pkey: b.pkey,
-                    fecn: b.fecn,
-                    becn: b.becn,
-                    dqpn: b.dqpn,
-                    ackreq: b.ackreq,
-                    psn: b.psn,
-                },
-            )?;
-            let e = &r.ext;
-            if let Some(d) = &e.deth {
-                m.serialize_entry(
-                    "deth",
-                    &DethJson {
-                        qkey: d.qkey,
-                        sqpn: d.sqpn,
-                    },
-                )?;
-            }
-            if let Some(x) = e.xrc_srqn {
-                m.serialize_entry("xrceth", &XrcJson { srqn: x })?;
-            }
-            if let Some(reth) = &e.reth {
-                m.serialize_entry(
-                    "reth",
-                    &RethJson {
-                        va: reth.va,
-                        rkey: reth.rkey,
-                        dlen: reth.dlen,
-                    },
-                )?;
-            }
-            if let Some(a) = &e.atomic {
-                m.serialize_entry(
-                    "atomic",
-                    &AtomicJson {
-                        va: a.va,
-                        rkey: a.rkey,
-                        swap_add: a.swap_add,
-                        compare: a.compare,
-                    },
-                )?;
-            }
-            if let Some(a) = &e.aeth {
-                m.serialize_entry("aeth", &aeth_json(a))?;
-            }
-            if let Some(a) = &e.atomic_ack {
-                m.serialize_entry("atomic_ack", &AtomicAckJson { orig: a.orig_data })?;
-            }
-            if let Some(imm) = e.imm {
-                m.serialize_entry("imm", &imm)?;
-            }
-            if let Some(ieth) = e.ieth {
-                m.serialize_entry("ieth", &ieth)?;
-            }
-            m.serialize_entry("payload_len", &r.payload_len)?;
-            m.serialize_entry(
-                "icrc",
-                &IcrcJson {
-                    value: r.icrc.value.map(Hex32),
-                    computed: match r.icrc.status {
-                        IcrcStatus::Bad => r.icrc.computed.map(Hex32),
-                        _ => None,
-                    },
-                    status: r.icrc.status.name(),
-                },
-            )?;
+            roce_entries(&mut m, r)?;
         }
-        match f.mac_control {
-            Some(MacControl::Pfc { cev, quanta }) => {
-                m.serialize_entry("pfc", &PfcJson { cev, quanta })?
-            }
-            Some(MacControl::Pause { quanta }) => {
-                m.serialize_entry("pause", &PauseJson { quanta })?
-            }
-            Some(MacControl::Other { opcode }) => {
-                m.serialize_entry("mac_control", &MacControlJson { opcode })?
-            }
-            None => {}
-        }
-        if let Some(err) = f.error {
-            if f.is_malformed() || !matches!(err, roce_parsers::DecodeError::Truncated { .. }) {
-                m.serialize_entry("error", &format_args!("{err}").to_string())?;
-            }
-        }
+        control_entries(&mut m, f)?;
         m.end()
     }
+}
+
+/// `eth` (or `link` for other link types) and `vlan`.
+fn link_entries<M: SerializeMap>(m: &mut M, f: &Frame<'_>) -> Result<(), M::Error> {
+    if let (Some(src), Some(dst)) = (f.src_mac, f.dst_mac) {
+        m.serialize_entry(
+            "eth",
+            &EthJson {
+                src: AsText(MacAddr(src)),
+                dst: AsText(MacAddr(dst)),
+                r#type: f.ethertype,
+            },
+        )?;
+    } else if f.linktype != roce_parsers::link::LINKTYPE_ETHERNET {
+        m.serialize_entry("link", linktype_name(f.linktype))?;
+    }
+    if !f.vlans().is_empty() {
+        let tags: Vec<VlanJson> = f
+            .vlans()
+            .iter()
+            .map(|v| VlanJson {
+                tpid: v.tpid,
+                vid: v.vid,
+                pcp: v.pcp,
+                dei: v.dei,
+            })
+            .collect();
+        m.serialize_entry("vlan", &tags)?;
+    }
+    Ok(())
+}
+
+/// `ip`, `lrh`, `grh` and `udp`.
+fn network_entries<M: SerializeMap>(m: &mut M, f: &Frame<'_>) -> Result<(), M::Error> {
+    if let Some(ip) = &f.ip {
+        m.serialize_entry(
+            "ip",
+            &IpJson {
+                version: ip.version,
+                src: ip.src,
+                dst: ip.dst,
+                dscp: ip.dscp,
+                ecn: ecn_name(ip.ecn),
+                ttl: ip.ttl,
+                flow_label: ip.flow_label,
+            },
+        )?;
+    }
+    if let Some(l) = &f.lrh {
+        m.serialize_entry(
+            "lrh",
+            &LrhJson {
+                vl: l.vl,
+                sl: l.sl,
+                lnh: l.lnh,
+                dlid: l.dlid,
+                slid: l.slid,
+                pkt_len: l.pkt_len,
+            },
+        )?;
+    }
+    if let Some(g) = &f.grh {
+        let (src, dst) = f
+            .addresses()
+            .unwrap_or((IpAddr::from([0u8; 16]), IpAddr::from([0u8; 16])));
+        m.serialize_entry(
+            "grh",
+            &GrhJson {
+                sgid: src,
+                dgid: dst,
+                dscp: g.traffic_class >> 2,
+                ecn: ecn_name(g.traffic_class),
+                hop_limit: g.hop_limit,
+                flow_label: g.flow_label,
+            },
+        )?;
+    }
+    if let Some(u) = &f.udp {
+        m.serialize_entry(
+            "udp",
+            &UdpJson {
+                sport: u.sport,
+                dport: u.dport,
+            },
+        )?;
+    }
+    Ok(())
+}
+
+/// `bth`, the extension headers, `payload_len` and `icrc`.
+fn roce_entries<M: SerializeMap>(m: &mut M, r: &RoceInfo<'_>) -> Result<(), M::Error> {
+    let b = &r.bth;
+    m.serialize_entry(
+        "bth",
+        &BthJson {
+            opcode: b.opcode.0,
+            op: b.opcode.name(),
+            se: b.se,
+            m: b.m,
+            pad: b.pad,
+            tver: b.tver,
+            pkey: b.pkey,
+            fecn: b.fecn,
+            becn: b.becn,
+            dqpn: b.dqpn,
+            ackreq: b.ackreq,
+            psn: b.psn,
+        },
+    )?;
+    let e = &r.ext;
+    if let Some(d) = &e.deth {
+        m.serialize_entry(
+            "deth",
+            &DethJson {
+                qkey: d.qkey,
+                sqpn: d.sqpn,
+            },
+        )?;
+    }
+    if let Some(x) = e.xrc_srqn {
+        m.serialize_entry("xrceth", &XrcJson { srqn: x })?;
+    }
+    if let Some(reth) = &e.reth {
+        m.serialize_entry(
+            "reth",
+            &RethJson {
+                va: reth.va,
+                rkey: reth.rkey,
+                dlen: reth.dlen,
+            },
+        )?;
+    }
+    if let Some(a) = &e.atomic {
+        m.serialize_entry(
+            "atomic",
+            &AtomicJson {
+                va: a.va,
+                rkey: a.rkey,
+                swap_add: a.swap_add,
+                compare: a.compare,
+            },
+        )?;
+    }
+    if let Some(a) = &e.aeth {
+        m.serialize_entry("aeth", &aeth_json(a))?;
+    }
+    if let Some(a) = &e.atomic_ack {
+        m.serialize_entry("atomic_ack", &AtomicAckJson { orig: a.orig_data })?;
+    }
+    if let Some(imm) = e.imm {
+        m.serialize_entry("imm", &imm)?;
+    }
+    if let Some(ieth) = e.ieth {
+        m.serialize_entry("ieth", &ieth)?;
+    }
+    m.serialize_entry("payload_len", &r.payload_len)?;
+    m.serialize_entry(
+        "icrc",
+        &IcrcJson {
+            value: r.icrc.value.map(Hex32),
+            computed: match r.icrc.status {
+                IcrcStatus::Bad => r.icrc.computed.map(Hex32),
+                _ => None,
+            },
+            status: r.icrc.status.name(),
+        },
+    )?;
+    Ok(())
+}
+
+/// `pfc`, `pause` or `mac_control`, and the decode `error` when there is one to show.
+fn control_entries<M: SerializeMap>(m: &mut M, f: &Frame<'_>) -> Result<(), M::Error> {
+    match f.mac_control {
+        Some(MacControl::Pfc { cev, quanta }) => {
+            m.serialize_entry("pfc", &PfcJson { cev, quanta })?
+        }
+        Some(MacControl::Pause { quanta }) => m.serialize_entry("pause", &PauseJson { quanta })?,
+        Some(MacControl::Other { opcode }) => {
+            m.serialize_entry("mac_control", &MacControlJson { opcode })?
+        }
+        None => {}
+    }
+    if let Some(err) = f.error {
+        if f.is_malformed() || !matches!(err, roce_parsers::DecodeError::Truncated { .. }) {
+            m.serialize_entry("error", &format_args!("{err}").to_string())?;
+        }
+    }
+    Ok(())
 }
 
 /// A short word for what a frame is: `rocev2`, `rocev1`, `pfc`, `pause`, `mac_control`, `ip`,
@@ -435,6 +459,32 @@ pub fn write_text_line(
         rel_ns / 1_000_000_000,
         (rel_ns % 1_000_000_000) / 1000
     );
+    text_addresses(line, f);
+    if let Some(r) = &f.roce {
+        text_roce(line, f, r);
+    } else if let Some(mc) = f.mac_control {
+        text_mac_control(line, f, mc);
+    } else if let Some(u) = &f.udp {
+        let _ = write!(line, "UDP {} > {} len {}", u.sport, u.dport, u.len);
+    } else if let Some(ip) = &f.ip {
+        let _ = write!(line, "IPv{}", ip.version);
+    } else if let Some(t) = f.ethertype {
+        let _ = write!(line, "ethertype {t:#06x}");
+    }
+    if f.is_snapped() {
+        let _ = write!(line, " [{} of {} bytes]", f.caplen, f.len);
+    }
+    if let Some(err) = f.error {
+        if f.is_malformed() || !matches!(err, roce_parsers::DecodeError::Truncated { .. }) {
+            let _ = write!(line, " [malformed: {err}]");
+        }
+    }
+    line.push('\n');
+    out.write_all(line.as_bytes())
+}
+
+/// VLAN tags, LIDs, addresses and DSCP/ECN.
+fn text_addresses(line: &mut String, f: &Frame<'_>) {
     for v in f.vlans() {
         let _ = write!(line, "vlan {} p{} ", v.vid, v.pcp);
     }
@@ -453,131 +503,108 @@ pub fn write_text_line(
     if let Some(tc) = f.traffic_class() {
         let _ = write!(line, "dscp {} {} ", tc >> 2, ecn_name(tc));
     }
-    if let Some(r) = &f.roce {
-        let b = &r.bth;
-        if r.version == RoceVersion::V1 {
-            line.push_str("RoCEv1 ");
-        } else if let Some(u) = &f.udp {
-            if u.sport != roce_parsers::ROCEV2_UDP_PORT {
-                let _ = write!(line, "sport {} ", u.sport);
-            }
+}
+
+/// The BTH, its flags, the extension headers, the payload length and the ICRC.
+fn text_roce(line: &mut String, f: &Frame<'_>, r: &RoceInfo<'_>) {
+    let b = &r.bth;
+    if r.version == RoceVersion::V1 {
+        line.push_str("RoCEv1 ");
+    } else if let Some(u) = f.udp.filter(|u| u.sport != roce_parsers::ROCEV2_UDP_PORT) {
+        let _ = write!(line, "sport {} ", u.sport);
+    }
+    let _ = write!(line, "{} qp {:#08x} psn {}", b.opcode, b.dqpn, b.psn);
+    for (set, flag) in [
+        (b.ackreq, " A"),
+        (b.se, " SE"),
+        (b.fecn, " FECN"),
+        (b.becn, " BECN"),
+    ] {
+        if set {
+            line.push_str(flag);
         }
-        let _ = write!(line, "{} qp {:#08x} psn {}", b.opcode, b.dqpn, b.psn);
-        if b.ackreq {
-            line.push_str(" A");
-        }
-        if b.se {
-            line.push_str(" SE");
-        }
-        if b.fecn {
-            line.push_str(" FECN");
-        }
-        if b.becn {
-            line.push_str(" BECN");
-        }
-        if let Some(d) = &r.ext.deth {
-            let _ = write!(line, " sqp {:#x} qkey {:#x}", d.sqpn, d.qkey);
-        }
-        if let Some(reth) = &r.ext.reth {
+    }
+    text_ext_headers(line, r);
+    let _ = write!(line, " payload {}", r.payload_len);
+    match r.icrc.status {
+        IcrcStatus::Ok => {}
+        IcrcStatus::Bad => {
             let _ = write!(
                 line,
-                " reth va {:#x} rkey {:#x} len {}",
-                reth.va, reth.rkey, reth.dlen
+                " ICRC BAD {:#010x} (expected {:#010x})",
+                r.icrc.value.unwrap_or(0),
+                r.icrc.computed.unwrap_or(0)
             );
         }
-        if let Some(a) = &r.ext.atomic {
-            let _ = write!(
+        IcrcStatus::Unchecked => line.push_str(" icrc unchecked"),
+    }
+}
+
+fn text_ext_headers(line: &mut String, r: &RoceInfo<'_>) {
+    let e = &r.ext;
+    if let Some(d) = &e.deth {
+        let _ = write!(line, " sqp {:#x} qkey {:#x}", d.sqpn, d.qkey);
+    }
+    if let Some(reth) = &e.reth {
+        let _ = write!(
+            line,
+            " reth va {:#x} rkey {:#x} len {}",
+            reth.va, reth.rkey, reth.dlen
+        );
+    }
+    if let Some(a) = &e.atomic {
+        let _ = write!(
+            line,
+            " atomic va {:#x} swap/add {} cmp {}",
+            a.va, a.swap_add, a.compare
+        );
+    }
+    if let Some(a) = &e.aeth {
+        let _ = match a.kind() {
+            AethKind::Ack => write!(line, " aeth ack credits {} msn {}", a.value(), a.msn),
+            AethKind::RnrNak => write!(line, " aeth rnr_nak timer {} msn {}", a.value(), a.msn),
+            AethKind::Nak => write!(
                 line,
-                " atomic va {:#x} swap/add {} cmp {}",
-                a.va, a.swap_add, a.compare
-            );
-        }
-        if let Some(a) = &r.ext.aeth {
-            match a.kind() {
-                AethKind::Ack => {
-                    let _ = write!(line, " aeth ack credits {} msn {}", a.value(), a.msn);
-                }
-                AethKind::RnrNak => {
-                    let _ = write!(line, " aeth rnr_nak timer {} msn {}", a.value(), a.msn);
-                }
-                AethKind::Nak => {
-                    let _ = write!(
-                        line,
-                        " aeth NAK {} msn {}",
-                        NakCode::from_value(a.value()).name(),
-                        a.msn
-                    );
-                }
-                AethKind::Reserved => {
-                    let _ = write!(
-                        line,
-                        " aeth reserved syndrome {:#04x} msn {}",
-                        a.syndrome, a.msn
-                    );
-                }
-            }
-        }
-        if let Some(imm) = r.ext.imm {
-            let _ = write!(line, " imm {imm:#x}");
-        }
-        if let Some(ieth) = r.ext.ieth {
-            let _ = write!(line, " inv rkey {ieth:#x}");
-        }
-        let _ = write!(line, " payload {}", r.payload_len);
-        match r.icrc.status {
-            IcrcStatus::Ok => {}
-            IcrcStatus::Bad => {
-                let _ = write!(
-                    line,
-                    " ICRC BAD {:#010x} (expected {:#010x})",
-                    r.icrc.value.unwrap_or(0),
-                    r.icrc.computed.unwrap_or(0)
-                );
-            }
-            IcrcStatus::Unchecked => line.push_str(" icrc unchecked"),
-        }
-    } else if let Some(mc) = f.mac_control {
-        let src = f
-            .src_mac
-            .map(|m| MacAddr(m).to_string())
-            .unwrap_or_default();
-        match mc {
-            MacControl::Pfc { cev, quanta } => {
-                let _ = write!(line, "PFC from {src} cev {cev:#04x}");
-                for (prio, q) in quanta.iter().enumerate() {
-                    if cev & (1 << prio) != 0 {
-                        if *q == 0 {
-                            let _ = write!(line, " p{prio}:XON");
-                        } else {
-                            let _ = write!(line, " p{prio}:{q}");
-                        }
-                    }
-                }
-            }
-            MacControl::Pause { quanta } => {
-                let _ = write!(line, "PAUSE from {src} quanta {quanta}");
-            }
-            MacControl::Other { opcode } => {
-                let _ = write!(line, "MAC Control opcode {opcode:#06x}");
-            }
-        }
-    } else if let Some(u) = &f.udp {
-        let _ = write!(line, "UDP {} > {} len {}", u.sport, u.dport, u.len);
-    } else if let Some(ip) = &f.ip {
-        let _ = write!(line, "IPv{}", ip.version);
-    } else if let Some(t) = f.ethertype {
-        let _ = write!(line, "ethertype {t:#06x}");
+                " aeth NAK {} msn {}",
+                NakCode::from_value(a.value()).name(),
+                a.msn
+            ),
+            AethKind::Reserved => write!(
+                line,
+                " aeth reserved syndrome {:#04x} msn {}",
+                a.syndrome, a.msn
+            ),
+        };
     }
-    if f.is_snapped() {
-        let _ = write!(line, " [{} of {} bytes]", f.caplen, f.len);
+    if let Some(imm) = e.imm {
+        let _ = write!(line, " imm {imm:#x}");
     }
-    if let Some(err) = f.error {
-        if f.is_malformed() || !matches!(err, roce_parsers::DecodeError::Truncated { .. }) {
-            let _ = write!(line, " [malformed: {err}]");
+    if let Some(ieth) = e.ieth {
+        let _ = write!(line, " inv rkey {ieth:#x}");
+    }
+}
+
+fn text_mac_control(line: &mut String, f: &Frame<'_>, mc: MacControl) {
+    let src = f
+        .src_mac
+        .map(|m| MacAddr(m).to_string())
+        .unwrap_or_default();
+    let _ = match mc {
+        MacControl::Pfc { cev, quanta } => {
+            let _ = write!(line, "PFC from {src} cev {cev:#04x}");
+            for (prio, q) in quanta.iter().enumerate() {
+                if cev & (1 << prio) != 0 {
+                    let _ = match q {
+                        0 => write!(line, " p{prio}:XON"),
+                        q => write!(line, " p{prio}:{q}"),
+                    };
+                }
+            }
+            Ok(())
         }
-    }
-    line.push('\n');
-    out.write_all(line.as_bytes())
+        MacControl::Pause { quanta } => write!(line, "PAUSE from {src} quanta {quanta}"),
+        MacControl::Other { opcode } => write!(line, "MAC Control opcode {opcode:#06x}"),
+    };
 }
 
 /// The form of `--packets` output.

@@ -151,83 +151,33 @@ impl Verifier {
         Some("no RoCE frame in this capture carries a VLAN tag: either the traffic is untagged or the capture point stripped the tags (a VLAN sub-interface); capture on the parent interface or a mirror port to tell".into())
     }
 
+    /// The checks this capture cannot support (PCP and VLAN without visible tags).
+    fn unverifiable(&self, ctx: &CaptureContext) -> Vec<Unverifiable> {
+        let exp = &self.exp;
+        let Some(reason) = self.vlan_visibility(ctx).filter(|_| self.roce > 0) else {
+            return Vec::new();
+        };
+        [
+            (Field::Pcp, exp.pcp.is_some() || exp.cnp_pcp.is_some()),
+            (Field::Vlan, exp.vlan.is_some()),
+        ]
+        .into_iter()
+        .filter(|&(_, asked)| asked)
+        .map(|(field, _)| Unverifiable {
+            field,
+            reason: reason.clone(),
+        })
+        .collect()
+    }
+
     pub fn finish(self, ctx: &CaptureContext) -> VerifyReport {
         let exp = self.exp;
-        let mut unverifiable = Vec::new();
-        if let Some(reason) = self.vlan_visibility(ctx).filter(|_| self.roce > 0) {
-            for (field, asked) in [
-                (Field::Pcp, exp.pcp.is_some() || exp.cnp_pcp.is_some()),
-                (Field::Vlan, exp.vlan.is_some()),
-            ] {
-                if asked {
-                    unverifiable.push(Unverifiable {
-                        field,
-                        reason: reason.clone(),
-                    });
-                }
-            }
-        }
+        let unverifiable = self.unverifiable(ctx);
         let cannot: Vec<Field> = unverifiable.iter().map(|u| u.field).collect();
-        let expected = |field: Field, kind: VerifyKind| -> Option<String> {
-            let cnp = kind == VerifyKind::Cnp;
-            match (field, cnp) {
-                (Field::Dscp, false) => exp.dscp.map(|d| d.to_string()),
-                (Field::Dscp, true) => exp.cnp_dscp.map(|d| d.to_string()),
-                (Field::Pcp, false) => exp.pcp.map(|d| d.to_string()),
-                (Field::Pcp, true) => exp.cnp_pcp.map(|d| d.to_string()),
-                (Field::Vlan, false) => exp.vlan.map(|d| d.to_string()),
-                (Field::Ecn, false) => exp.ecn.map(|e| match e {
-                    EcnExpect::Ect => "ect".into(),
-                    EcnExpect::NotEct => "not-ect".into(),
-                }),
-                _ => None,
-            }
-        };
         let mut flows: Vec<FlowVerify> = self
             .flows
             .into_iter()
-            .map(|((key, kind), c)| {
-                // Violations of a field the capture cannot show are not counted as violations.
-                let violations: Vec<FieldViolation> = c
-                    .violations
-                    .iter()
-                    .filter(|(f, _)| !cannot.contains(f))
-                    .map(|(&field, (count, frames))| FieldViolation {
-                        field,
-                        expected: expected(field, kind).unwrap_or_default(),
-                        count: *count,
-                        first_frames: frames.clone(),
-                    })
-                    .collect();
-                let violating = if violations.is_empty() {
-                    0
-                } else {
-                    c.violating
-                };
-                let mut seen = BTreeMap::new();
-                seen.insert(Field::Dscp.name(), c.seen_dscp);
-                seen.insert(Field::Ecn.name(), c.seen_ecn);
-                seen.insert(Field::Pcp.name(), c.seen_pcp);
-                seen.insert(Field::Vlan.name(), c.seen_vlan);
-                FlowVerify {
-                    flow: key.to_string(),
-                    src: key.src.to_string(),
-                    dst: key.dst.to_string(),
-                    dqpn: key.dqpn.0,
-                    vlan: key.vlan,
-                    kind,
-                    checked_against: c.checked > 0,
-                    checked: c.checked,
-                    violating,
-                    seen,
-                    first_violating_frames: if violations.is_empty() {
-                        vec![]
-                    } else {
-                        c.first_violating
-                    },
-                    violations,
-                }
-            })
+            .map(|((key, kind), c)| flow_verify(&exp, &cannot, key, kind, c))
             .collect();
         flows.sort_by(|a, b| {
             b.violating
@@ -255,6 +205,64 @@ impl Verifier {
             unverifiable,
             flows,
         }
+    }
+}
+
+/// What `field` was expected to be on frames of `kind`, as shown in the report.
+fn expected(exp: &Expectations, field: Field, kind: VerifyKind) -> Option<String> {
+    match (field, kind) {
+        (Field::Dscp, VerifyKind::Data) => exp.dscp.map(|d| d.to_string()),
+        (Field::Dscp, VerifyKind::Cnp) => exp.cnp_dscp.map(|d| d.to_string()),
+        (Field::Pcp, VerifyKind::Data) => exp.pcp.map(|d| d.to_string()),
+        (Field::Pcp, VerifyKind::Cnp) => exp.cnp_pcp.map(|d| d.to_string()),
+        (Field::Vlan, VerifyKind::Data) => exp.vlan.map(|d| d.to_string()),
+        (Field::Ecn, VerifyKind::Data) => exp.ecn.map(|e| match e {
+            EcnExpect::Ect => "ect".into(),
+            EcnExpect::NotEct => "not-ect".into(),
+        }),
+        _ => None,
+    }
+}
+
+/// One flow's row; violations of a field the capture cannot show (`cannot`) do not count.
+fn flow_verify(
+    exp: &Expectations,
+    cannot: &[Field],
+    key: FlowKey,
+    kind: VerifyKind,
+    c: FlowCheck,
+) -> FlowVerify {
+    let violations: Vec<FieldViolation> = c
+        .violations
+        .iter()
+        .filter(|(f, _)| !cannot.contains(f))
+        .map(|(&field, (count, frames))| FieldViolation {
+            field,
+            expected: expected(exp, field, kind).unwrap_or_default(),
+            count: *count,
+            first_frames: frames.clone(),
+        })
+        .collect();
+    let any = !violations.is_empty();
+    let seen = BTreeMap::from([
+        (Field::Dscp.name(), c.seen_dscp),
+        (Field::Ecn.name(), c.seen_ecn),
+        (Field::Pcp.name(), c.seen_pcp),
+        (Field::Vlan.name(), c.seen_vlan),
+    ]);
+    FlowVerify {
+        flow: key.to_string(),
+        src: key.src.to_string(),
+        dst: key.dst.to_string(),
+        dqpn: key.dqpn.0,
+        vlan: key.vlan,
+        kind,
+        checked_against: c.checked > 0,
+        checked: c.checked,
+        violating: if any { c.violating } else { 0 },
+        seen,
+        first_violating_frames: if any { c.first_violating } else { vec![] },
+        violations,
     }
 }
 

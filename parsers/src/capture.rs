@@ -264,21 +264,8 @@ impl CaptureParser {
         if buf.len() < 12 {
             return Ok(Next::Incomplete { need: 12 });
         }
-        let block_type_le = rd_u32(buf, 0, false);
-        if block_type_le == PCAPNG_SHB {
-            // The byte-order magic decides how this section (and its own length) is read.
-            let bom = rd_u32(buf, 8, false);
-            self.big_endian = match bom {
-                PCAPNG_BYTE_ORDER_MAGIC => false,
-                m if m == PCAPNG_BYTE_ORDER_MAGIC.swap_bytes() => true,
-                _ => {
-                    return Err(corrupt(format!(
-                    "section header at byte {offset} has an unknown byte-order magic {bom:#010x}"
-                )))
-                }
-            };
-            self.interfaces.clear();
-            self.sections += 1;
+        if rd_u32(buf, 0, false) == PCAPNG_SHB {
+            self.section_header(buf, offset)?;
         } else if self.sections == 0 {
             return Err(corrupt(format!(
                 "pcapng block at byte {offset} comes before any section header"
@@ -307,74 +294,111 @@ impl CaptureParser {
                 self.add_interface(body, be, offset)?;
                 Ok(Next::Skip(total))
             }
-            PCAPNG_EPB | PCAPNG_OBSOLETE_PB => {
-                if body.len() < 20 {
-                    return Err(corrupt(format!(
-                        "packet block at byte {offset} is too short ({total} bytes)"
-                    )));
-                }
-                let interface = if block_type == PCAPNG_EPB {
-                    rd_u32(body, 0, be)
-                } else {
-                    u32::from(rd_u16(body, 0, be))
-                };
-                let ts = (u64::from(rd_u32(body, 4, be)) << 32) | u64::from(rd_u32(body, 8, be));
-                let caplen = rd_u32(body, 12, be);
-                let len = rd_u32(body, 16, be);
-                let data = &body[20..];
-                if caplen as usize > data.len() {
-                    return Err(corrupt(format!(
-                        "packet block at byte {offset} claims {caplen} captured bytes in a {total}-byte block"
-                    )));
-                }
-                let Some(iface) = self.interfaces.get(interface as usize) else {
-                    return Err(corrupt(format!(
-                        "packet block at byte {offset} names interface {interface}, which has no description"
-                    )));
-                };
-                Ok(Next::Record(
-                    Record {
-                        ts_ns: iface.ts_ns(ts),
-                        caplen,
-                        len: len.max(caplen),
-                        linktype: iface.linktype,
-                        interface,
-                        data: &data[..caplen as usize],
-                    },
-                    total,
-                ))
-            }
-            PCAPNG_SPB => {
-                let Some(iface) = self.interfaces.first() else {
-                    return Err(corrupt(format!(
-                        "simple packet block at byte {offset} with no interface description"
-                    )));
-                };
-                if body.len() < 4 {
-                    return Err(corrupt(format!(
-                        "simple packet block at byte {offset} is too short"
-                    )));
-                }
-                let len = rd_u32(body, 0, be);
-                let mut caplen = (body.len() - 4).min(len as usize);
-                if iface.snaplen != 0 {
-                    caplen = caplen.min(iface.snaplen as usize);
-                }
-                Ok(Next::Record(
-                    Record {
-                        ts_ns: 0,
-                        caplen: caplen as u32,
-                        len,
-                        linktype: iface.linktype,
-                        interface: 0,
-                        data: &body[4..4 + caplen],
-                    },
-                    total,
-                ))
-            }
+            PCAPNG_EPB | PCAPNG_OBSOLETE_PB => self.packet_block(block_type, body, offset, total),
+            PCAPNG_SPB => self.simple_packet_block(body, offset, total),
             // Name resolution, statistics, custom and unknown blocks carry no packet.
             _ => Ok(Next::Skip(total)),
         }
+    }
+
+    /// An enhanced (or obsolete) packet block: a record of the interface it names.
+    fn packet_block<'a>(
+        &self,
+        block_type: u32,
+        body: &'a [u8],
+        offset: u64,
+        total: usize,
+    ) -> Result<Next<'a>, CaptureError> {
+        let be = self.big_endian;
+        if body.len() < 20 {
+            return Err(corrupt(format!(
+                "packet block at byte {offset} is too short ({total} bytes)"
+            )));
+        }
+        let interface = if block_type == PCAPNG_EPB {
+            rd_u32(body, 0, be)
+        } else {
+            u32::from(rd_u16(body, 0, be))
+        };
+        let ts = (u64::from(rd_u32(body, 4, be)) << 32) | u64::from(rd_u32(body, 8, be));
+        let caplen = rd_u32(body, 12, be);
+        let len = rd_u32(body, 16, be);
+        let data = &body[20..];
+        if caplen as usize > data.len() {
+            return Err(corrupt(format!(
+                "packet block at byte {offset} claims {caplen} captured bytes in a {total}-byte block"
+            )));
+        }
+        let Some(iface) = self.interfaces.get(interface as usize) else {
+            return Err(corrupt(format!(
+                "packet block at byte {offset} names interface {interface}, which has no description"
+            )));
+        };
+        Ok(Next::Record(
+            Record {
+                ts_ns: iface.ts_ns(ts),
+                caplen,
+                len: len.max(caplen),
+                linktype: iface.linktype,
+                interface,
+                data: &data[..caplen as usize],
+            },
+            total,
+        ))
+    }
+
+    /// A simple packet block: a record of the first interface, with no timestamp.
+    fn simple_packet_block<'a>(
+        &self,
+        body: &'a [u8],
+        offset: u64,
+        total: usize,
+    ) -> Result<Next<'a>, CaptureError> {
+        let be = self.big_endian;
+        let Some(iface) = self.interfaces.first() else {
+            return Err(corrupt(format!(
+                "simple packet block at byte {offset} with no interface description"
+            )));
+        };
+        if body.len() < 4 {
+            return Err(corrupt(format!(
+                "simple packet block at byte {offset} is too short"
+            )));
+        }
+        let len = rd_u32(body, 0, be);
+        let mut caplen = (body.len() - 4).min(len as usize);
+        if iface.snaplen != 0 {
+            caplen = caplen.min(iface.snaplen as usize);
+        }
+        Ok(Next::Record(
+            Record {
+                ts_ns: 0,
+                caplen: caplen as u32,
+                len,
+                linktype: iface.linktype,
+                interface: 0,
+                data: &body[4..4 + caplen],
+            },
+            total,
+        ))
+    }
+
+    /// A section header starts a section: its byte-order magic decides how the section (and
+    /// the header's own length) is read; interfaces are those of the section.
+    fn section_header(&mut self, buf: &[u8], offset: u64) -> Result<(), CaptureError> {
+        let bom = rd_u32(buf, 8, false);
+        self.big_endian = match bom {
+            PCAPNG_BYTE_ORDER_MAGIC => false,
+            m if m == PCAPNG_BYTE_ORDER_MAGIC.swap_bytes() => true,
+            _ => {
+                return Err(corrupt(format!(
+                    "section header at byte {offset} has an unknown byte-order magic {bom:#010x}"
+                )))
+            }
+        };
+        self.interfaces.clear();
+        self.sections += 1;
+        Ok(())
     }
 
     fn add_interface(&mut self, body: &[u8], be: bool, offset: u64) -> Result<(), CaptureError> {

@@ -232,6 +232,65 @@ fn be16(b: &[u8], at: usize) -> u16 {
     u16::from_be_bytes([b[at], b[at + 1]])
 }
 
+/// An option-free IPv4 header carrying UDP, unfragmented: its info, header and payload.
+fn fast_ipv4(l3: &[u8]) -> Option<(IpInfo, NetHeader<'_>, &[u8])> {
+    if l3.len() < 28 || l3[0] != 0x45 || l3[9] != 17 || be16(l3, 6) & 0x3fff != 0 {
+        return None;
+    }
+    let total = usize::from(be16(l3, 2));
+    if total < 28 {
+        return None;
+    }
+    let header = &l3[..20];
+    let end = total.min(l3.len());
+    Some((
+        IpInfo {
+            version: 4,
+            src: IpAddr::from([l3[12], l3[13], l3[14], l3[15]]),
+            dst: IpAddr::from([l3[16], l3[17], l3[18], l3[19]]),
+            dscp: l3[1] >> 2,
+            ecn: l3[1] & 3,
+            ttl: l3[8],
+            flow_label: None,
+        },
+        NetHeader::Ipv4(header),
+        &l3[20..end],
+    ))
+}
+
+/// An IPv6 header with no extension headers, carrying UDP.
+fn fast_ipv6(l3: &[u8]) -> Option<(IpInfo, NetHeader<'_>, &[u8])> {
+    if l3.len() < 48 || l3[0] >> 4 != 6 || l3[6] != 17 {
+        return None;
+    }
+    let plen = usize::from(be16(l3, 4));
+    if plen < 8 {
+        return None;
+    }
+    let mut src = [0u8; 16];
+    let mut dst = [0u8; 16];
+    src.copy_from_slice(&l3[8..24]);
+    dst.copy_from_slice(&l3[24..40]);
+    let tclass = ((l3[0] & 0x0f) << 4) | (l3[1] >> 4);
+    let end = (40 + plen).min(l3.len());
+    Some((
+        IpInfo {
+            version: 6,
+            src: IpAddr::from(src),
+            dst: IpAddr::from(dst),
+            dscp: tclass >> 2,
+            ecn: tclass & 3,
+            ttl: l3[7],
+            flow_label: Some(u32::from_be_bytes([0, l3[1] & 0x0f, l3[2], l3[3]])),
+        },
+        NetHeader::Ipv6 {
+            header: &l3[..40],
+            exts: &[],
+        },
+        &l3[40..end],
+    ))
+}
+
 /// The direct path for Ethernet RoCEv2 frames; false (with `frame` untouched in what matters)
 /// when the frame needs the general path.
 fn fast_rocev2<'a>(frame: &mut Frame<'a>, data: &'a [u8]) -> bool {
@@ -258,63 +317,13 @@ fn fast_rocev2<'a>(frame: &mut Frame<'a>, data: &'a [u8]) -> bool {
         off += 4;
     }
     let l3 = &data[off..];
-    let (ip, net, ip_payload): (IpInfo, NetHeader<'a>, &'a [u8]) = match ethertype {
-        0x0800 => {
-            if l3.len() < 28 || l3[0] != 0x45 || l3[9] != 17 || be16(l3, 6) & 0x3fff != 0 {
-                return false;
-            }
-            let total = usize::from(be16(l3, 2));
-            if total < 28 {
-                return false;
-            }
-            let header = &l3[..20];
-            let end = total.min(l3.len());
-            (
-                IpInfo {
-                    version: 4,
-                    src: IpAddr::from([l3[12], l3[13], l3[14], l3[15]]),
-                    dst: IpAddr::from([l3[16], l3[17], l3[18], l3[19]]),
-                    dscp: l3[1] >> 2,
-                    ecn: l3[1] & 3,
-                    ttl: l3[8],
-                    flow_label: None,
-                },
-                NetHeader::Ipv4(header),
-                &l3[20..end],
-            )
-        }
-        0x86dd => {
-            if l3.len() < 48 || l3[0] >> 4 != 6 || l3[6] != 17 {
-                return false;
-            }
-            let plen = usize::from(be16(l3, 4));
-            if plen < 8 {
-                return false;
-            }
-            let mut src = [0u8; 16];
-            let mut dst = [0u8; 16];
-            src.copy_from_slice(&l3[8..24]);
-            dst.copy_from_slice(&l3[24..40]);
-            let tclass = ((l3[0] & 0x0f) << 4) | (l3[1] >> 4);
-            let end = (40 + plen).min(l3.len());
-            (
-                IpInfo {
-                    version: 6,
-                    src: IpAddr::from(src),
-                    dst: IpAddr::from(dst),
-                    dscp: tclass >> 2,
-                    ecn: tclass & 3,
-                    ttl: l3[7],
-                    flow_label: Some(u32::from_be_bytes([0, l3[1] & 0x0f, l3[2], l3[3]])),
-                },
-                NetHeader::Ipv6 {
-                    header: &l3[..40],
-                    exts: &[],
-                },
-                &l3[40..end],
-            )
-        }
-        _ => return false,
+    let parsed = match ethertype {
+        0x0800 => fast_ipv4(l3),
+        0x86dd => fast_ipv6(l3),
+        _ => None,
+    };
+    let Some((ip, net, ip_payload)) = parsed else {
+        return false;
     };
     if ip_payload.len() < 8 || be16(ip_payload, 2) != ROCEV2_UDP_PORT {
         return false;
@@ -345,63 +354,12 @@ fn fast_rocev2<'a>(frame: &mut Frame<'a>, data: &'a [u8]) -> bool {
 pub fn decode_frame_general(linktype: u32, data: &[u8], orig_len: u32) -> Frame<'_> {
     let caplen = u32::try_from(data.len()).unwrap_or(u32::MAX);
     let mut frame = Frame::empty(linktype, caplen, orig_len.max(caplen));
-    let (sliced, first_type) = match linktype {
-        LINKTYPE_ETHERNET => match LaxSlicedPacket::from_ethernet(data) {
-            Ok(p) => {
-                let mut first_type = None;
-                if let Some(LinkSlice::Ethernet2(e)) = &p.link {
-                    frame.src_mac = Some(e.source());
-                    frame.dst_mac = Some(e.destination());
-                    first_type = Some(e.ether_type().0);
-                }
-                (p, first_type)
-            }
-            Err(_) => {
-                frame.error = Some(truncated(Layer::Link, 14, data.len()));
-                return frame;
-            }
-        },
-        LINKTYPE_LINUX_SLL | LINKTYPE_LINUX_SLL2 => {
-            let cooked = if linktype == LINKTYPE_LINUX_SLL {
-                link::linux_sll(data)
-            } else {
-                link::linux_sll2(data)
-            };
-            match cooked {
-                Ok(c) => {
-                    frame.src_mac = c.src_mac;
-                    (
-                        LaxSlicedPacket::from_ether_type(EtherType(c.protocol), c.payload),
-                        Some(c.protocol),
-                    )
-                }
-                Err(e) => {
-                    frame.error = Some(e);
-                    return frame;
-                }
-            }
-        }
-        link::LINKTYPE_ERF => {
-            return decode_erf(frame, data);
-        }
-        LINKTYPE_RAW | 12 | 14 | LINKTYPE_IPV4 | LINKTYPE_IPV6 => {
-            match LaxSlicedPacket::from_ip(data) {
-                Ok(p) => (p, None),
-                Err(_) => {
-                    frame.error = Some(DecodeError::Invalid {
-                        layer: Layer::Ip,
-                        what: "not an IP header",
-                    });
-                    return frame;
-                }
-            }
-        }
-        other => {
-            frame.error = Some(DecodeError::UnsupportedLinkType(other));
-            return frame;
-        }
+    if linktype == link::LINKTYPE_ERF {
+        return decode_erf(frame, data);
+    }
+    let Some((sliced, first_type)) = slice_link(&mut frame, data) else {
+        return frame;
     };
-
     // VLAN tags: the TPID of each is the ethertype found just before it.
     let mut tpid = first_type.unwrap_or(0);
     for ext in &sliced.link_exts {
@@ -423,7 +381,6 @@ pub fn decode_frame_general(linktype: u32, data: &[u8], orig_len: u32) -> Frame<
     if let Some((e, layer)) = &sliced.stop_err {
         frame.error = Some(map_stop(e, *layer));
     }
-
     if let Some(p) = &ether_payload {
         match p.ether_type.0 {
             ETHERTYPE_MAC_CONTROL => {
@@ -440,8 +397,86 @@ pub fn decode_frame_general(linktype: u32, data: &[u8], orig_len: u32) -> Frame<
             _ => {}
         }
     }
+    let net_header = net_info(&mut frame, &sliced);
+    if let Some(TransportSlice::Udp(u)) = &sliced.transport {
+        let udp = UdpInfo {
+            sport: u.source_port(),
+            dport: u.destination_port(),
+            len: u.length(),
+        };
+        frame.udp = Some(udp);
+        if udp.dport == ROCEV2_UDP_PORT {
+            if let Some(net) = net_header {
+                decode_rocev2(&mut frame, net, u.header_slice(), u.payload(), udp.len);
+            }
+        }
+    }
+    frame
+}
 
-    let net_header = match &sliced.net {
+/// Slices the link layer of `data` (and what etherparse finds after it) by the frame's link
+/// type; the ethertype or protocol of the link header. None, with the error set, when the
+/// link header itself does not parse or the link type is not supported.
+fn slice_link<'a>(
+    frame: &mut Frame<'a>,
+    data: &'a [u8],
+) -> Option<(LaxSlicedPacket<'a>, Option<u16>)> {
+    match frame.linktype {
+        LINKTYPE_ETHERNET => match LaxSlicedPacket::from_ethernet(data) {
+            Ok(p) => {
+                let mut first_type = None;
+                if let Some(LinkSlice::Ethernet2(e)) = &p.link {
+                    frame.src_mac = Some(e.source());
+                    frame.dst_mac = Some(e.destination());
+                    first_type = Some(e.ether_type().0);
+                }
+                Some((p, first_type))
+            }
+            Err(_) => {
+                frame.error = Some(truncated(Layer::Link, 14, data.len()));
+                None
+            }
+        },
+        lt @ (LINKTYPE_LINUX_SLL | LINKTYPE_LINUX_SLL2) => {
+            let cooked = if lt == LINKTYPE_LINUX_SLL {
+                link::linux_sll(data)
+            } else {
+                link::linux_sll2(data)
+            };
+            match cooked {
+                Ok(c) => {
+                    frame.src_mac = c.src_mac;
+                    let p = LaxSlicedPacket::from_ether_type(EtherType(c.protocol), c.payload);
+                    Some((p, Some(c.protocol)))
+                }
+                Err(e) => {
+                    frame.error = Some(e);
+                    None
+                }
+            }
+        }
+        LINKTYPE_RAW | 12 | 14 | LINKTYPE_IPV4 | LINKTYPE_IPV6 => {
+            match LaxSlicedPacket::from_ip(data) {
+                Ok(p) => Some((p, None)),
+                Err(_) => {
+                    frame.error = Some(DecodeError::Invalid {
+                        layer: Layer::Ip,
+                        what: "not an IP header",
+                    });
+                    None
+                }
+            }
+        }
+        other => {
+            frame.error = Some(DecodeError::UnsupportedLinkType(other));
+            None
+        }
+    }
+}
+
+/// Fills `frame.ip` from the sliced IP header; the header as the ICRC masks it.
+fn net_info<'a>(frame: &mut Frame<'_>, sliced: &'a LaxSlicedPacket<'_>) -> Option<NetHeader<'a>> {
+    match &sliced.net {
         Some(LaxNetSlice::Ipv4(s)) => {
             let h = s.header();
             frame.ip = Some(IpInfo {
@@ -472,22 +507,7 @@ pub fn decode_frame_general(linktype: u32, data: &[u8], orig_len: u32) -> Frame<
             })
         }
         _ => None,
-    };
-
-    if let Some(TransportSlice::Udp(u)) = &sliced.transport {
-        let udp = UdpInfo {
-            sport: u.source_port(),
-            dport: u.destination_port(),
-            len: u.length(),
-        };
-        frame.udp = Some(udp);
-        if udp.dport == ROCEV2_UDP_PORT {
-            if let Some(net) = net_header {
-                decode_rocev2(&mut frame, net, u.header_slice(), u.payload(), udp.len);
-            }
-        }
     }
-    frame
 }
 
 fn decode_rocev2<'a>(

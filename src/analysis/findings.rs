@@ -429,6 +429,7 @@ fn incast(flows: &[FlowReport], evidence: &[FlowEvidence], capture_start: u64) -
     ))
 }
 
+/// What the capture point hides: no RoCE, no VLAN tags, cooked headers, a snap length.
 fn capture_findings(
     capture: &CaptureReport,
     roce_priorities: &[u8],
@@ -487,6 +488,12 @@ fn capture_findings(
             vec![],
         ));
     }
+    damage_findings(capture, out);
+}
+
+/// What is missing from the capture or could not be analysed: damage, drops, malformed
+/// frames, unsupported link types, flows beyond --max-flows.
+fn damage_findings(capture: &CaptureReport, out: &mut Vec<Finding>) {
     for w in &capture.warnings {
         let cause = match w.kind {
             WarningKind::FileDamaged => "the capture file is incomplete (a tcpdump that was killed, a full disk, or a damaged copy); everything before the damage was analysed",

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::plots::{css_color, flow_color, human_ns, Rendered};
-use crate::model::{FlowRole, PlotData, Report, Severity};
+use crate::model::{CaptureReport, FlowRole, PlotData, Report, Severity};
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -39,9 +39,30 @@ fn counts<K: std::fmt::Display>(map: &std::collections::BTreeMap<K, u64>) -> Str
         .join(" ")
 }
 
+/// The self-contained page: summary cards, findings, the plots inline, flows and PFC tables.
 pub fn render(r: &Report, d: &PlotData, plots: &[Rendered]) -> String {
-    let c = &r.capture;
     let mut o = String::new();
+    head(&mut o, &r.capture, d);
+    cards(&mut o, r);
+    findings(&mut o, r);
+    o.push_str("<h2>Over time</h2>\n");
+    for p in plots {
+        let _ = writeln!(
+            o,
+            "<div class=\"plot\" id=\"{name}\">{svg}<p>{caption} <a href=\"{name}.png\">PNG</a> &middot; <a href=\"{name}.svg\">SVG</a></p></div>",
+            name = p.name,
+            svg = strip_xml_header(&p.svg),
+            caption = esc(caption(p.name)),
+        );
+    }
+    flows(&mut o, r);
+    pfc(&mut o, r);
+    o.push_str("<h2>Files</h2>\n<p><a href=\"report.json\">report.json</a> (the full report, described in docs/json.md) &middot; <a href=\"report.txt\">report.txt</a> &middot; <a href=\"timeline.csv\">timeline.csv</a> and <a href=\"timeline.json\">timeline.json</a> (per flow and bin) &middot; <a href=\"pfc_timeline.csv\">pfc_timeline.csv</a> (pause time per priority and bin)</p>\n</body></html>\n");
+    o
+}
+
+/// The document head, the style sheet and the title lines.
+fn head(o: &mut String, c: &CaptureReport, d: &PlotData) {
     let _ = write!(
         o,
         r#"<!DOCTYPE html>
@@ -80,6 +101,12 @@ tr.trouble td {{ background: #fff3f3; }}
         dur = c.duration_s,
         bin = human_ns(d.bin_ns),
     );
+}
+
+/// The numbers a reader looks at first, red when something is wrong; then the capture's
+/// warnings.
+fn cards(o: &mut String, r: &Report) {
+    let c = &r.capture;
     let crit = r
         .findings
         .iter()
@@ -123,7 +150,9 @@ tr.trouble td {{ background: #fff3f3; }}
             esc(&w.message)
         );
     }
+}
 
+fn findings(o: &mut String, r: &Report) {
     o.push_str("<h2>What looks wrong</h2>\n");
     if r.findings.is_empty() {
         o.push_str("<p>Nothing looks wrong in this capture.</p>\n");
@@ -151,18 +180,9 @@ tr.trouble td {{ background: #fff3f3; }}
             esc(&f.cause)
         );
     }
+}
 
-    o.push_str("<h2>Over time</h2>\n");
-    for p in plots {
-        let _ = writeln!(
-            o,
-            "<div class=\"plot\" id=\"{name}\">{svg}<p>{caption} <a href=\"{name}.png\">PNG</a> &middot; <a href=\"{name}.svg\">SVG</a></p></div>",
-            name = p.name,
-            svg = strip_xml_header(&p.svg),
-            caption = esc(caption(p.name)),
-        );
-    }
-
+fn flows(o: &mut String, r: &Report) {
     o.push_str("<h2>Flows (troubled first)</h2>\n<table><tr><th>#</th><th>flow</th><th>tr</th><th>role</th><th>packets</th><th>Gb/s</th><th>MTU</th><th>PCP</th><th>DSCP</th><th>ECN</th><th>gaps</th><th>missing</th><th>retx</th><th>dup</th><th>ooo</th><th>NAKs</th><th>CE</th><th>CNPs</th><th>ACK RTT p50/p99 us</th></tr>\n");
     for f in &r.flows {
         let trouble = f.psn.gaps + f.psn.retransmitted + f.naks.total() + f.icrc_bad > 0
@@ -197,7 +217,9 @@ tr.trouble td {{ background: #fff3f3; }}
         );
     }
     o.push_str("</table>\n");
+}
 
+fn pfc(o: &mut String, r: &Report) {
     let p = &r.pfc;
     if !p.priorities.is_empty() || !p.pause_8023x.is_empty() {
         let _ = writeln!(
@@ -236,8 +258,6 @@ tr.trouble td {{ background: #fff3f3; }}
         }
         o.push_str("</table>\n");
     }
-    o.push_str("<h2>Files</h2>\n<p><a href=\"report.json\">report.json</a> (the full report, described in docs/json.md) &middot; <a href=\"report.txt\">report.txt</a> &middot; <a href=\"timeline.csv\">timeline.csv</a> and <a href=\"timeline.json\">timeline.json</a> (per flow and bin) &middot; <a href=\"pfc_timeline.csv\">pfc_timeline.csv</a> (pause time per priority and bin)</p>\n</body></html>\n");
-    o
 }
 
 /// Inline SVG must not carry an XML declaration.

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use crate::model::{FlowReport, Report, Severity};
+use crate::model::{CaptureReport, FlowReport, Report, Severity};
 
 fn human_bytes(b: u64) -> String {
     let b = b as f64;
@@ -38,7 +38,14 @@ fn opt_us(v: Option<f64>) -> String {
 /// Renders the report as text for a terminal.
 pub fn render(r: &Report) -> String {
     let mut o = String::new();
-    let c = &r.capture;
+    capture_summary(&mut o, &r.capture);
+    findings(&mut o, r);
+    flows(&mut o, &r.flows);
+    pfc(&mut o, r);
+    o
+}
+
+fn capture_summary(o: &mut String, c: &CaptureReport) {
     let _ = writeln!(o, "roce-sniff report: {}", c.file);
     let lts: Vec<String> = c.link_types.keys().cloned().collect();
     let _ = writeln!(
@@ -76,7 +83,9 @@ pub fn render(r: &Report) -> String {
     for w in &c.warnings {
         let _ = writeln!(o, "  warning: {}", w.message);
     }
+}
 
+fn findings(o: &mut String, r: &Report) {
     let crit = r
         .findings
         .iter()
@@ -109,11 +118,12 @@ pub fn render(r: &Report) -> String {
             let _ = writeln!(o, "  {:<8} {:<24} frames: {}", "", "", frames.join(", "));
         }
     }
+}
 
-    if !r.flows.is_empty() {
+fn flows(o: &mut String, flows: &[FlowReport]) {
+    if !flows.is_empty() {
         let _ = writeln!(o, "\nFlows (troubled first)");
-        let width = r
-            .flows
+        let width = flows
             .iter()
             .map(|f| f.label().len())
             .max()
@@ -122,7 +132,7 @@ pub fn render(r: &Report) -> String {
         // The QoS columns are as wide as their widest cell, so that mixed values do not shift
         // the columns after them.
         let col = |cell: fn(&FlowReport) -> String, min: usize| {
-            r.flows
+            flows
                 .iter()
                 .map(|f| cell(f).len())
                 .max()
@@ -137,7 +147,7 @@ pub fn render(r: &Report) -> String {
             "  {:>3} {:<width$} {:<4} {:<9} {:>8} {:>8} {:>5} {:<pw$} {:<dw$} {:<ew$} {:>5} {:>7} {:>5} {:>4} {:>4} {:>4} {:>6} {:>5} {:>17}",
             "#", "flow", "tr", "role", "packets", "Gb/s", "MTU", "PCP", "DSCP", "ECN", "gaps", "missing", "retx", "dup", "ooo", "NAK", "CE", "CNP", "ACK RTT p50/p99 us"
         );
-        for f in &r.flows {
+        for f in flows {
             let rtt = if f.ack_rtt_us.count > 0 {
                 format!("{}/{}", opt_us(f.ack_rtt_us.p50), opt_us(f.ack_rtt_us.p99))
             } else {
@@ -168,7 +178,9 @@ pub fn render(r: &Report) -> String {
             );
         }
     }
+}
 
+fn pfc(o: &mut String, r: &Report) {
     let p = &r.pfc;
     if !p.priorities.is_empty() || !p.pause_8023x.is_empty() {
         let prios: Vec<String> = p.roce_priorities.iter().map(u8::to_string).collect();
@@ -202,7 +214,7 @@ pub fn render(r: &Report) -> String {
                 q.longest_pause_us,
                 q.storms_total
             );
-            let t0 = c.first_ts_ns.unwrap_or(0);
+            let t0 = r.capture.first_ts_ns.unwrap_or(0);
             for s in &q.storms {
                 let _ = writeln!(
                     o,
@@ -232,5 +244,4 @@ pub fn render(r: &Report) -> String {
             );
         }
     }
-    o
 }

@@ -25,13 +25,23 @@ fn link_ab() -> FrameSpec {
 /// extension header, IPv6, RoCEv1, 802.1ad + 802.1Q, well-known UDP source ports, PFC, PAUSE
 /// and non-RoCE UDP. One frame per line of `decode_all_expected()`.
 pub fn decode_all() -> Frames {
-    let mut out = Frames::new();
-    let mut t = T0_NS;
-    let mut push = |f: Vec<u8>| {
-        t += 1_000;
-        out.push((t, f));
-    };
     let net = Net::v4(IP_A, IP_B, 0x6a);
+    let frames = [
+        rc_frames(net),
+        other_transport_frames(net),
+        variant_frames(net),
+    ]
+    .concat();
+    (1..)
+        .zip(frames)
+        .map(|(i, f)| (T0_NS + i * 1_000, f))
+        .collect()
+}
+
+/// Every RC opcode with every extension header, and the AETH syndromes.
+fn rc_frames(net: Net) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut push = |f: Vec<u8>| out.push(f);
     let rc_ops: Vec<u8> = (0x00..=0x17).filter(|&o| o != 0x15).collect();
     for (i, &op) in rc_ops.iter().enumerate() {
         let mut r =
@@ -76,6 +86,13 @@ pub fn decode_all() -> Frames {
         let r = RoceSpec::new(0x11, 0x12, 140).aeth(syndrome, 9);
         push(frames::rocev2(&link_ab(), net.reversed(), 49200, &r));
     }
+    out
+}
+
+/// UC, UD and XRC opcodes, the CNP, unknown opcodes and well-known source ports.
+fn other_transport_frames(net: Net) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut push = |f: Vec<u8>| out.push(f);
     // UC: SEND and WRITE (0x20..0x2b).
     for op in 0x20..=0x2b {
         let r = RoceSpec::new(op, 0x34, 0xfffffe + u32::from(op - 0x20))
@@ -130,6 +147,13 @@ pub fn decode_all() -> Frames {
             &RoceSpec::new(0x04, 0x12, 400 + u32::from(sport)).payload(32),
         ));
     }
+    out
+}
+
+/// IPv6, RoCEv1, 802.1ad + 802.1Q, PFC, PAUSE and UDP that is not RoCE.
+fn variant_frames(net: Net) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut push = |f: Vec<u8>| out.push(f);
     // IPv6 RoCEv2, untagged, flow label set.
     let v6 = Net::V6 {
         src: "fd00::1".parse().expect("literal"),
