@@ -274,7 +274,7 @@ pub fn parse_vid(s: &str) -> Result<u16, String> {
     parse_max(s, 4095, "VLAN ID").map(|v| v as u16)
 }
 
-pub fn parse_byte(s: &str) -> Result<u8, String> {
+fn parse_byte(s: &str) -> Result<u8, String> {
     parse_max(s, 255, "TOS").map(|v| v as u8)
 }
 

@@ -394,11 +394,11 @@ impl Expectations {
         self.data_any() || self.cnp_any()
     }
 
-    pub fn data_any(&self) -> bool {
+    fn data_any(&self) -> bool {
         self.dscp.is_some() || self.pcp.is_some() || self.vlan.is_some() || self.ecn.is_some()
     }
 
-    pub fn cnp_any(&self) -> bool {
+    fn cnp_any(&self) -> bool {
         self.cnp_dscp.is_some() || self.cnp_pcp.is_some()
     }
 }

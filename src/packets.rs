@@ -261,7 +261,7 @@ fn control_entries<M: SerializeMap>(m: &mut M, f: &Frame<'_>) -> Result<(), M::E
 
 /// A short word for what a frame is: `rocev2`, `rocev1`, `pfc`, `pause`, `mac_control`, `ip`,
 /// `other`.
-pub fn frame_kind(f: &Frame<'_>) -> &'static str {
+fn frame_kind(f: &Frame<'_>) -> &'static str {
     if let Some(r) = &f.roce {
         return match r.version {
             RoceVersion::V2 => "rocev2",

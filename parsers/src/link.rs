@@ -38,19 +38,10 @@ pub fn linktype_name(linktype: u32) -> &'static str {
         .map_or("unknown", |&(_, name)| name)
 }
 
-/// Whether frames of this link type carry an Ethernet header (and so VLAN tags and PCP).
-pub fn has_ethernet_header(linktype: u32) -> bool {
-    linktype == LINKTYPE_ETHERNET
-}
-
 /// Whether frames of this link type carry no Ethernet header of their own: Linux cooked
 /// captures (`tcpdump -i any`), where VLAN tags and PCP cannot be seen.
 pub fn is_cooked(linktype: u32) -> bool {
     matches!(linktype, LINKTYPE_LINUX_SLL | LINKTYPE_LINUX_SLL2)
-}
-
-pub fn is_supported(linktype: u32) -> bool {
-    SUPPORTED.iter().any(|&(lt, _)| lt == linktype)
 }
 
 /// A Linux cooked header: the protocol (an ethertype for Ethernet-born packets) and the bytes after.

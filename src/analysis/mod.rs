@@ -251,15 +251,12 @@ impl Analyzer {
                 ..Event::default()
             },
         );
-        match op.operation() {
-            Operation::Cnp => self.cnp(fi, p),
-            Operation::Send | Operation::Write | Operation::ReadRequest | Operation::Atomic => {
-                self.request(fi, p, r)
-            }
-            Operation::Ack | Operation::AtomicAck | Operation::ReadResponse => {
-                self.response(fi, p, r)
-            }
-            Operation::Unknown => {}
+        if op.operation() == Operation::Cnp {
+            self.cnp(fi, p);
+        } else if op.is_request() {
+            self.request(fi, p, r);
+        } else if op.is_response() {
+            self.response(fi, p, r);
         }
     }
 

@@ -22,7 +22,7 @@ pub struct PfcConfig {
 
 impl PfcConfig {
     /// One pause quantum in nanoseconds at the configured link speed.
-    pub fn quantum_ns(&self) -> f64 {
+    fn quantum_ns(&self) -> f64 {
         roce_parsers::pfc::quanta_to_ns(1, self.link_gbps)
     }
 }

@@ -18,7 +18,7 @@ use crate::model::PsnCounts;
 /// Most holes tracked individually; beyond, skipped PSNs are only counted.
 const MAX_HOLES: usize = 1024;
 /// Ranges listed in the report.
-pub const MISSING_RANGES_SHOWN: usize = 8;
+const MISSING_RANGES_SHOWN: usize = 8;
 /// A repeated PSN after this much silence on the stream is a timeout retransmission, not a
 /// duplicate (a mirror port duplicates within nanoseconds; RC timeouts are far longer).
 pub const RETRANSMIT_IDLE_NS: u64 = 100_000;

@@ -11,7 +11,7 @@ use super::plots::{self, css_color, flow_color, Rendered};
 use crate::error::Error;
 use crate::model::{Bin, PlotData, Report};
 
-pub const TIMELINE_SCHEMA: &str = "roce-sniff.timeline/1";
+const TIMELINE_SCHEMA: &str = "roce-sniff.timeline/1";
 
 /// Columns of a flow's timeline, one value per bin.
 #[derive(Debug, Serialize)]
@@ -108,7 +108,7 @@ fn pause_per_bin(d: &PlotData, intervals: &[(u64, u64)]) -> Vec<f64> {
     out
 }
 
-pub fn timeline_json(d: &PlotData) -> TimelineJson {
+fn timeline_json(d: &PlotData) -> TimelineJson {
     let secs = |ns: u64| ns.saturating_sub(d.start_ns) as f64 / 1e9;
     TimelineJson {
         schema: TIMELINE_SCHEMA,

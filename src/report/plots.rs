@@ -15,7 +15,7 @@ use crate::model::{Bin, FlowSeries, PlotData};
 pub const WIDTH: u32 = 1200;
 pub const HEIGHT: u32 = 480;
 /// Flows drawn on their own; the rest are summed as "other flows".
-pub const TOP_FLOWS: usize = 8;
+const TOP_FLOWS: usize = 8;
 
 /// A categorical palette (Tableau 10): flow color = palette[(id - 1) % 10].
 const PALETTE: [RGBColor; 10] = [

@@ -21,7 +21,7 @@ use crate::model::{LiveStats, WarningKind};
 /// RoCEv2, RoCEv1 and MAC Control (PFC, PAUSE), untagged, tagged (802.1Q or 802.1ad) or
 /// double-tagged. Each `vlan` shifts the offsets for the rest of the expression, hence the
 /// nesting. libpcap's `vlan` also matches tags the NIC stripped into packet metadata.
-pub const DEFAULT_FILTER: &str = "(udp dst port 4791 or ether proto 0x8915 or ether proto 0x8808) or (vlan and ((udp dst port 4791 or ether proto 0x8915 or ether proto 0x8808) or (vlan and (udp dst port 4791 or ether proto 0x8915))))";
+const DEFAULT_FILTER: &str = "(udp dst port 4791 or ether proto 0x8915 or ether proto 0x8808) or (vlan and ((udp dst port 4791 or ether proto 0x8915 or ether proto 0x8808) or (vlan and (udp dst port 4791 or ether proto 0x8915))))";
 /// Pause when the capture buffer is empty (the kernel keeps buffering meanwhile).
 const IDLE_SLEEP: Duration = Duration::from_millis(1);
 /// Most bytes of frames copied into one batch.
