@@ -13,6 +13,7 @@ use crate::model::{EcnExpect, Expectations};
 use crate::output::Output;
 use crate::packets::{PacketFormat, PrintSettings};
 pub use crate::source::live::LiveConfig;
+use roce_parsers::TrafficClass;
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -439,7 +440,7 @@ impl Args {
     }
 
     fn expectations(&self) -> Result<Expectations, Error> {
-        let tos_dscp = self.expect_tos.map(|t| t >> 2);
+        let tos_dscp = self.expect_tos.map(|t| TrafficClass(t).dscp());
         if let (Some(d), Some(t)) = (self.expect_dscp, tos_dscp) {
             if d != t {
                 return Err(Error::Usage(format!(

@@ -10,6 +10,7 @@ use roce_parsers::capture::Record;
 use roce_parsers::link::linktype_name;
 use roce_parsers::{
     AethKind, Ecn, Frame, IcrcStatus, MacAddr, MacControl, NakCode, RoceInfo, RoceVersion,
+    TrafficClass,
 };
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
@@ -34,10 +35,6 @@ impl Serialize for Hex32 {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(&format_args!("{:#010x}", self.0))
     }
-}
-
-fn ecn_name(bits: u8) -> &'static str {
-    Ecn::from_bits(bits).name()
 }
 
 fn ts_seconds(ts_ns: u64) -> f64 {
@@ -111,7 +108,7 @@ fn network_entries<M: SerializeMap>(m: &mut M, f: &Frame<'_>) -> Result<(), M::E
                 src: ip.src,
                 dst: ip.dst,
                 dscp: ip.dscp,
-                ecn: ecn_name(ip.ecn),
+                ecn: Ecn::from_bits(ip.ecn).name(),
                 ttl: ip.ttl,
                 flow_label: ip.flow_label,
             },
@@ -139,8 +136,8 @@ fn network_entries<M: SerializeMap>(m: &mut M, f: &Frame<'_>) -> Result<(), M::E
             &GrhJson {
                 sgid: src,
                 dgid: dst,
-                dscp: g.traffic_class >> 2,
-                ecn: ecn_name(g.traffic_class),
+                dscp: TrafficClass(g.traffic_class).dscp(),
+                ecn: TrafficClass(g.traffic_class).ecn().name(),
                 hop_limit: g.hop_limit,
                 flow_label: g.flow_label,
             },
@@ -501,7 +498,8 @@ fn text_addresses(line: &mut String, f: &Frame<'_>) {
         let _ = write!(line, "{} > {} ", MacAddr(src), MacAddr(dst));
     }
     if let Some(tc) = f.traffic_class() {
-        let _ = write!(line, "dscp {} {} ", tc >> 2, ecn_name(tc));
+        let tc = TrafficClass(tc);
+        let _ = write!(line, "dscp {} {} ", tc.dscp(), tc.ecn().name());
     }
 }
 
