@@ -31,7 +31,7 @@ test: deps
 # The committed sample report (README shows its plots).
 sample-report: build
 	rm -rf reports/sample
-	./target/release/roce-sniff -r testdata/sample.pcap --report reports/sample > /dev/null
+	./target/release/roce-sniff -r testdata/sample.pcap --report=reports/sample > /dev/null
 
 # Rewrite the crafted captures of testdata/ from the generator.
 testdata:

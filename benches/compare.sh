@@ -44,8 +44,8 @@ echo "capture: $CAP ($NFRAMES frames, $(awk "BEGIN{printf \"%.2f\", $SIZE/1e9}")
 cat "$CAP" > /dev/null   # warm the page cache
 run "cat > /dev/null" "cat $CAP"
 run "tcpdump -r -w /dev/null" "tcpdump -r $CAP -w /dev/null"
-run "roce-sniff (report, all cores)" "$BIN -r $CAP --json $DIR/report.json"
-run "roce-sniff (report, --threads 1)" "$BIN -r $CAP --threads 1 --json $DIR/report-1.json"
+run "roce-sniff (report, all cores)" "$BIN -r $CAP --json=$DIR/report.json"
+run "roce-sniff (report, --threads 1)" "$BIN -r $CAP --threads 1 --json=$DIR/report-1.json"
 run "roce-sniff --packets --json" "$BIN -r $CAP --packets --json > $DIR/frames.ndjson"
 if cmp -s "$DIR/report.json" "$DIR/report-1.json"; then IDENT=yes; else IDENT=NO; fi
 

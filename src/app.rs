@@ -35,14 +35,14 @@ where
 {
     let config = match Config::from_args(args) {
         Ok(c) => c,
+        Err(e) if e.use_stderr() => {
+            eprintln!("roce-sniff: {}", one_line(&e));
+            return ExitCode::from(exit::ERROR);
+        }
         Err(e) => {
-            let code = if e.use_stderr() {
-                exit::ERROR
-            } else {
-                exit::OK
-            };
+            // --help and --version.
             let _ = e.print();
-            return ExitCode::from(code);
+            return ExitCode::from(exit::OK);
         }
     };
     match run(&config) {
@@ -55,11 +55,20 @@ where
     }
 }
 
+/// A flag error in one line, like every other error: clap's first line, without its prefix.
+fn one_line(e: &clap::Error) -> String {
+    let text = e.to_string();
+    let first = text.lines().next().unwrap_or_default();
+    let msg = first.strip_prefix("error: ").unwrap_or(first);
+    format!("{msg} (roce-sniff --help lists the options)")
+}
+
 pub fn run(config: &Config) -> Result<u8, Error> {
     match &config.source {
         Source::ListDevices => live::list_devices(),
         Source::Live(live) => run_live(config, live),
         Source::File(path) => {
+            check_outputs(config, &[path.as_str()])?;
             let source = open_file(path)?;
             let diagnostics = Diagnostics::new(&source.name, config.max_warnings);
             match &config.mode {
@@ -77,9 +86,25 @@ pub fn run(config: &Config) -> Result<u8, Error> {
     }
 }
 
+/// Checks every output before any work: none may be an input, and the report directory
+/// must be one that can be written.
+fn check_outputs(config: &Config, inputs: &[&str]) -> Result<(), Error> {
+    let (file, dir) = match &config.mode {
+        Mode::Packets { out, .. } => (Some(out), None),
+        Mode::Report(opts) => (opts.json.as_ref(), opts.report_dir.as_ref()),
+    };
+    if let Some(Output::File(path)) = file {
+        output::refuse_input(path, inputs)?;
+    }
+    if let Some(dir) = dir {
+        output::prepare_report_dir(dir, inputs)?;
+    }
+    Ok(())
+}
+
 /// A capture file (or `-`), with a progress bar for large files on a terminal.
 fn open_file(path: &str) -> Result<FileSource, Error> {
-    let source = FileSource::open(path)?;
+    let source = FileSource::open(path)?.stop_on(crate::interrupt::flag());
     match source.size.filter(|&s| s >= PROGRESS_MIN_BYTES) {
         Some(size) if io::stderr().is_terminal() => {
             let bar = indicatif::ProgressBar::new(size);
@@ -211,8 +236,16 @@ fn render(
     written
         .and_then(|_| out.flush())
         .map_err(output_error(opts.json.as_ref()))?;
+    if let Some(Output::File(path)) = &opts.json {
+        eprintln!(
+            "roce-sniff: report written to {}",
+            crate::error::shown(&path.to_string_lossy())
+        );
+    }
     let failed = report.verify.as_ref().is_some_and(|v| !v.passed);
-    Ok(if failed {
+    // A capture without a single frame proves nothing: a script must not read it as a pass.
+    let empty = report.capture.packets == 0;
+    Ok(if failed || empty {
         exit::VERIFY_FAILED
     } else {
         exit::OK
@@ -243,6 +276,7 @@ impl NoRoceHint {
 /// Captures on an interface until -c, --duration or Ctrl-C; then the report (or, with
 /// --packets, every frame as it comes).
 fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
+    check_outputs(config, &[])?;
     let mut diagnostics = Diagnostics::new(&live.interface, config.max_warnings);
     let source = LiveSource::open(live, &mut diagnostics)?;
     eprintln!(
@@ -250,13 +284,17 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
         source.interface,
         source.linktype,
         roce_parsers::link::linktype_name(source.linktype),
-        source.filter
+        if live.filter.is_some() {
+            source.filter.as_str()
+        } else {
+            "the default (RoCEv2, RoCEv1, PFC and PAUSE; tagged or not)"
+        }
     );
     let mut hint = NoRoceHint {
         started: Instant::now(),
         given: false,
     };
-    let stop = live::interrupt_flag();
+    let stop = crate::interrupt::flag();
     let iface = source.interface.clone();
     match &config.mode {
         Mode::Packets { settings, out } => {

@@ -22,7 +22,15 @@ Examples:
   roce-sniff -i eth0 -w out.pcap -c 100000       live, keeping what was captured
   roce-sniff -r capture.pcap --packets           one line per frame, tcpdump-like
   roce-sniff -r capture.pcap --packets --json    one JSON object per frame (NDJSON)
+  roce-sniff -r capture.pcap --json=report.json  the JSON report into a file
+  roce-sniff -r capture.pcap --report=out/rep    a report directory with plots
+  roce-sniff -i eth0 --json udp dst port 4791    JSON on stdout; the capture filter follows
   tcpdump -i eth0 -w - | roce-sniff -r -         read a capture from standard input
+
+Options with an optional value take it only after `=` (--json=FILE, --report=DIR), so that
+a capture filter after them is never read as a file name. Durations take ns, us, ms, s, m
+or h (a plain number is seconds). Ctrl-C while reading a file or standard input ends the
+read: the report covers what was read.
 
 Verification (for test scripts):
   roce-sniff -r cap.pcap --expect-tos 0x68 --expect-pcp 3
@@ -30,8 +38,8 @@ Verification (for test scripts):
       A check the capture cannot support (PCP without VLAN tags, a cooked capture) is
       UNVERIFIABLE, and a capture without RoCE is not a PASS: both exit with 1.
 
-Exit codes: 0 ok (verification passed), 1 verification failed or could not be made,
-2 error (unreadable input, bad flags).";
+Exit codes: 0 ok (verification passed), 1 verification failed or could not be made, or the
+capture held no frames, 2 error (unreadable input, bad flags).";
 
 #[derive(Parser, Debug)]
 #[command(
@@ -58,16 +66,18 @@ pub struct Args {
     #[arg(short = 'D', long = "list-interfaces", help_heading = "Live capture")]
     pub list_interfaces: bool,
 
-    /// Stop a live capture after N frames.
+    /// Stop a live capture after N frames (N at least 1).
     #[arg(
         short = 'c',
         long = "count",
         value_name = "N",
+        value_parser = parse_count,
         help_heading = "Live capture"
     )]
     pub count: Option<u64>,
 
-    /// Stop a live capture after this long: 30s, 500ms, 2m, 1h (a plain number is seconds).
+    /// Stop a live capture after this long: 30s, 500ms, 2m, 1h (ns, us, ms, s, m, h; a plain
+    /// number is seconds).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Live capture")]
     pub duration: Option<Duration>,
 
@@ -98,27 +108,33 @@ pub struct Args {
     pub roce_only: bool,
 
     /// JSON output: the report as one document, or with --packets one object per frame
-    /// (NDJSON). Written to FILE, or to standard output when FILE is absent or `-`.
-    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
+    /// (NDJSON). To standard output, or to FILE with --json=FILE (the `=` is required).
+    #[arg(
+        long,
+        value_name = "FILE",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "-"
+    )]
     pub json: Option<String>,
 
     /// Link speed for turning PFC pause quanta into time: 10G, 25G, 40G, 50G, 100G, 200G,
     /// 400G or 800G (a quantum is 512 bit times).
-    #[arg(long, value_name = "SPEED", default_value = "100G", value_parser = parse_link_speed)]
-    pub link_speed: f64,
+    #[arg(long, value_name = "SPEED", value_parser = parse_link_speed)]
+    pub link_speed: Option<f64>,
 
     /// A PFC storm is a stretch at least this long (ms) of continuous pause or of pause
     /// frames faster than --storm-fps.
-    #[arg(long, value_name = "MS", default_value_t = 100.0)]
-    pub storm_ms: f64,
+    #[arg(long, value_name = "MS")]
+    pub storm_ms: Option<f64>,
 
     /// Pause frames per second on one priority above which a stretch counts as a storm.
-    #[arg(long, value_name = "FPS", default_value_t = 1000.0)]
-    pub storm_fps: f64,
+    #[arg(long, value_name = "FPS")]
+    pub storm_fps: Option<f64>,
 
     /// Most flows tracked; packets of further flows are counted but not analysed.
-    #[arg(long, value_name = "N", default_value_t = 100_000)]
-    pub max_flows: usize,
+    #[arg(long, value_name = "N")]
+    pub max_flows: Option<usize>,
 
     /// Verify: every RoCE data/ACK frame must carry this DSCP (0-63).
     #[arg(long, value_name = "N", value_parser = parse_dscp, help_heading = "Verification (exit code 1 when a frame does not match)")]
@@ -150,16 +166,18 @@ pub struct Args {
     pub expect_cnp_pcp: Option<u8>,
 
     /// Write a report directory: timelines (CSV, JSON), plots (PNG, SVG) and index.html.
-    /// Without DIR: reports/<capture name>.
-    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = "", help_heading = "Report directory")]
+    /// Into DIR with --report=DIR (the `=` is required); without it, reports/<capture name>.
+    #[arg(long, value_name = "DIR", num_args = 0..=1, require_equals = true, default_missing_value = "", help_heading = "Report directory")]
     pub report: Option<String>,
 
     /// Time bin of the timelines and plots: 100us, 1ms, 10ms... (default: from the capture's
-    /// duration, at most 1000 bins).
+    /// duration, at most 500 bins; a bin that would give more than 1000 bins is widened, with
+    /// a note).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Report directory")]
     pub bin: Option<Duration>,
 
-    /// Decoding threads (0: one per core). The report is the same whatever the number.
+    /// Decoding threads (0: one per core; more than the cores are not used). The report is
+    /// the same whatever the number.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub threads: usize,
 
@@ -176,28 +194,37 @@ pub enum Source {
     ListDevices,
 }
 
-/// Parses "30s", "500ms", "2m", "1h" or "10" (seconds).
+/// Parses a duration: a number with ns, us (or µs), ms, s, m (or min) or h; a plain number is
+/// seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
-    let (num, unit) = match t.find(|c: char| c.is_ascii_alphabetic()) {
+    let (num, unit) = match t.find(|c: char| c.is_alphabetic()) {
         Some(i) => (&t[..i], &t[i..]),
         None => (t, "s"),
     };
     let v: f64 = num
         .trim()
         .parse()
-        .map_err(|_| format!("`{s}` is not a duration (say 30s, 500ms, 2m)"))?;
+        .map_err(|_| format!("`{s}` is not a duration (say 30s, 500ms, 100us)"))?;
     let secs = match unit {
-        "ms" => v / 1000.0,
+        "ns" => v / 1e9,
+        "us" | "µs" => v / 1e6,
+        "ms" => v / 1e3,
         "s" => v,
         "m" | "min" => v * 60.0,
         "h" => v * 3600.0,
-        _ => return Err(format!("`{s}`: unknown unit `{unit}` (ms, s, m, h)")),
+        _ => {
+            return Err(format!(
+                "`{s}`: unknown unit `{unit}` (ns, us, ms, s, m, h)"
+            ))
+        }
     };
-    if !secs.is_finite() || secs <= 0.0 {
-        return Err(format!("`{s}`: a duration must be positive"));
+    if !secs.is_finite() || secs <= 0.0 || secs > 1e9 {
+        return Err(format!(
+            "`{s}`: a duration must be positive (and below 30 years)"
+        ));
     }
-    Ok(Duration::from_secs_f64(secs))
+    Ok(Duration::from_secs_f64(secs).max(Duration::from_nanos(1)))
 }
 
 /// What to produce.
@@ -243,6 +270,14 @@ fn default_report_dir(source: &Source) -> PathBuf {
         Source::ListDevices => "devices".into(),
     };
     PathBuf::from("reports").join(name)
+}
+
+/// A frame count for -c: at least 1 (tcpdump refuses 0 too).
+fn parse_count(s: &str) -> Result<u64, String> {
+    match parse_number(s)? {
+        0 => Err("-c needs at least 1 frame (without -c the capture runs until Ctrl-C)".into()),
+        n => Ok(n),
+    }
 }
 
 /// A number in decimal or 0x-hexadecimal.
@@ -322,10 +357,12 @@ impl Config {
         } else {
             a.report_mode(json, &source)?
         };
+        // More threads than cores only add switching (100,000 made a machine unusable).
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let threads = if a.threads == 0 {
-            std::thread::available_parallelism().map_or(1, |n| n.get())
+            cores
         } else {
-            a.threads
+            a.threads.min(cores)
         };
         Ok(Config {
             source,
@@ -354,9 +391,15 @@ impl Args {
             || self.write.is_some()
             || !self.filter.is_empty();
         if live_only && self.interface.is_none() {
-            return Err(usage(
-                "-c, --duration, -w and a capture filter apply to live capture (-i IFACE)",
-            ));
+            let mut msg =
+                "-c, --duration, -w and a capture filter apply to live capture (-i IFACE)"
+                    .to_string();
+            if let Some(word) = self.filter.first() {
+                msg.push_str(&format!(
+                    "; `{word}` was read as a capture filter: an option's value goes after `=` (--json=FILE, --report=DIR)"
+                ));
+            }
+            return Err(Error::Usage(msg));
         }
         if let Some(path) = &self.read {
             Ok(Source::File(path.clone()))
@@ -376,8 +419,18 @@ impl Args {
     }
 
     fn packets_mode(&self, json: Option<Output>) -> Result<Mode, Error> {
-        if self.report.is_some() {
-            return Err(usage("--report applies to the analysis, not to --packets"));
+        let report_only = [
+            (self.report.is_some(), "--report"),
+            (self.bin.is_some(), "--bin"),
+            (self.link_speed.is_some(), "--link-speed"),
+            (self.storm_ms.is_some(), "--storm-ms"),
+            (self.storm_fps.is_some(), "--storm-fps"),
+            (self.max_flows.is_some(), "--max-flows"),
+        ];
+        if let Some((_, flag)) = report_only.iter().find(|(given, _)| *given) {
+            return Err(Error::Usage(format!(
+                "{flag} applies to the analysis, not to --packets"
+            )));
         }
         if self.expectations()?.any() {
             return Err(usage(
@@ -418,20 +471,24 @@ impl Args {
     }
 
     fn analysis(&self) -> Result<AnalysisConfig, Error> {
+        let defaults = AnalysisConfig::default();
+        let storm_ms = self.storm_ms.unwrap_or(defaults.pfc.storm_ns as f64 / 1e6);
+        let storm_fps = self.storm_fps.unwrap_or(defaults.pfc.storm_fps);
         let positive = |v: f64| v.is_finite() && v > 0.0;
-        if !positive(self.storm_ms) || !positive(self.storm_fps) {
+        if !positive(storm_ms) || !positive(storm_fps) {
             return Err(usage("--storm-ms and --storm-fps must be positive"));
         }
-        if self.max_flows == 0 {
+        let max_flows = self.max_flows.unwrap_or(defaults.max_flows);
+        if max_flows == 0 {
             return Err(usage("--max-flows must be at least 1"));
         }
         Ok(AnalysisConfig {
             pfc: PfcConfig {
-                link_gbps: self.link_speed,
-                storm_ns: (self.storm_ms * 1e6) as u64,
-                storm_fps: self.storm_fps,
+                link_gbps: self.link_speed.unwrap_or(defaults.pfc.link_gbps),
+                storm_ns: (storm_ms * 1e6) as u64,
+                storm_fps,
             },
-            max_flows: self.max_flows,
+            max_flows,
             timelines: self.report.is_some(),
             bin_ns: self
                 .bin

@@ -24,18 +24,55 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Input { path, source } => match source.kind() {
-                io::ErrorKind::NotFound => write!(f, "{path}: no such file"),
-                io::ErrorKind::PermissionDenied => write!(f, "{path}: permission denied"),
+                io::ErrorKind::NotFound => write!(f, "{}: no such file", shown(path)),
                 io::ErrorKind::IsADirectory => {
-                    write!(f, "{path}: is a directory, not a capture file")
+                    write!(f, "{}: is a directory, not a capture file", shown(path))
                 }
-                _ => write!(f, "{path}: {source}"),
+                _ => write!(f, "{}: {}", shown(path), describe(source)),
             },
-            Error::Capture { path, source } => write!(f, "{path}: {source}"),
-            Error::Output { path, source } => write!(f, "{}: {source}", path.display()),
+            Error::Capture { path, source } => write!(f, "{}: {source}", shown(path)),
+            Error::Output { path, source } => {
+                let path = path.to_string_lossy();
+                write!(f, "{}: {}", shown(&path), describe(source))
+            }
             Error::Usage(msg) | Error::Live(msg) => f.write_str(msg),
         }
     }
+}
+
+/// An I/O error in words, the same way for every path: no "(os error N)".
+pub fn describe(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::NotFound => "no such file or directory".into(),
+        io::ErrorKind::PermissionDenied => "permission denied".into(),
+        io::ErrorKind::IsADirectory => "is a directory".into(),
+        io::ErrorKind::NotADirectory => "a part of the path is not a directory".into(),
+        io::ErrorKind::StorageFull => "no space left on the device".into(),
+        _ => {
+            let text = e.to_string();
+            match text.find(" (os error") {
+                Some(i) => text[..i].to_string(),
+                None => text,
+            }
+        }
+    }
+}
+
+/// A name as printed in messages and reports: control characters escaped, so that a file
+/// name cannot forge a line of output (a PASS verdict, say).
+pub fn shown(name: &str) -> String {
+    if !name.chars().any(char::is_control) {
+        return name.to_string();
+    }
+    name.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 impl std::error::Error for Error {}

@@ -2,7 +2,7 @@
 
 /// The run succeeded (and a verification passed).
 pub const OK: u8 = 0;
-/// A verification failed or could not be made.
+/// A verification failed or could not be made, or the capture held no frame at all.
 pub const VERIFY_FAILED: u8 = 1;
 /// An error: unreadable input, bad flags, an output that cannot be written.
 pub const ERROR: u8 = 2;

@@ -14,6 +14,7 @@ pub mod decode;
 pub mod diagnostics;
 pub mod error;
 pub mod exit;
+pub mod interrupt;
 pub mod live_status;
 pub mod model;
 pub mod output;

@@ -490,12 +490,14 @@ pub enum WarningKind {
     CaptureDrops,
     /// Something about the capture point worth knowing (a VLAN sub-interface).
     Notice,
+    /// The read was stopped (Ctrl-C): the report covers what was read.
+    Interrupted,
 }
 
 impl WarningKind {
     /// Whether frames are missing from the capture, so PSN gaps may be the capture's.
     pub fn frames_missing(self) -> bool {
-        !matches!(self, WarningKind::Notice)
+        !matches!(self, WarningKind::Notice | WarningKind::Interrupted)
     }
 }
 

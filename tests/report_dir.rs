@@ -20,12 +20,8 @@ fn tmpdir(tag: &str) -> PathBuf {
 }
 
 fn make_report(capture: &Path, dir: &Path, extra: &[&str]) -> Value {
-    let mut args = vec![
-        "-r",
-        capture.to_str().unwrap(),
-        "--report",
-        dir.to_str().unwrap(),
-    ];
+    let report_arg = format!("--report={}", dir.to_str().unwrap());
+    let mut args = vec!["-r", capture.to_str().unwrap(), report_arg.as_str()];
     args.extend_from_slice(extra);
     let out = run(&args);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

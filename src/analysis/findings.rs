@@ -437,7 +437,17 @@ fn capture_findings(
     out: &mut Vec<Finding>,
 ) {
     let c = capture;
-    if c.packets > 0 && c.roce_packets == 0 {
+    if c.packets == 0 {
+        out.push(finding(
+            Severity::Warning,
+            FindingCode::NoRoce,
+            "no frames at all in this capture: nothing was analysed".into(),
+            "the capture filter matched nothing or the capture stopped at once; RDMA NICs also bypass the kernel, so tcpdump on the netdev sees no RoCE: capture on a switch mirror port, with ibdump, or with a libpcap that can open the RDMA device",
+            None,
+            0,
+            vec![],
+        ));
+    } else if c.roce_packets == 0 {
         out.push(finding(
             Severity::Info,
             FindingCode::NoRoce,
@@ -499,7 +509,7 @@ fn damage_findings(capture: &CaptureReport, out: &mut Vec<Finding>) {
             WarningKind::FileDamaged => "the capture file is incomplete (a tcpdump that was killed, a full disk, or a damaged copy); everything before the damage was analysed",
             WarningKind::CaptureDrops => "the capture did not keep up: the kernel or the interface dropped frames before they were captured (a small capture buffer, or a busy CPU); PSN gaps at the same time may be these drops",
             WarningKind::CaptureStopped => "the live capture ended on an error of the capture device; everything captured before it was analysed",
-            WarningKind::Notice => continue,
+            WarningKind::Notice | WarningKind::Interrupted => continue,
         };
         out.push(finding(
             Severity::Warning,

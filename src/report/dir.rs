@@ -201,6 +201,16 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf, Error> {
     Ok(path)
 }
 
+/// The files of a report directory besides the plots.
+pub const FILES: [&str; 6] = [
+    "report.json",
+    "report.txt",
+    "timeline.json",
+    "timeline.csv",
+    "pfc_timeline.csv",
+    "index.html",
+];
+
 /// Writes the whole report directory; returns the files written.
 pub fn write_dir(
     dir: &Path,

@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 
+use crate::error::shown;
 use crate::model::{CaptureReport, FlowReport, Report, Severity};
 
 fn human_bytes(b: u64) -> String {
@@ -46,7 +47,7 @@ pub fn render(r: &Report) -> String {
 }
 
 fn capture_summary(o: &mut String, c: &CaptureReport) {
-    let _ = writeln!(o, "roce-sniff report: {}", c.file);
+    let _ = writeln!(o, "roce-sniff report: {}", shown(&c.file));
     let lts: Vec<String> = c.link_types.keys().cloned().collect();
     let _ = writeln!(
         o,

@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use super::text::counts;
+use crate::error::shown;
 use crate::model::{EcnExpect, Expectations, Verdict, VerifyKind, VerifyReport};
 
 fn expectations_text(e: &Expectations) -> String {
@@ -34,7 +35,7 @@ fn expectations_text(e: &Expectations) -> String {
 /// The text form: a per-flow table and the one-line verdict at the end.
 pub fn render(v: &VerifyReport, file: &str) -> String {
     let mut o = String::new();
-    let _ = writeln!(o, "roce-sniff verify: {file}");
+    let _ = writeln!(o, "roce-sniff verify: {}", shown(file));
     let _ = writeln!(
         o,
         "  expected on every RoCE frame: {}",

@@ -8,7 +8,9 @@
 
 use std::fs::File;
 use std::io::{self, Read};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
+use std::time::Duration;
 
 use roce_parsers::capture::{CaptureError, CaptureParser, Next, Record, PCAP_HEADER_LEN};
 
@@ -21,6 +23,10 @@ use crate::model::WarningKind;
 const BLOCK: usize = 2 << 20;
 /// Most records handed to the consumer at once.
 pub const BATCH: usize = 16 * 1024;
+/// How often a wait for data looks at the stop flag (Ctrl-C).
+const STOP_POLL: Duration = Duration::from_millis(100);
+/// A stop flag that is never set (inputs read to their end).
+static NEVER: AtomicBool = AtomicBool::new(false);
 
 /// An opened input: a file path or `-` for standard input.
 pub struct FileSource {
@@ -29,6 +35,8 @@ pub struct FileSource {
     pub size: Option<u64>,
     reader: Box<dyn Read + Send>,
     progress: Option<indicatif::ProgressBar>,
+    /// Set by Ctrl-C: the read ends there, and what was read is reported.
+    stop: &'static AtomicBool,
 }
 
 impl FileSource {
@@ -57,7 +65,14 @@ impl FileSource {
             size: None,
             reader,
             progress: None,
+            stop: &NEVER,
         }
+    }
+
+    /// Ends the read early when `stop` is set (Ctrl-C).
+    pub fn stop_on(mut self, stop: &'static AtomicBool) -> Self {
+        self.stop = stop;
+        self
     }
 
     /// Shows a progress bar (bytes done, rate, time left) while reading; it costs one update
@@ -109,6 +124,8 @@ struct Framer {
     need: usize,
     /// File offset of the first byte of `carry` (or of the next record).
     offset: u64,
+    stop_flag: &'static AtomicBool,
+    interrupted: bool,
     /// A block read while looking for the header, with the bytes of it already used.
     pending: Option<(Vec<u8>, usize, usize)>,
     eof: bool,
@@ -125,7 +142,9 @@ impl Framer {
         let mut eof = false;
         let mut pending = None;
         while head.len() < PCAP_HEADER_LEN && !eof {
-            let (block, n) = blocks.next(&src.name)?;
+            let Some((block, n)) = blocks.next(&src.name, src.stop)? else {
+                break;
+            };
             if let Some(p) = &src.progress {
                 p.inc(n as u64);
             }
@@ -159,6 +178,8 @@ impl Framer {
             eof,
             stop: None,
             records: 0,
+            interrupted: false,
+            stop_flag: src.stop,
         })
     }
 
@@ -172,7 +193,10 @@ impl Framer {
             // One last pass with no new bytes, so that a header-only carry is framed.
             return Ok((!self.carry.is_empty() && self.need == 0).then(|| (Vec::new(), 0, 0)));
         }
-        let (block, n) = self.blocks.next(&self.name)?;
+        let Some((block, n)) = self.blocks.next(&self.name, self.stop_flag)? else {
+            self.interrupted = true;
+            return Ok(None);
+        };
         if let Some(p) = &self.progress {
             p.inc(n as u64);
         }
@@ -269,7 +293,16 @@ impl Framer {
             p.finish_and_clear();
         }
         let mut problems = Vec::new();
-        if let Some(msg) = self.stop {
+        if self.interrupted {
+            problems.push(SourceProblem {
+                kind: WarningKind::Interrupted,
+                message: format!(
+                    "interrupted (Ctrl-C) after {} frames: the rest of the input was not read",
+                    self.records
+                ),
+                hint: "the report covers what was read".into(),
+            });
+        } else if let Some(msg) = self.stop {
             problems.push(SourceProblem {
                 kind: WarningKind::FileDamaged,
                 message: format!("{msg}; reading stopped there"),
@@ -319,16 +352,25 @@ impl BlockReader {
         BlockReader { filled, free }
     }
 
-    /// The next block and how many of its bytes are data (0 at the end of the input).
-    fn next(&self, name: &str) -> Result<(Vec<u8>, usize), Error> {
-        match self.filled.recv() {
-            Ok(Ok(block)) => Ok(block),
-            Ok(Err(source)) => Err(Error::Input {
-                path: name.to_string(),
-                source,
-            }),
-            // The reader stopped after the end: behave as at the end.
-            Err(_) => Ok((Vec::new(), 0)),
+    /// The next block and how many of its bytes are data (0 at the end of the input); None
+    /// when `stop` was set while waiting.
+    fn next(&self, name: &str, stop: &AtomicBool) -> Result<Option<(Vec<u8>, usize)>, Error> {
+        loop {
+            if stop.load(Ordering::SeqCst) {
+                return Ok(None);
+            }
+            match self.filled.recv_timeout(STOP_POLL) {
+                Ok(Ok(block)) => return Ok(Some(block)),
+                Ok(Err(source)) => {
+                    return Err(Error::Input {
+                        path: name.to_string(),
+                        source,
+                    })
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                // The reader stopped after the end: behave as at the end.
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(Some((Vec::new(), 0))),
+            }
         }
     }
 

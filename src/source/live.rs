@@ -5,7 +5,6 @@
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Once;
 use std::time::{Duration, Instant};
 
 use pcap::{Active, Capture, Device, Precision, Savefile};
@@ -22,6 +21,9 @@ use crate::model::{LiveStats, WarningKind};
 /// double-tagged. Each `vlan` shifts the offsets for the rest of the expression, hence the
 /// nesting. libpcap's `vlan` also matches tags the NIC stripped into packet metadata.
 const DEFAULT_FILTER: &str = "(udp dst port 4791 or ether proto 0x8915 or ether proto 0x8808) or (vlan and ((udp dst port 4791 or ether proto 0x8915 or ether proto 0x8808) or (vlan and (udp dst port 4791 or ether proto 0x8915))))";
+/// The same for Linux cooked captures (`-i any`), where libpcap has no `vlan` (the kernel
+/// strips the tags there anyway).
+const DEFAULT_FILTER_COOKED: &str = "udp dst port 4791 or ether proto 0x8915 or ether proto 0x8808";
 /// Pause when the capture buffer is empty (the kernel keeps buffering meanwhile).
 const IDLE_SLEEP: Duration = Duration::from_millis(1);
 /// Most bytes of frames copied into one batch.
@@ -178,10 +180,13 @@ impl LiveSource {
             iface.to_string()
         });
         let mut cap = open_capture(iface, device)?;
-        let filter = live
-            .filter
-            .clone()
-            .unwrap_or_else(|| DEFAULT_FILTER.to_string());
+        let linktype = cap.get_datalink().0 as u32;
+        let default = if roce_parsers::link::is_cooked(linktype) {
+            DEFAULT_FILTER_COOKED
+        } else {
+            DEFAULT_FILTER
+        };
+        let filter = live.filter.clone().unwrap_or_else(|| default.to_string());
         cap.filter(&filter, true)
             .map_err(|e| Error::Live(format!("bad capture filter `{filter}`: {e}")))?;
         let savefile = match &live.write {
@@ -193,7 +198,7 @@ impl LiveSource {
         };
         Ok(LiveSource {
             interface: live.interface.clone(),
-            linktype: cap.get_datalink().0 as u32,
+            linktype,
             filter,
             vlan_subinterface,
             cap,
@@ -336,18 +341,6 @@ fn open_capture(iface: &str, device: Device) -> Result<Capture<Active>, Error> {
         .map_err(|e| open_error(iface, e))?
         .setnonblock()
         .map_err(|e| open_error(iface, e))
-}
-
-/// Set by Ctrl-C (SIGINT) once `interrupt_flag` installed the handler.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-/// The Ctrl-C flag, with its handler installed on the first call (one per process).
-pub fn interrupt_flag() -> &'static AtomicBool {
-    static INSTALL: Once = Once::new();
-    INSTALL.call_once(|| {
-        let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst));
-    });
-    &INTERRUPTED
 }
 
 #[cfg(test)]
