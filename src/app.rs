@@ -211,7 +211,12 @@ fn render(
     if let Some(dir) = &opts.report_dir {
         match plots {
             Some(plots) => {
-                let text = report::text::render(report);
+                note_widened_bin(opts.analysis.bin_ns, plots);
+                let mut text = report::text::render(report);
+                if let Some(v) = &report.verify {
+                    text.push('\n');
+                    text.push_str(&report::verify::render(v, &report.capture.file));
+                }
                 report::dir::write_dir(dir, report, &text, plots)?;
                 eprintln!(
                     "roce-sniff: report written to {}",
@@ -250,6 +255,18 @@ fn render(
     } else {
         exit::OK
     })
+}
+
+/// Says when an explicit --bin was widened to keep the timelines within their bin limit.
+fn note_widened_bin(asked_ns: Option<u64>, plots: &PlotData) {
+    if let Some(asked) = asked_ns.filter(|&a| a != plots.bin_ns) {
+        eprintln!(
+            "roce-sniff: note: --bin {} would give more than {} bins over this capture; the timelines use {} bins",
+            report::plots::human_ns(asked),
+            crate::analysis::timeline::MAX_BINS,
+            report::plots::human_ns(plots.bin_ns)
+        );
+    }
 }
 
 /// Says once, after a while without RoCE, why a live capture may see none.

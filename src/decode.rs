@@ -28,6 +28,8 @@ pub struct FrameCounts {
     pub linktypes: BTreeMap<u32, u64>,
     pub first_ts: Option<u64>,
     pub last_ts: u64,
+    /// Timestamp of the latest frame counted (not the latest time: captures can step back).
+    pub last_frame_ts: Option<u64>,
     pub roce: u64,
     pub rocev1: u64,
     /// Native InfiniBand frames (ERF captures), counted within `roce`.
@@ -65,6 +67,7 @@ impl FrameCounts {
         *self.linktypes.entry(p.linktype).or_default() += 1;
         self.first_ts.get_or_insert(p.ts_ns);
         self.last_ts = self.last_ts.max(p.ts_ns);
+        self.last_frame_ts = Some(p.ts_ns);
         if p.caplen < p.len {
             self.truncated += 1;
         }

@@ -10,6 +10,7 @@ use roce_parsers::capture::Record;
 
 use crate::decode::FrameCounts;
 use crate::diagnostics::Diagnostics;
+use crate::model::WarningKind;
 use crate::summary::PacketSummary;
 
 /// Records decoded per parallel task.
@@ -40,16 +41,40 @@ pub trait Sink: Send {
     fn consume(&mut self, chunk: Self::Chunk) -> std::io::Result<()>;
 }
 
+/// A timestamp this far from the previous frame's is not a capture's: a damaged record, or
+/// unrelated captures put together.
+const TS_JUMP_NS: u64 = 10 * 365 * 24 * 3600 * 1_000_000_000;
+
 /// The frame counter, the diagnostics and a sink, fed in capture order.
 struct Consumer<S: Sink> {
     sink: S,
     counts: FrameCounts,
     diagnostics: Diagnostics,
+    ts_jump_seen: bool,
 }
 
 impl<S: Sink> Consumer<S> {
+    /// Warns once about a timestamp decades away from the previous frame's.
+    fn check_time(&mut self, s: &PacketSummary) {
+        let Some(prev) = self.counts.last_frame_ts else {
+            return;
+        };
+        if !self.ts_jump_seen && s.ts_ns.abs_diff(prev) > TS_JUMP_NS {
+            self.ts_jump_seen = true;
+            let years = s.ts_ns.abs_diff(prev) as f64 / (365.25 * 24.0 * 3600.0 * 1e9);
+            self.diagnostics.warn(
+                WarningKind::Notice,
+                format!(
+                    "frame {}: its timestamp is {years:.0} years from the previous frame's (a damaged record, or unrelated captures put together); times and rates around it mean little",
+                    s.frame_no
+                ),
+            );
+        }
+    }
+
     fn take(&mut self, chunk: S::Chunk) -> std::io::Result<()> {
         for s in S::summaries(&chunk) {
+            self.check_time(s);
             self.counts.add(s);
             if let Some(e) = s.error {
                 self.diagnostics.frame_problem(s.frame_no, e, s.malformed);
@@ -96,6 +121,7 @@ impl<S: Sink> Pipeline<S> {
                 sink,
                 counts: FrameCounts::default(),
                 diagnostics,
+                ts_jump_seen: false,
             },
             pending: Vec::new(),
             frames: 0,

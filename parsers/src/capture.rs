@@ -132,6 +132,8 @@ pub struct CaptureParser {
     snaplen: u32,
     interfaces: Vec<Interface>,
     sections: u32,
+    /// pcap: file headers seen (more than one when captures were concatenated, `cat a b`).
+    files: u32,
 }
 
 fn rd_u16(b: &[u8], at: usize, be: bool) -> u16 {
@@ -167,6 +169,7 @@ impl CaptureParser {
             snaplen: 0,
             interfaces: Vec::new(),
             sections: 0,
+            files: 1,
         };
         let (big_endian, nanos) = match magic_le {
             PCAP_MAGIC_MICRO => (false, false),
@@ -193,6 +196,26 @@ impl CaptureParser {
 
     pub fn format(&self) -> Format {
         self.format
+    }
+
+    /// pcap files read so far: more than one when files were concatenated; pcapng sections.
+    pub fn files(&self) -> u32 {
+        match self.format {
+            Format::Pcap { .. } => self.files,
+            Format::Pcapng => self.sections,
+        }
+    }
+
+    /// Whether `buf` starts with a pcap file header (a magic and version 2.4) rather than a
+    /// record: the start of the next file of a concatenated set.
+    fn pcap_header_at(buf: &[u8]) -> bool {
+        let magic = rd_u32(buf, 0, false);
+        let be = match magic {
+            PCAP_MAGIC_MICRO | PCAP_MAGIC_NANO => false,
+            m if m == PCAP_MAGIC_MICRO.swap_bytes() || m == PCAP_MAGIC_NANO.swap_bytes() => true,
+            _ => return false,
+        };
+        rd_u16(buf, 4, be) == 2 && rd_u16(buf, 6, be) == 4
     }
 
     /// The link type of a classic pcap file (pcapng: of its first interface, if any).
@@ -230,6 +253,20 @@ impl CaptureParser {
             return Ok(Next::Incomplete {
                 need: PCAP_RECORD_HEADER_LEN,
             });
+        }
+        if Self::pcap_header_at(buf) {
+            // `cat a.pcap b.pcap`: the next file's header; read on with its byte order,
+            // timestamp resolution and link type.
+            if buf.len() < PCAP_HEADER_LEN {
+                return Ok(Next::Incomplete {
+                    need: PCAP_HEADER_LEN,
+                });
+            }
+            let (next, _) = CaptureParser::new(&buf[..PCAP_HEADER_LEN])?;
+            let files = self.files + 1;
+            *self = next;
+            self.files = files;
+            return Ok(Next::Skip(PCAP_HEADER_LEN));
         }
         let be = self.big_endian;
         let sec = u64::from(rd_u32(buf, 0, be));

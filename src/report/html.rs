@@ -55,6 +55,7 @@ pub fn render(r: &Report, d: &PlotData, plots: &[Rendered]) -> String {
             caption = esc(caption(p.name)),
         );
     }
+    verification(&mut o, r);
     flows(&mut o, r);
     pfc(&mut o, r);
     o.push_str("<h2>Files</h2>\n<p><a href=\"report.json\">report.json</a> (the full report, described in docs/json.md) &middot; <a href=\"report.txt\">report.txt</a> &middot; <a href=\"timeline.csv\">timeline.csv</a> and <a href=\"timeline.json\">timeline.json</a> (per flow and bin) &middot; <a href=\"pfc_timeline.csv\">pfc_timeline.csv</a> (pause time per priority and bin)</p>\n</body></html>\n");
@@ -180,6 +181,49 @@ fn findings(o: &mut String, r: &Report) {
             esc(&f.cause)
         );
     }
+}
+
+/// With --expect-*: the verdict and the flows that do not match.
+fn verification(o: &mut String, r: &Report) {
+    let Some(v) = &r.verify else { return };
+    let class = if v.passed { "info" } else { "crit" };
+    let _ = writeln!(
+        o,
+        "<h2>Verification</h2>\n<div class=\"finding {class}\"><span class=\"sev\">verification</span>{}<div class=\"cause\">Expected on every RoCE frame: {}</div></div>",
+        esc(&super::verify::verdict_line(v)),
+        esc(&super::verify::expectations(&v.expectations))
+    );
+    for u in &v.unverifiable {
+        let _ = writeln!(
+            o,
+            "<p>Cannot verify {}: {}</p>",
+            u.field.name().to_uppercase(),
+            esc(&u.reason)
+        );
+    }
+    o.push_str("<table><tr><th>flow</th><th>kind</th><th>checked</th><th>violating</th><th>DSCP</th><th>PCP</th><th>VLAN</th><th>ECN</th><th>first violating frames</th></tr>\n");
+    for f in &v.flows {
+        let frames: Vec<String> = f
+            .first_violating_frames
+            .iter()
+            .map(u64::to_string)
+            .collect();
+        let _ = writeln!(
+            o,
+            "<tr{}><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            if f.violating > 0 { " class=\"trouble\"" } else { "" },
+            esc(&f.flow),
+            f.kind,
+            f.checked,
+            f.violating,
+            counts(&f.seen["dscp"]),
+            counts(&f.seen["pcp"]),
+            counts(&f.seen["vlan"]),
+            counts(&f.seen["ecn"]),
+            frames.join(", ")
+        );
+    }
+    o.push_str("</table>\n");
 }
 
 fn flows(o: &mut String, r: &Report) {

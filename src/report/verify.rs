@@ -108,7 +108,13 @@ pub fn render(v: &VerifyReport, file: &str) -> String {
             u.reason
         );
     }
-    let line = match v.verdict {
+    let _ = writeln!(o, "{}", verdict_line(v));
+    o
+}
+
+/// The verdict in one line: PASS, FAIL or UNVERIFIABLE, with the numbers.
+pub fn verdict_line(v: &VerifyReport) -> String {
+    match v.verdict {
         Verdict::Pass => format!("PASS: {} RoCE frames checked, all match", v.checked),
         Verdict::Fail => format!(
             "FAIL: {} of {} RoCE frames do not match",
@@ -119,7 +125,10 @@ pub fn render(v: &VerifyReport, file: &str) -> String {
             "UNVERIFIABLE: {} RoCE frames checked, no mismatch, but not every expectation can be checked from this capture",
             v.checked
         ),
-    };
-    let _ = writeln!(o, "{line}");
-    o
+    }
+}
+
+/// The expectations in words, for the HTML page.
+pub fn expectations(e: &Expectations) -> String {
+    expectations_text(e)
 }

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use roce_parsers::capture::{CaptureError, CaptureParser, Next, Record, PCAP_HEADER_LEN};
+use roce_parsers::capture::{CaptureError, CaptureParser, Format, Next, Record, PCAP_HEADER_LEN};
 
 use super::{SourceEnd, SourceProblem};
 use crate::error::Error;
@@ -318,6 +318,14 @@ impl Framer {
                     self.need
                 ),
                 hint: "every complete frame before it was read".into(),
+            });
+        }
+        let files = self.parser.files();
+        if matches!(self.parser.format(), Format::Pcap { .. }) && files > 1 {
+            problems.push(SourceProblem {
+                kind: WarningKind::Notice,
+                message: format!("{files} pcap files one after the other (`cat a.pcap b.pcap`): read as one capture"),
+                hint: "each file's header was recognised".into(),
             });
         }
         SourceEnd {
