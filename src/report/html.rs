@@ -88,7 +88,9 @@ h1 {{ font-size: 22px; margin-bottom: 4px; }} h2 {{ font-size: 18px; margin-top:
 .plot svg {{ width: 100%; height: auto; }}
 .plot p {{ margin: 4px 8px; color: #444; font-size: 14px; }}
 table {{ border-collapse: collapse; background: white; font-size: 13px; }}
-th, td {{ border: 1px solid #ddd; padding: 4px 8px; text-align: right; white-space: nowrap; }}
+.wide {{ overflow-x: auto; max-width: 100%; }}
+th, td {{ border: 1px solid #ddd; padding: 4px 6px; text-align: right; white-space: nowrap; }}
+td.l {{ white-space: normal; min-width: 14em; max-width: 26em; }}
 th {{ background: #f0f0f0; }} td.l {{ text-align: left; }}
 tr.trouble td {{ background: #fff3f3; }}
 .sw {{ display: inline-block; width: 12px; height: 12px; border-radius: 2px; margin-right: 6px; vertical-align: middle; }}
@@ -124,7 +126,8 @@ fn cards(o: &mut String, r: &Report) {
         .map(|f| f.psn.missing + f.psn.recovered)
         .sum();
     let ce: u64 = r.flows.iter().map(|f| f.ce).sum();
-    let paused: f64 = r.pfc.priorities.iter().map(|p| p.pause_us).sum();
+    // A fold from +0.0: an empty f64 sum is -0.0, which printed as "-0.0".
+    let paused = r.pfc.priorities.iter().fold(0.0, |a, p| a + p.pause_us);
     let cards: [(&str, String, bool); 8] = [
         ("RoCE frames", c.roce_packets.to_string(), false),
         ("flows", c.flows.to_string(), false),
@@ -227,7 +230,7 @@ fn verification(o: &mut String, r: &Report) {
 }
 
 fn flows(o: &mut String, r: &Report) {
-    o.push_str("<h2>Flows (troubled first)</h2>\n<table><tr><th>#</th><th>flow</th><th>tr</th><th>role</th><th>packets</th><th>Gb/s</th><th>MTU</th><th>PCP</th><th>DSCP</th><th>ECN</th><th>gaps</th><th>missing</th><th>retx</th><th>dup</th><th>ooo</th><th>NAKs</th><th>CE</th><th>CNPs</th><th>ACK RTT p50/p99 us</th></tr>\n");
+    o.push_str("<h2>Flows (troubled first)</h2>\n<div class=\"wide\"><table><tr><th>#</th><th>flow</th><th>tr</th><th>role</th><th>packets</th><th>Gb/s</th><th>MTU</th><th>PCP</th><th>DSCP</th><th>ECN</th><th>gaps</th><th>missing</th><th>retx</th><th>dup</th><th>ooo</th><th>NAKs</th><th>CE</th><th>CNPs</th><th>ACK RTT p50/p99 us</th></tr>\n");
     for f in &r.flows {
         let trouble = f.psn.gaps + f.psn.retransmitted + f.naks.total() + f.icrc_bad > 0
             || (f.ce > 0 && f.cnps == 0 && f.role == FlowRole::Data);
@@ -260,7 +263,7 @@ fn flows(o: &mut String, r: &Report) {
             f.cnps,
         );
     }
-    o.push_str("</table>\n");
+    o.push_str("</table></div>\n");
 }
 
 fn pfc(o: &mut String, r: &Report) {

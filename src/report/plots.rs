@@ -100,6 +100,9 @@ fn err<E: std::fmt::Debug>(e: E) -> String {
 
 type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
+/// The band behind a PFC storm: amber, apart from the red of paused RoCE priorities.
+const STORM: RGBColor = RGBColor(255, 214, 110);
+
 /// The series labels box, the same on every plot.
 fn legend<'a, DB: DrawingBackend + 'a>(
     chart: &mut Chart<'a, DB>,
@@ -128,6 +131,7 @@ fn time_chart<'a, DB: DrawingBackend + 'a>(
     y_desc: &str,
 ) -> Result<Chart<'a, DB>, String> {
     root.fill(&WHITE).map_err(err)?;
+    let span = y.end - y.start;
     let mut chart = ChartBuilder::on(root)
         .caption(caption, ("sans-serif", 22))
         .margin(12)
@@ -139,9 +143,28 @@ fn time_chart<'a, DB: DrawingBackend + 'a>(
         .configure_mesh()
         .x_desc(x_desc)
         .y_desc(y_desc)
+        .y_label_formatter(&|v| tick_label(*v, span))
         .draw()
         .map_err(err)?;
     Ok(chart)
+}
+
+/// A y tick with as many decimals as the axis needs: small rates do not all read "0.0".
+pub fn tick_label(v: f64, span: f64) -> String {
+    if v == 0.0 {
+        return "0".into();
+    }
+    let digits = if span >= 10.0 {
+        0
+    } else {
+        // Enough decimals to tell ticks a tenth of the span apart.
+        ((-(span / 10.0).log10()).ceil().max(0.0) as usize).min(9)
+    };
+    if digits > 6 {
+        format!("{v:.1e}")
+    } else {
+        format!("{v:.digits$}")
+    }
 }
 
 /// A labelled line in a flow's color, with its legend entry.
@@ -317,70 +340,70 @@ pub fn psn<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
     root.present().map_err(err)
 }
 
-/// (c) CE marks and CNPs over time, all flows.
+/// The flows with the most CE marks and CNPs, in id order: each gets its own series.
+fn ecn_flows(d: &PlotData) -> Vec<&FlowSeries> {
+    let marks = |f: &FlowSeries| f.bins.iter().map(|b| b.ce + b.cnps).sum::<u64>();
+    let mut v: Vec<&FlowSeries> = d.flows.iter().filter(|f| marks(f) > 0).collect();
+    v.sort_by_key(|f| std::cmp::Reverse(marks(f)));
+    v.truncate(TOP_FLOWS);
+    v.sort_by_key(|f| f.id);
+    v
+}
+
+/// (c) CE marks (circles) and the CNPs that answered them (triangles) per flow over time, so
+/// that a flow whose marks get no CNP stands out.
 pub fn ecn<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> DrawResult {
-    let title = "ECN: CE-marked packets and CNPs";
-    let mut ce = vec![0u64; d.bins];
-    let mut cnp = vec![0u64; d.bins];
-    for s in d.flows.iter().map(|f| &f.bins).chain(d.other.iter()) {
-        for (i, b) in s.iter().enumerate() {
-            ce[i] += b.ce;
-            cnp[i] += b.cnps;
-        }
-    }
-    if ce.iter().chain(cnp.iter()).all(|&v| v == 0) {
+    let title = "ECN: CE-marked packets and CNPs per flow";
+    let flows = ecn_flows(d);
+    if flows.is_empty() {
         return note(root, title, "No CE marks and no CNPs in this capture.");
     }
     let t = TimeAxis::new(d.start_ns, d.end_ns + d.bin_ns);
-    let max = ce
+    let max = flows
         .iter()
-        .chain(cnp.iter())
-        .copied()
+        .flat_map(|f| f.bins.iter().map(|b| b.ce.max(b.cnps)))
         .max()
         .unwrap_or(1)
         .max(1) as f64;
     let mut chart = time_chart(
         root,
-        format!("{title} per bin of {}", human_ns(d.bin_ns)),
+        format!(
+            "{title} per bin of {}: circle = CE, triangle = CNP",
+            human_ns(d.bin_ns)
+        ),
         t.range(),
         0.0..max * 1.15,
         70,
         t.label(),
         "packets per bin",
     )?;
-    let bar = |i: usize, v: u64, color: RGBColor, left: bool| {
-        let x0 = bin_x(d, &t, i);
-        let w = d.bin_ns as f64 / t.per_unit_ns;
-        let (a, b) = if left {
-            (x0, x0 + w * 0.5)
-        } else {
-            (x0 + w * 0.5, x0 + w)
+    for f in &flows {
+        let color = flow_color(f.id);
+        let series = |pick: fn(&Bin) -> u64| -> Vec<(f64, f64)> {
+            f.bins
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| pick(b) > 0)
+                .map(|(i, b)| (bin_x(d, &t, i), pick(b) as f64))
+                .collect()
         };
-        Rectangle::new([(a, 0.0), (b, v as f64)], color.filled())
-    };
-    let ce_color = RGBColor(214, 39, 40);
-    let cnp_color = RGBColor(31, 119, 180);
-    chart
-        .draw_series(
-            ce.iter()
-                .enumerate()
-                .filter(|(_, &v)| v > 0)
-                .map(|(i, &v)| bar(i, v, ce_color, true)),
-        )
-        .map_err(err)?
-        .label("CE-marked packets (congestion at a switch)")
-        .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], ce_color.filled()));
-    chart
-        .draw_series(
-            cnp.iter()
-                .enumerate()
-                .filter(|(_, &v)| v > 0)
-                .map(|(i, &v)| bar(i, v, cnp_color, false)),
-        )
-        .map_err(err)?
-        .label("CNPs back to the sender (it slows down)")
-        .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], cnp_color.filled()));
-    legend(&mut chart, SeriesLabelPosition::UpperRight, 14)?;
+        let ce = series(|b| b.ce);
+        let cnp = series(|b| b.cnps);
+        chart
+            .draw_series(ce.iter().map(|&p| Circle::new(p, 5, color.filled())))
+            .map_err(err)?
+            .label(format!("{} CE", f.name))
+            .legend(move |(x, y)| Circle::new((x + 7, y), 5, color.filled()));
+        chart
+            .draw_series(
+                cnp.iter()
+                    .map(|&p| TriangleMarker::new(p, 7, color.stroke_width(2))),
+            )
+            .map_err(err)?
+            .label(format!("{} CNP", f.name))
+            .legend(move |(x, y)| TriangleMarker::new((x + 7, y), 6, color.stroke_width(2)));
+    }
+    legend(&mut chart, SeriesLabelPosition::UpperRight, 12)?;
     root.present().map_err(err)
 }
 
@@ -411,7 +434,7 @@ pub fn pfc<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
     root.fill(&WHITE).map_err(err)?;
     let mut chart = ChartBuilder::on(root)
         .caption(
-            format!("{title}: bars = paused, red band = storm"),
+            format!("{title}: bars = paused (red on RoCE priorities), amber band = storm"),
             ("sans-serif", 22),
         )
         .margin(12)
@@ -439,10 +462,7 @@ pub fn pfc<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
         let y = row as f64;
         chart
             .draw_series(r.storms.iter().map(|&(a, b)| {
-                Rectangle::new(
-                    [(t.at(a), y - 0.48), (t.at(b), y + 0.48)],
-                    RGBColor(255, 200, 200).filled(),
-                )
+                Rectangle::new([(t.at(a), y - 0.48), (t.at(b), y + 0.48)], STORM.filled())
             }))
             .map_err(err)?;
         let color = if r.roce {
