@@ -136,7 +136,7 @@ fn packets_from_file<W: Write + Send>(
     threads: usize,
 ) -> Result<W, Error> {
     let mut pipeline = Pipeline::new(PacketPrinter::new(settings, out), diagnostics, threads);
-    let end = source.for_each_batch(|batch| pipeline.records(batch))?;
+    let end = source.for_each_batch(|batch, status| pipeline.records(batch, status))?;
     let finished = pipeline.finish().map_err(output_error(None))?;
     let (_, mut diagnostics) = (finished.counts, finished.diagnostics);
     record_problems(&mut diagnostics, end);
@@ -155,7 +155,7 @@ fn report_from_file(
     let name = source.name.clone();
     let sink = ReportSink::new(opts.analysis, opts.expect);
     let mut pipeline = Pipeline::new(sink, diagnostics, threads);
-    let end = source.for_each_batch(|batch| pipeline.records(batch));
+    let end = source.for_each_batch(|batch, status| pipeline.records(batch, status));
     let end = match end {
         Ok(end) => end,
         Err(e) => {
@@ -317,8 +317,8 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
         Mode::Packets { settings, out } => {
             let printer = PacketPrinter::new(*settings, output::open(Some(out))?);
             let mut pipeline = Pipeline::new(printer, diagnostics, config.threads);
-            let end = source.for_each_batch(stop, |batch, _| {
-                pipeline.records(batch)?;
+            let end = source.for_each_batch(stop, |batch, status| {
+                pipeline.records(batch, status)?;
                 hint.check(&iface, pipeline.counts().roce, None);
                 Ok(())
             })?;
@@ -341,7 +341,7 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
             let mut pipeline = Pipeline::new(sink, diagnostics, config.threads);
             let mut status = Status::start();
             let end = source.for_each_batch(stop, |batch, src| {
-                pipeline.records(batch)?;
+                pipeline.records(batch, src)?;
                 if status.due() {
                     status.tick(pipeline.counts(), pipeline.sink().analyzer(), src);
                 }

@@ -94,7 +94,9 @@ pub struct FlowReport {
     pub last_ts: f64,
     pub duration_us: f64,
     /// Wire throughput over the flow's active time.
-    pub gbps: f64,
+    /// Wire throughput over the flow's active time; null when the flow is too short to have
+    /// a rate (fewer than 10 packets, or under 100 us): two packets are not a line rate.
+    pub gbps: Option<f64>,
     pub path_mtu: Option<u32>,
     pub pcp: BTreeMap<String, u64>,
     /// DSCP values in numeric order (JSON object keys are strings: "9" before "10").
@@ -250,6 +252,24 @@ pub struct Finding {
     pub flow: Option<String>,
     pub count: u64,
     /// The first frame numbers that show it.
+    pub frames: Vec<u64>,
+    /// When many flows show the same finding, it is reported once for all of them: how many
+    /// flows, and the worst few (by count) in full.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<FindingGroup>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FindingGroup {
+    pub flows: u64,
+    pub worst: Vec<GroupMember>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupMember {
+    pub flow: String,
+    pub count: u64,
+    pub message: String,
     pub frames: Vec<u64>,
 }
 
@@ -584,8 +604,10 @@ pub enum Verdict {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum VerifyKind {
-    /// Data and ACK frames (the data expectations).
+    /// Requests: SEND, WRITE, READ requests, atomics (the data expectations).
     Data,
+    /// ACKs, NAKs and READ responses (the data expectations too).
+    Responses,
     /// CNPs (the CNP expectations).
     Cnp,
 }
@@ -594,6 +616,7 @@ impl VerifyKind {
     pub fn name(self) -> &'static str {
         match self {
             VerifyKind::Data => "data",
+            VerifyKind::Responses => "responses",
             VerifyKind::Cnp => "cnp",
         }
     }

@@ -440,22 +440,34 @@ pub fn write_json_line(
     out.write_all(b"\n")
 }
 
+/// Time since the capture's first frame, shown to the microsecond, or to the nanosecond when
+/// the capture's timestamps are that fine.
+#[derive(Debug, Clone, Copy)]
+pub struct RelativeTime {
+    pub ns: u64,
+    pub nanosecond: bool,
+}
+
 /// Writes one tcpdump-like line: frame number, time since the first frame, addresses, VLAN and
 /// PCP, DSCP/ECN, then the transport fields.
 pub fn write_text_line(
     out: &mut (impl Write + ?Sized),
     frame_no: u64,
-    rel_ns: u64,
+    time: RelativeTime,
     f: &Frame<'_>,
     line: &mut String,
 ) -> io::Result<()> {
     line.clear();
-    let _ = write!(
-        line,
-        "{frame_no:>7} {}.{:06} ",
-        rel_ns / 1_000_000_000,
-        (rel_ns % 1_000_000_000) / 1000
-    );
+    let secs = time.ns / 1_000_000_000;
+    let _ = if time.nanosecond {
+        write!(line, "{frame_no:>7} {secs}.{:09} ", time.ns % 1_000_000_000)
+    } else {
+        write!(
+            line,
+            "{frame_no:>7} {secs}.{:06} ",
+            (time.ns % 1_000_000_000) / 1000
+        )
+    };
     text_addresses(line, f);
     if let Some(r) = &f.roce {
         text_roce(line, f, r);
@@ -673,8 +685,11 @@ impl<W: Write + Send> Sink for PacketPrinter<W> {
             let _ = match settings.format {
                 PacketFormat::Json => write_json_line(&mut chunk.text, frame_no, rec.ts_ns, &frame),
                 PacketFormat::Text => {
-                    let rel_ns = rec.ts_ns.saturating_sub(at.capture_start_ns);
-                    write_text_line(&mut chunk.text, frame_no, rel_ns, &frame, &mut line)
+                    let time = RelativeTime {
+                        ns: rec.ts_ns.saturating_sub(at.capture_start_ns),
+                        nanosecond: at.nanosecond_times,
+                    };
+                    write_text_line(&mut chunk.text, frame_no, time, &frame, &mut line)
                 }
             };
         }

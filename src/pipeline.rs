@@ -11,6 +11,7 @@ use roce_parsers::capture::Record;
 use crate::decode::FrameCounts;
 use crate::diagnostics::Diagnostics;
 use crate::model::WarningKind;
+use crate::source::SourceStatus;
 use crate::summary::PacketSummary;
 
 /// Records decoded per parallel task.
@@ -23,6 +24,8 @@ pub struct Position {
     pub first_frame: u64,
     /// Timestamp of the capture's first frame (for relative times).
     pub capture_start_ns: u64,
+    /// Timestamps finer than microseconds.
+    pub nanosecond_times: bool,
 }
 
 /// A consumer of decoded frames in capture order.
@@ -139,14 +142,15 @@ impl<S: Sink> Pipeline<S> {
         &self.consumer.counts
     }
 
-    /// A batch of records in capture order.
-    pub fn records(&mut self, batch: &[Record<'_>]) -> std::io::Result<()> {
+    /// A batch of records in capture order, with what the source says of them.
+    pub fn records(&mut self, batch: &[Record<'_>], status: &SourceStatus) -> std::io::Result<()> {
         let Some(first) = batch.first() else {
             return Ok(());
         };
         let at = Position {
             first_frame: self.frames + 1,
             capture_start_ns: *self.capture_start_ns.get_or_insert(first.ts_ns),
+            nanosecond_times: status.nanosecond_times,
         };
         self.frames += batch.len() as u64;
         let Pipeline {

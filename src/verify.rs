@@ -69,8 +69,10 @@ impl Verifier {
         }
         let kind = if r.opcode == Opcode::CNP {
             VerifyKind::Cnp
-        } else {
+        } else if r.opcode.is_request() {
             VerifyKind::Data
+        } else {
+            VerifyKind::Responses
         };
         let key = FlowKey {
             src,
@@ -210,13 +212,14 @@ impl Verifier {
 
 /// What `field` was expected to be on frames of `kind`, as shown in the report.
 fn expected(exp: &Expectations, field: Field, kind: VerifyKind) -> Option<String> {
-    match (field, kind) {
-        (Field::Dscp, VerifyKind::Data) => exp.dscp.map(|d| d.to_string()),
-        (Field::Dscp, VerifyKind::Cnp) => exp.cnp_dscp.map(|d| d.to_string()),
-        (Field::Pcp, VerifyKind::Data) => exp.pcp.map(|d| d.to_string()),
-        (Field::Pcp, VerifyKind::Cnp) => exp.cnp_pcp.map(|d| d.to_string()),
-        (Field::Vlan, VerifyKind::Data) => exp.vlan.map(|d| d.to_string()),
-        (Field::Ecn, VerifyKind::Data) => exp.ecn.map(|e| match e {
+    let cnp = kind == VerifyKind::Cnp;
+    match (field, cnp) {
+        (Field::Dscp, false) => exp.dscp.map(|d| d.to_string()),
+        (Field::Dscp, true) => exp.cnp_dscp.map(|d| d.to_string()),
+        (Field::Pcp, false) => exp.pcp.map(|d| d.to_string()),
+        (Field::Pcp, true) => exp.cnp_pcp.map(|d| d.to_string()),
+        (Field::Vlan, false) => exp.vlan.map(|d| d.to_string()),
+        (Field::Ecn, false) => exp.ecn.map(|e| match e {
             EcnExpect::Ect => "ect".into(),
             EcnExpect::NotEct => "not-ect".into(),
         }),

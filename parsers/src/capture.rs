@@ -198,6 +198,17 @@ impl CaptureParser {
         self.format
     }
 
+    /// Whether timestamps are finer than microseconds (a nanosecond pcap, or a pcapng
+    /// interface with a finer resolution): how many digits times are worth showing.
+    pub fn nanosecond_times(&self) -> bool {
+        match self.format {
+            Format::Pcap { nanos, .. } => nanos,
+            Format::Pcapng => self.interfaces.iter().any(|i| {
+                i.tsresol_pow2 && i.tsresol_exp > 20 || !i.tsresol_pow2 && i.tsresol_exp > 6
+            }),
+        }
+    }
+
     /// pcap files read so far: more than one when files were concatenated; pcapng sections.
     pub fn files(&self) -> u32 {
         match self.format {

@@ -31,9 +31,31 @@ const SUPPORTED: &[(u32, &str)] = &[
 pub const SUPPORTED_SUMMARY: &str =
     "Ethernet, Linux cooked SLL/SLL2, raw IP, ERF Ethernet and InfiniBand";
 
+/// Names of link types roce-sniff does not decode but users meet, so that a message can say
+/// what a capture is (a Wi-Fi capture, a USB one) rather than "unknown".
+const OTHER_NAMES: &[(u32, &str)] = &[
+    (0, "BSD loopback"),
+    (6, "Token Ring"),
+    (9, "PPP"),
+    (10, "FDDI"),
+    (105, "IEEE 802.11"),
+    (108, "OpenBSD loopback"),
+    (119, "802.11 Prism"),
+    (127, "802.11 radiotap"),
+    (187, "Bluetooth HCI H4"),
+    (189, "USB Linux"),
+    (192, "PPI"),
+    (201, "Bluetooth HCI H4 with direction"),
+    (220, "USB Linux mmapped"),
+    (247, "InfiniBand"),
+    (249, "USB packets"),
+    (253, "Linux netlink"),
+];
+
 pub fn linktype_name(linktype: u32) -> &'static str {
     SUPPORTED
         .iter()
+        .chain(OTHER_NAMES)
         .find(|&&(lt, _)| lt == linktype)
         .map_or("unknown", |&(_, name)| name)
 }

@@ -9,9 +9,10 @@ use roce_parsers::link::{is_cooked, LINKTYPE_ETHERNET};
 use super::flow::FlowEvidence;
 use super::INCAST_MIN_SENDERS;
 use crate::model::{
-    CaptureReport, Finding, FindingCode, FlowReport, FlowRole, PauseReport, PriorityReport, Report,
-    Severity, WarningKind,
+    CaptureReport, Finding, FindingCode, FindingGroup, FlowReport, FlowRole, GroupMember,
+    PauseReport, PriorityReport, Report, Severity, WarningKind,
 };
+use crate::words::plural;
 
 /// What findings need of the capture beyond its report.
 pub struct CaptureFacts<'a> {
@@ -37,9 +38,68 @@ fn finding(
         flow,
         count,
         frames,
+        group: None,
     }
 }
 
+/// More flows than this with one finding code are reported as one grouped finding.
+const GROUP_ABOVE: usize = 5;
+/// Flows listed in full in a grouped finding.
+const GROUP_WORST: usize = 5;
+
+/// Folds the per-flow findings of a code shown by many flows into one: a capture with 100,000
+/// flows of bad ICRCs gives one finding, not 100,000, and the report stays readable.
+fn group_by_code(findings: Vec<Finding>) -> Vec<Finding> {
+    let mut per_code: BTreeMap<FindingCode, usize> = BTreeMap::new();
+    for f in findings.iter().filter(|f| f.flow.is_some()) {
+        *per_code.entry(f.code).or_default() += 1;
+    }
+    if per_code.values().all(|&n| n <= GROUP_ABOVE) {
+        return findings;
+    }
+    let grouped = |f: &Finding| f.flow.is_some() && per_code[&f.code] > GROUP_ABOVE;
+    let (members, mut out): (Vec<Finding>, Vec<Finding>) =
+        findings.into_iter().partition(|f| grouped(f));
+    let mut by_code: BTreeMap<FindingCode, Vec<Finding>> = BTreeMap::new();
+    for f in members {
+        by_code.entry(f.code).or_default().push(f);
+    }
+    out.extend(by_code.into_values().map(group));
+    out
+}
+
+/// One finding for all the flows of `list` (one code), the worst first.
+fn group(mut list: Vec<Finding>) -> Finding {
+    list.sort_by(|a, b| a.severity.cmp(&b.severity).then(b.count.cmp(&a.count)));
+    let flows = list.len() as u64;
+    let total: u64 = list.iter().map(|f| f.count).sum();
+    let worst = list
+        .iter()
+        .take(GROUP_WORST)
+        .map(|f| GroupMember {
+            flow: f.flow.clone().unwrap_or_default(),
+            count: f.count,
+            message: f.message.clone(),
+            frames: f.frames.clone(),
+        })
+        .collect();
+    let first = &list[0];
+    Finding {
+        severity: first.severity,
+        code: first.code,
+        message: format!(
+            "{flows} flows ({total} in all); the worst: {}",
+            first.message
+        ),
+        cause: first.cause.clone(),
+        flow: None,
+        count: total,
+        frames: first.frames.clone(),
+        group: Some(FindingGroup { flows, worst }),
+    }
+}
+
+/// The first missing PSN ranges, as `5, 7-9`.
 fn ranges(r: &FlowReport) -> String {
     let shown: Vec<String> = r
         .psn
@@ -78,6 +138,7 @@ pub fn find(report: &Report, evidence: &[FlowEvidence], facts: &CaptureFacts) ->
         facts,
         &mut out,
     );
+    let mut out = group_by_code(out);
     out.sort_by(|a, b| a.severity.cmp(&b.severity).then(b.count.cmp(&a.count)));
     out
 }
@@ -90,13 +151,13 @@ fn loss_findings(r: &FlowReport, f: &FlowEvidence, capture_lossy: bool, out: &mu
         let lost = r.psn.missing + r.psn.recovered;
         if lost > 0 {
             let mut msg = format!(
-                "PSN loss on {} {}: {} PSNs lost ({} recovered by retransmission, {} never seen) in {} gap(s)",
+                "PSN loss on {} {}: {} lost ({} recovered by retransmission, {} never seen) in {}",
                 r.transport.unwrap_or("?"),
                 r.label(),
-                lost,
+                plural(lost, "PSN"),
                 r.psn.recovered,
                 r.psn.missing,
-                r.psn.gaps
+                plural(r.psn.gaps, "gap")
             );
             if !r.psn.missing_ranges.is_empty() {
                 msg.push_str(&format!("; first missing: {}", ranges(r)));
@@ -354,8 +415,12 @@ fn pfc_findings(priorities: &[PriorityReport], pause: &[PauseReport], out: &mut 
                 Severity::Critical,
                 FindingCode::PfcStorm,
                 format!(
-                    "PFC storm on priority {} from {}: {} storm(s), the first {:.1} ms long at {:.0} frames/s",
-                    p.priority, p.source, p.storms_total, s.duration_ms, s.rate_fps
+                    "PFC storm on priority {} from {}: {}, the first {:.1} ms long at {:.0} frames/s",
+                    p.priority,
+                    p.source,
+                    plural(p.storms_total, "storm"),
+                    s.duration_ms,
+                    s.rate_fps
                 ),
                 "a stuck receiver or a pause loop keeps the priority paused (a PFC watchdog should break it)",
                 None,

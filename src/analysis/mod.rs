@@ -95,6 +95,10 @@ pub struct Analyzer {
     pub(crate) pause: BTreeMap<MacAddr, PauseTracker>,
     pub(crate) state: CaptureState,
     pub(crate) timelines: Option<Timelines>,
+    /// Data flows by (source, destination) host, in flow order: where a response or a CNP
+    /// without a known peer looks for its request flow, so that per-packet work does not grow
+    /// with the number of flows.
+    data_by_hosts: FxHashMap<(IpAddr, IpAddr), Vec<usize>>,
     /// PSN sequences of UD senders, per (source address, source QP).
     ud_senders: FxHashMap<(IpAddr, Qpn), psn::PsnTracker>,
 }
@@ -112,6 +116,7 @@ impl Analyzer {
             pause: BTreeMap::new(),
             state: CaptureState::default(),
             ud_senders: FxHashMap::default(),
+            data_by_hosts: FxHashMap::default(),
             timelines: cfg.timelines.then(|| {
                 let mut t = Timelines::default();
                 if let Some(w) = cfg.bin_ns {
@@ -320,6 +325,12 @@ impl Analyzer {
     fn request(&mut self, fi: usize, p: &PacketSummary, r: &RoceSummary) {
         let op = r.opcode;
         let mtu = self.mtu_of(fi);
+        if self.flows[fi].requests == 0 {
+            let k = self.flows[fi].key;
+            let list = self.data_by_hosts.entry((k.src, k.dst)).or_default();
+            let at = list.binary_search(&fi).unwrap_or_else(|i| i);
+            list.insert(at, fi);
+        }
         let f = &mut self.flows[fi];
         f.requests += 1;
         if matches!(op.position(), Position::Last | Position::Only) {
@@ -416,6 +427,13 @@ impl Analyzer {
         }
     }
 
+    /// The data flows from `src` to `dst`, in flow order.
+    fn data_from_to(&self, src: IpAddr, dst: IpAddr) -> &[usize] {
+        self.data_by_hosts
+            .get(&(src, dst))
+            .map_or(&[], Vec::as_slice)
+    }
+
     /// The request flow a response flow answers: its CM or PSN-matched peer.
     fn request_flow_for(&mut self, fi: usize, psn: Psn) -> Option<usize> {
         if let Some(j) = self.flows[fi].peer {
@@ -423,13 +441,9 @@ impl Analyzer {
         }
         let key = self.flows[fi].key;
         let mut best: Option<(usize, i32)> = None;
-        for (j, d) in self.flows.iter().enumerate() {
-            if j == fi
-                || d.peer.is_some()
-                || !d.is_data()
-                || !key.is_reverse_hosts(&d.key)
-                || key.vlan != d.key.vlan
-            {
+        for &j in self.data_from_to(key.dst, key.src) {
+            let d = &self.flows[j];
+            if j == fi || d.peer.is_some() || key.vlan != d.key.vlan {
                 continue;
             }
             let Some(expected) = d.req.expected() else {
@@ -543,10 +557,11 @@ impl Analyzer {
         self.flows[fi].cnps_sent += 1;
         let target = self.flows[fi].peer.or_else(|| {
             let key = self.flows[fi].key;
-            let candidates: Vec<usize> = (0..self.flows.len())
-                .filter(|&j| {
-                    j != fi && self.flows[j].is_data() && key.is_reverse_hosts(&self.flows[j].key)
-                })
+            let candidates: Vec<usize> = self
+                .data_from_to(key.dst, key.src)
+                .iter()
+                .copied()
+                .filter(|&j| j != fi)
                 .collect();
             candidates
                 .iter()

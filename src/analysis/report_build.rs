@@ -103,14 +103,15 @@ fn role(f: &Flow) -> FlowRole {
     }
 }
 
-/// Wire throughput over the flow's active time.
-fn gbps(f: &Flow) -> f64 {
+/// A flow needs this many packets, over at least `RATE_MIN_NS`, to have a rate.
+const RATE_MIN_PACKETS: u64 = 10;
+const RATE_MIN_NS: u64 = 100_000;
+
+/// Wire throughput over the flow's active time; None for a flow too short to have one.
+fn gbps(f: &Flow) -> Option<f64> {
     let duration_ns = f.last_ts - f.first_ts;
-    if duration_ns > 0 {
-        f.bytes as f64 * 8.0 / duration_ns as f64
-    } else {
-        0.0
-    }
+    (f.packets >= RATE_MIN_PACKETS && duration_ns >= RATE_MIN_NS)
+        .then(|| f.bytes as f64 * 8.0 / duration_ns as f64)
 }
 
 impl Analyzer {

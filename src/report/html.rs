@@ -231,7 +231,7 @@ fn verification(o: &mut String, r: &Report) {
 
 fn flows(o: &mut String, r: &Report) {
     o.push_str("<h2>Flows (troubled first)</h2>\n<div class=\"wide\"><table><tr><th>#</th><th>flow</th><th>tr</th><th>role</th><th>packets</th><th>Gb/s</th><th>MTU</th><th>PCP</th><th>DSCP</th><th>ECN</th><th>gaps</th><th>missing</th><th>retx</th><th>dup</th><th>ooo</th><th>NAKs</th><th>CE</th><th>CNPs</th><th>ACK RTT p50/p99 us</th></tr>\n");
-    for f in &r.flows {
+    for f in r.flows.iter().take(HTML_FLOWS) {
         let trouble = f.psn.gaps + f.psn.retransmitted + f.naks.total() + f.icrc_bad > 0
             || (f.ce > 0 && f.cnps == 0 && f.role == FlowRole::Data);
         let name = esc(&f.label());
@@ -241,14 +241,14 @@ fn flows(o: &mut String, r: &Report) {
         };
         let _ = writeln!(
             o,
-            "<tr{}><td>{}</td><td class=\"l\"><span class=\"sw\" style=\"background:{}\"></span>{name}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{rtt}</td></tr>",
+            "<tr{}><td>{}</td><td class=\"l\"><span class=\"sw\" style=\"background:{}\"></span>{name}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{rtt}</td></tr>",
             if trouble { " class=\"trouble\"" } else { "" },
             f.id,
             css_color(flow_color(f.id)),
             f.transport.unwrap_or("-"),
             f.role,
             f.packets,
-            f.gbps,
+            f.gbps.map_or("-".into(), super::text::rate_text),
             f.path_mtu.map_or("-".into(), |m| m.to_string()),
             counts(&f.pcp),
             counts(&f.dscp),
@@ -264,7 +264,17 @@ fn flows(o: &mut String, r: &Report) {
         );
     }
     o.push_str("</table></div>\n");
+    if r.flows.len() > HTML_FLOWS {
+        let _ = writeln!(
+            o,
+            "<p>... and {} more flows: report.json lists every flow.</p>",
+            r.flows.len() - HTML_FLOWS
+        );
+    }
 }
+
+/// Flows listed on the page; report.json has them all.
+const HTML_FLOWS: usize = 200;
 
 fn pfc(o: &mut String, r: &Report) {
     let p = &r.pfc;

@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 
 use crate::error::shown;
 use crate::model::{CaptureReport, FlowReport, Report, Severity};
+use crate::words::plural;
 
 fn human_bytes(b: u64) -> String {
     let b = b as f64;
@@ -64,7 +65,7 @@ fn capture_summary(o: &mut String, c: &CaptureReport) {
     );
     let _ = writeln!(
         o,
-        "  RoCE {} ({} RoCEv1{}) in {} flows; PFC {}, PAUSE {}; ICRC {} ok, {} bad, {} unchecked; {} malformed, {} cut by snap length",
+        "  RoCE {} ({} RoCEv1{}) in {}; PFC {}, PAUSE {}\n  ICRC {} ok, {} bad, {} unchecked; {} malformed, {} cut by snap length",
         c.roce_packets,
         c.rocev1_packets,
         if c.ib_packets > 0 {
@@ -72,7 +73,7 @@ fn capture_summary(o: &mut String, c: &CaptureReport) {
         } else {
             String::new()
         },
-        c.flows,
+        plural(c.flows as u64, "flow"),
         c.pfc_frames,
         c.pause_frames,
         c.icrc_ok,
@@ -106,14 +107,23 @@ fn findings(o: &mut String, r: &Report) {
         let _ = writeln!(o, "  nothing looks wrong");
     }
     for f in &r.findings {
-        let _ = writeln!(
-            o,
-            "  {:<8} {:<24} {}",
-            f.severity.name().to_uppercase(),
-            f.code,
-            f.message
-        );
-        let _ = writeln!(o, "  {:<8} {:<24} cause: {}", "", "", f.cause);
+        let head = format!("  {:<8} {:<24} ", f.severity.name().to_uppercase(), f.code);
+        wrap_into(o, &head, &f.message);
+        wrap_into(o, &" ".repeat(head.len()), &format!("cause: {}", f.cause));
+        if let Some(g) = &f.group {
+            for m in &g.worst {
+                let _ = writeln!(o, "  {:<8} {:<24} {}: {}", "", "", m.flow, m.count);
+            }
+            if g.flows > g.worst.len() as u64 {
+                let _ = writeln!(
+                    o,
+                    "  {:<8} {:<24} and {} more",
+                    "",
+                    "",
+                    plural(g.flows - g.worst.len() as u64, "flow")
+                );
+            }
+        }
         if !f.frames.is_empty() {
             let frames: Vec<String> = f.frames.iter().map(u64::to_string).collect();
             let _ = writeln!(o, "  {:<8} {:<24} frames: {}", "", "", frames.join(", "));
@@ -121,63 +131,93 @@ fn findings(o: &mut String, r: &Report) {
     }
 }
 
+/// Flows listed in the text report; the JSON report has them all.
+const TEXT_FLOWS: usize = 50;
+
+/// Two lines per flow, to fit a terminal: who and how much, then QoS and trouble.
 fn flows(o: &mut String, flows: &[FlowReport]) {
-    if !flows.is_empty() {
-        let _ = writeln!(o, "\nFlows (troubled first)");
-        let width = flows
-            .iter()
-            .map(|f| f.label().len())
-            .max()
-            .unwrap_or(4)
-            .max(4);
-        // The QoS columns are as wide as their widest cell, so that mixed values do not shift
-        // the columns after them.
-        let col = |cell: fn(&FlowReport) -> String, min: usize| {
-            flows
-                .iter()
-                .map(|f| cell(f).len())
-                .max()
-                .unwrap_or(min)
-                .max(min)
+    if flows.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "\nFlows (troubled first)");
+    for f in flows.iter().take(TEXT_FLOWS) {
+        let rtt = if f.ack_rtt_us.count > 0 {
+            format!(
+                "  RTT {}/{} us",
+                opt_us(f.ack_rtt_us.p50),
+                opt_us(f.ack_rtt_us.p99)
+            )
+        } else {
+            String::new()
         };
-        let pw = col(|f| counts(&f.pcp), 8);
-        let dw = col(|f| counts(&f.dscp), 4);
-        let ew = col(|f| counts(&f.ecn), 7);
         let _ = writeln!(
             o,
-            "  {:>3} {:<width$} {:<4} {:<9} {:>8} {:>8} {:>5} {:<pw$} {:<dw$} {:<ew$} {:>5} {:>7} {:>5} {:>4} {:>4} {:>4} {:>6} {:>5} {:>17}",
-            "#", "flow", "tr", "role", "packets", "Gb/s", "MTU", "PCP", "DSCP", "ECN", "gaps", "missing", "retx", "dup", "ooo", "NAK", "CE", "CNP", "ACK RTT p50/p99 us"
+            "  #{:<3} {}  {} {}  {}  {} Gb/s  MTU {}{rtt}",
+            f.id,
+            f.label(),
+            f.transport.unwrap_or("-"),
+            f.role,
+            plural(f.packets, "packet"),
+            f.gbps.map_or("-".into(), rate_text),
+            f.path_mtu.map_or("-".into(), |m| m.to_string()),
         );
-        for f in flows {
-            let rtt = if f.ack_rtt_us.count > 0 {
-                format!("{}/{}", opt_us(f.ack_rtt_us.p50), opt_us(f.ack_rtt_us.p99))
-            } else {
-                "-".into()
-            };
-            let _ = writeln!(
-                o,
-                "  {:>3} {:<width$} {:<4} {:<9} {:>8} {:>8.3} {:>5} {:<pw$} {:<dw$} {:<ew$} {:>5} {:>7} {:>5} {:>4} {:>4} {:>4} {:>6} {:>5} {:>17}",
-                f.id,
-                f.label(),
-                f.transport.unwrap_or("-"),
-                f.role,
-                f.packets,
-                f.gbps,
-                f.path_mtu.map_or("-".into(), |m| m.to_string()),
-                counts(&f.pcp),
-                counts(&f.dscp),
-                counts(&f.ecn),
-                f.psn.gaps,
-                f.psn.missing,
-                f.psn.retransmitted,
-                f.psn.duplicates,
-                f.psn.out_of_order,
-                f.naks.total(),
-                f.ce,
-                f.cnps,
-                rtt
-            );
+        let _ = writeln!(
+            o,
+            "        PCP {}  DSCP {}  ECN {}  | PSN gaps {} missing {} retx {} dup {} ooo {} | NAK {}  CE {}  CNP {}",
+            counts(&f.pcp),
+            counts(&f.dscp),
+            counts(&f.ecn),
+            f.psn.gaps,
+            f.psn.missing,
+            f.psn.retransmitted,
+            f.psn.duplicates,
+            f.psn.out_of_order,
+            f.naks.total(),
+            f.ce,
+            f.cnps,
+        );
+    }
+    if flows.len() > TEXT_FLOWS {
+        let _ = writeln!(
+            o,
+            "  ... and {} more (the JSON report, --json, lists every flow)",
+            plural((flows.len() - TEXT_FLOWS) as u64, "flow")
+        );
+    }
+}
+
+/// Lines of the text report stay within this width where words allow.
+const WIDTH: usize = 100;
+
+/// Writes `text` after `head`, wrapped at word boundaries to `WIDTH`, continuation lines
+/// indented as deep as `head`.
+fn wrap_into(o: &mut String, head: &str, text: &str) {
+    let indent = " ".repeat(head.chars().count());
+    let mut line = head.to_string();
+    let mut empty = true;
+    for word in text.split(' ') {
+        if !empty && line.chars().count() + 1 + word.chars().count() > WIDTH {
+            let _ = writeln!(o, "{line}");
+            line = indent.clone();
+            empty = true;
         }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(word);
+        empty = false;
+    }
+    let _ = writeln!(o, "{line}");
+}
+
+/// A rate with the digits it needs: 3 decimals from 1 Gb/s up, else 3 significant digits (a
+/// slow flow does not read 0.000).
+pub fn rate_text(gbps: f64) -> String {
+    if gbps >= 1.0 || gbps == 0.0 {
+        format!("{gbps:.3}")
+    } else {
+        let decimals = (2.0 - gbps.log10().floor()).clamp(3.0, 12.0) as usize;
+        format!("{gbps:.decimals$}")
     }
 }
 

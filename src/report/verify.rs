@@ -50,7 +50,7 @@ pub fn render(v: &VerifyReport, file: &str) -> String {
         .max(4);
     let _ = writeln!(
         o,
-        "  {:<width$} {:<4} {:>8} {:>9} {:<12} {:<9} {:<12} {:<14} first violating frames",
+        "  {:<width$} {:<9} {:>8} {:>9} {:<12} {:<9} {:<12} {:<14} first violating frames",
         "flow", "kind", "checked", "violating", "DSCP seen", "PCP seen", "VLAN seen", "ECN seen"
     );
     for f in &v.flows {
@@ -60,7 +60,7 @@ pub fn render(v: &VerifyReport, file: &str) -> String {
             .map(u64::to_string)
             .collect();
         let row = format!(
-            "  {:<width$} {:<4} {:>8} {:>9} {:<12} {:<9} {:<12} {:<14} {}",
+            "  {:<width$} {:<9} {:>8} {:>9} {:<12} {:<9} {:<12} {:<14} {}",
             f.flow,
             f.kind.name(),
             if f.checked_against {

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use roce_parsers::capture::{CaptureError, CaptureParser, Format, Next, Record, PCAP_HEADER_LEN};
 
-use super::{SourceEnd, SourceProblem};
+use super::{SourceEnd, SourceProblem, SourceStatus};
 use crate::error::Error;
 use crate::model::WarningKind;
 
@@ -87,7 +87,7 @@ impl FileSource {
     /// with the damage described in the outcome, after every good record was delivered.
     pub fn for_each_batch(
         self,
-        mut consume: impl FnMut(&[Record<'_>]) -> io::Result<()>,
+        mut consume: impl FnMut(&[Record<'_>], &SourceStatus) -> io::Result<()>,
     ) -> Result<SourceEnd, Error> {
         let mut framer = Framer::start(self)?;
         let output_err = |source| Error::Output {
@@ -98,6 +98,11 @@ impl FileSource {
             let Some((block, start, n)) = framer.next_block()? else {
                 break;
             };
+            let status = SourceStatus {
+                nanosecond_times: framer.parser.nanosecond_times(),
+                capture_drops: None,
+            };
+            let mut consume = |records: &[Record<'_>]| consume(records, &status);
             let pos = framer
                 .complete_carry(&block[..n], start, &mut consume)
                 .map_err(output_err)?;

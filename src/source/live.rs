@@ -210,6 +210,8 @@ impl LiveSource {
 
     fn status(&mut self) -> SourceStatus {
         SourceStatus {
+            // Opened with nanosecond precision.
+            nanosecond_times: true,
             capture_drops: self
                 .cap
                 .stats()

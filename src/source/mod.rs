@@ -27,9 +27,12 @@ pub struct SourceProblem {
     pub hint: String,
 }
 
-/// Counters a source can give while it runs (the live status view).
+/// What a source tells with each batch: its time resolution, and counters while it runs (the
+/// live status view).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SourceStatus {
+    /// Timestamps finer than microseconds: times are shown to the nanosecond.
+    pub nanosecond_times: bool,
     /// Frames the kernel or the interface dropped so far, when known.
     pub capture_drops: Option<u64>,
 }

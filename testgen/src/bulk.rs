@@ -62,104 +62,88 @@ pub fn write_bulk(out: impl Write, cfg: BulkConfig) -> io::Result<u64> {
         .collect();
     let mut ts = T0_NS;
     let mut written = 0u64;
-    let emit = |w: &mut PcapWriter<CountingWriter<_>>, ts: &mut u64, f: &[u8]| -> io::Result<()> {
-        *ts += 80; // ~12.5 Mpps: a busy 100G link
-        w.write(*ts, f)
-    };
     while written < cfg.frames {
         let q = &mut qps[(xorshift(&mut rng) % u64::from(cfg.qps.max(1))) as usize];
         let r = xorshift(&mut rng) % 1000;
-        if r < 2 {
-            // PFC on the RoCE priority.
-            let mut quanta = [0u16; 8];
-            quanta[3] = if r == 0 { 0 } else { 0x400 };
-            emit(&mut w, &mut ts, &frames::pfc(MAC_SWITCH, 1 << 3, quanta))?;
-            written += 1;
-            continue;
-        }
-        if r < 7 {
-            // A CE-marked packet and the CNP that answers it.
-            let p = RoceSpec::new(0x0a, q.resp_qpn, q.psn).payload(1024).reth(
-                0x7f00_0000_0000,
-                1,
-                1024,
-            );
-            q.psn = (q.psn + 1) & 0xff_ffff;
-            emit(
-                &mut w,
-                &mut ts,
-                &frames::rocev2(&q.link, q.net.with_tos(0x6b), q.sport, &p),
-            )?;
-            let cnp = RoceSpec::new(0x81, q.req_qpn, 0);
-            emit(
-                &mut w,
-                &mut ts,
-                &frames::rocev2(&q.rev, q.net.reversed().with_tos(0xc2), 0, &cnp),
-            )?;
-            written += 2;
-            continue;
-        }
-        if r < 40 {
-            // A READ of 4096 bytes and its four responses.
-            let first = q.psn;
-            let req =
-                RoceSpec::new(0x0c, q.resp_qpn, first)
-                    .ackreq()
-                    .reth(0x7f00_0000_0000, 1, 4096);
-            emit(
-                &mut w,
-                &mut ts,
-                &frames::rocev2(&q.link, q.net, q.sport, &req),
-            )?;
-            for (k, op) in [0x0du8, 0x0e, 0x0e, 0x0f].into_iter().enumerate() {
-                let mut s =
-                    RoceSpec::new(op, q.req_qpn, (first + k as u32) & 0xff_ffff).payload(1024);
-                if op != 0x0e {
-                    s = s.aeth(0x1f, 1);
-                }
-                emit(
-                    &mut w,
-                    &mut ts,
-                    &frames::rocev2(&q.rev, q.net.reversed(), q.sport, &s),
-                )?;
-            }
-            q.psn = (q.psn + 4) & 0xff_ffff;
-            written += 5;
-            continue;
-        }
-        // A WRITE of 4096 bytes: First, Middle, Middle, Last (AckReq).
-        for (k, op) in [0x06u8, 0x07, 0x07, 0x08].into_iter().enumerate() {
-            let mut s = RoceSpec::new(op, q.resp_qpn, q.psn).payload(1024);
-            if k == 0 {
-                s = s.reth(0x7f00_0000_0000, 1, 4096);
-            }
-            if k == 3 {
-                s = s.ackreq();
-            }
-            emit(
-                &mut w,
-                &mut ts,
-                &frames::rocev2(&q.link, q.net, q.sport, &s),
-            )?;
-            q.psn = (q.psn + 1) & 0xff_ffff;
-        }
-        written += 4;
-        q.unacked += 1;
-        // Coalesced ACKs: one per two messages.
-        if q.unacked == 2 {
-            q.unacked = 0;
-            let ack = RoceSpec::new(0x11, q.req_qpn, (q.psn + 0xff_ffff) & 0xff_ffff).aeth(0x1f, 1);
-            emit(
-                &mut w,
-                &mut ts,
-                &frames::rocev2(&q.rev, q.net.reversed(), q.sport, &ack),
-            )?;
+        let event = match r {
+            0..=1 => pfc_event(r == 0),
+            2..=6 => ce_event(q),
+            7..=39 => read_event(q),
+            _ => write_event(q),
+        };
+        // The last event is cut to give exactly the frames asked for.
+        let remaining = (cfg.frames - written) as usize;
+        for f in event.iter().take(remaining) {
+            ts += 80; // ~12.5 Mpps: a busy 100G link
+            w.write(ts, f)?;
             written += 1;
         }
     }
     let mut inner = w.into_inner();
     inner.flush()?;
     Ok(inner.n)
+}
+
+/// A PFC frame on the RoCE priority: XOFF, or XON.
+fn pfc_event(xon: bool) -> Vec<Vec<u8>> {
+    let mut quanta = [0u16; 8];
+    quanta[3] = if xon { 0 } else { 0x400 };
+    vec![frames::pfc(MAC_SWITCH, 1 << 3, quanta)]
+}
+
+/// A CE-marked packet and the CNP that answers it.
+fn ce_event(q: &mut Qp) -> Vec<Vec<u8>> {
+    let p = RoceSpec::new(0x0a, q.resp_qpn, q.psn)
+        .payload(1024)
+        .reth(0x7f00_0000_0000, 1, 1024);
+    q.psn = (q.psn + 1) & 0xff_ffff;
+    let cnp = RoceSpec::new(0x81, q.req_qpn, 0);
+    vec![
+        frames::rocev2(&q.link, q.net.with_tos(0x6b), q.sport, &p),
+        frames::rocev2(&q.rev, q.net.reversed().with_tos(0xc2), 0, &cnp),
+    ]
+}
+
+/// A READ of 4096 bytes and its four responses.
+fn read_event(q: &mut Qp) -> Vec<Vec<u8>> {
+    let first = q.psn;
+    let req = RoceSpec::new(0x0c, q.resp_qpn, first)
+        .ackreq()
+        .reth(0x7f00_0000_0000, 1, 4096);
+    let mut out = vec![frames::rocev2(&q.link, q.net, q.sport, &req)];
+    for (k, op) in [0x0du8, 0x0e, 0x0e, 0x0f].into_iter().enumerate() {
+        let mut s = RoceSpec::new(op, q.req_qpn, (first + k as u32) & 0xff_ffff).payload(1024);
+        if op != 0x0e {
+            s = s.aeth(0x1f, 1);
+        }
+        out.push(frames::rocev2(&q.rev, q.net.reversed(), q.sport, &s));
+    }
+    q.psn = (q.psn + 4) & 0xff_ffff;
+    out
+}
+
+/// A WRITE of 4096 bytes (First, Middle, Middle, Last with AckReq), and a coalesced ACK after
+/// every second one.
+fn write_event(q: &mut Qp) -> Vec<Vec<u8>> {
+    let mut out = Vec::with_capacity(5);
+    for (k, op) in [0x06u8, 0x07, 0x07, 0x08].into_iter().enumerate() {
+        let mut s = RoceSpec::new(op, q.resp_qpn, q.psn).payload(1024);
+        if k == 0 {
+            s = s.reth(0x7f00_0000_0000, 1, 4096);
+        }
+        if k == 3 {
+            s = s.ackreq();
+        }
+        out.push(frames::rocev2(&q.link, q.net, q.sport, &s));
+        q.psn = (q.psn + 1) & 0xff_ffff;
+    }
+    q.unacked += 1;
+    if q.unacked == 2 {
+        q.unacked = 0;
+        let ack = RoceSpec::new(0x11, q.req_qpn, (q.psn + 0xff_ffff) & 0xff_ffff).aeth(0x1f, 1);
+        out.push(frames::rocev2(&q.rev, q.net.reversed(), q.sport, &ack));
+    }
+    out
 }
 
 struct CountingWriter<W> {
@@ -198,5 +182,23 @@ mod tests {
         // ~1 KB per frame on average.
         let per_frame = a.len() as f64 / 2000.0;
         assert!((700.0..1300.0).contains(&per_frame), "{per_frame}");
+        // Exactly the frames asked for (it used to overshoot by the rest of the last event).
+        for frames in [1, 3, 1999, 3001] {
+            let mut out = Vec::new();
+            write_bulk(&mut out, BulkConfig { frames, ..cfg }).unwrap();
+            assert_eq!(count_records(&out), frames, "{frames}");
+        }
+    }
+
+    /// Records of a little-endian microsecond pcap.
+    fn count_records(pcap: &[u8]) -> u64 {
+        let mut at = 24;
+        let mut n = 0;
+        while at + 16 <= pcap.len() {
+            let caplen = u32::from_le_bytes(pcap[at + 8..at + 12].try_into().unwrap()) as usize;
+            at += 16 + caplen;
+            n += 1;
+        }
+        n
     }
 }
