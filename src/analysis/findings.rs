@@ -629,3 +629,43 @@ fn damage_findings(capture: &CaptureReport, out: &mut Vec<Finding>) {
         ));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::analysis::report_build::CaptureMeta;
+    use crate::analysis::{AnalysisConfig, Analyzer};
+    use crate::model::{CaptureWarning, FindingCode, WarningKind};
+
+    fn findings_with(kind: WarningKind) -> Vec<crate::model::Finding> {
+        let meta = CaptureMeta {
+            warnings: vec![CaptureWarning {
+                kind,
+                message: "something".into(),
+            }],
+            ..CaptureMeta::default()
+        };
+        Analyzer::new(AnalysisConfig::default())
+            .finish(meta)
+            .findings
+    }
+
+    #[test]
+    fn capture_drops_are_not_blamed_on_a_killed_tcpdump() {
+        let f = findings_with(WarningKind::CaptureDrops);
+        let damaged: Vec<_> = f
+            .iter()
+            .filter(|f| f.code == FindingCode::CaptureDamaged)
+            .collect();
+        assert_eq!(damaged.len(), 1);
+        assert!(damaged[0]
+            .cause
+            .contains("dropped frames before they were captured"));
+        assert!(!damaged[0].cause.contains("killed"));
+        // A note about the capture point or Ctrl-C is no damage at all.
+        for kind in [WarningKind::Notice, WarningKind::Interrupted] {
+            assert!(findings_with(kind)
+                .iter()
+                .all(|f| f.code != FindingCode::CaptureDamaged));
+        }
+    }
+}

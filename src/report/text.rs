@@ -143,7 +143,7 @@ fn flows(o: &mut String, flows: &[FlowReport]) {
     for f in flows.iter().take(TEXT_FLOWS) {
         let rtt = if f.ack_rtt_us.count > 0 {
             format!(
-                "  RTT {}/{} us",
+                " RTT {}/{} us",
                 opt_us(f.ack_rtt_us.p50),
                 opt_us(f.ack_rtt_us.p99)
             )
@@ -152,7 +152,7 @@ fn flows(o: &mut String, flows: &[FlowReport]) {
         };
         let _ = writeln!(
             o,
-            "  #{:<3} {}  {} {}  {}  {} Gb/s  MTU {}{rtt}",
+            "  #{:<3} {} {} {} {} {} Gb/s MTU {}{rtt}",
             f.id,
             f.label(),
             f.transport.unwrap_or("-"),
@@ -163,7 +163,7 @@ fn flows(o: &mut String, flows: &[FlowReport]) {
         );
         let _ = writeln!(
             o,
-            "        PCP {}  DSCP {}  ECN {}  | PSN gaps {} missing {} retx {} dup {} ooo {} | NAK {}  CE {}  CNP {}",
+            "       PCP {} DSCP {} ECN {} | gaps {} missing {} retx {} dup {} ooo {} | NAK {} CE {} CNP {}",
             counts(&f.pcp),
             counts(&f.dscp),
             counts(&f.ecn),
@@ -180,8 +180,8 @@ fn flows(o: &mut String, flows: &[FlowReport]) {
     if flows.len() > TEXT_FLOWS {
         let _ = writeln!(
             o,
-            "  ... and {} more (the JSON report, --json, lists every flow)",
-            plural((flows.len() - TEXT_FLOWS) as u64, "flow")
+            "  ... and {} (the JSON report, --json, lists every flow)",
+            plural((flows.len() - TEXT_FLOWS) as u64, "more flow")
         );
     }
 }

@@ -181,12 +181,10 @@ impl LiveSource {
         });
         let mut cap = open_capture(iface, device)?;
         let linktype = cap.get_datalink().0 as u32;
-        let default = if roce_parsers::link::is_cooked(linktype) {
-            DEFAULT_FILTER_COOKED
-        } else {
-            DEFAULT_FILTER
-        };
-        let filter = live.filter.clone().unwrap_or_else(|| default.to_string());
+        let filter = live
+            .filter
+            .clone()
+            .unwrap_or_else(|| default_filter(linktype).to_string());
         cap.filter(&filter, true)
             .map_err(|e| Error::Live(format!("bad capture filter `{filter}`: {e}")))?;
         let savefile = match &live.write {
@@ -311,6 +309,15 @@ impl LiveSource {
     }
 }
 
+/// The default filter for a link type: libpcap has no `vlan` on Linux cooked links (`-i any`).
+fn default_filter(linktype: u32) -> &'static str {
+    if roce_parsers::link::is_cooked(linktype) {
+        DEFAULT_FILTER_COOKED
+    } else {
+        DEFAULT_FILTER
+    }
+}
+
 fn find_device(iface: &str) -> Result<Device, Error> {
     let devices =
         Device::list().map_err(|e| Error::Live(format!("cannot list interfaces: {e}")))?;
@@ -348,6 +355,27 @@ fn open_capture(iface: &str, device: Device) -> Result<Capture<Active>, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cooked_links_get_a_default_filter_without_vlan() {
+        use roce_parsers::link::{LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2};
+        for lt in [LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2] {
+            assert!(!default_filter(lt).contains("vlan"));
+            // Every filter compiles for its link type (the `vlan` one failed on `-i any`).
+            let dead = pcap::Capture::dead(pcap::Linktype(lt as i32)).unwrap();
+            assert!(dead.compile(default_filter(lt), true).is_ok());
+        }
+        let dead = pcap::Capture::dead(pcap::Linktype(LINKTYPE_ETHERNET as i32)).unwrap();
+        assert!(dead
+            .compile(default_filter(LINKTYPE_ETHERNET), true)
+            .is_ok());
+        assert!(
+            pcap::Capture::dead(pcap::Linktype(LINKTYPE_LINUX_SLL as i32))
+                .unwrap()
+                .compile(DEFAULT_FILTER, true)
+                .is_err()
+        );
+    }
 
     #[test]
     fn vlan_subinterfaces_are_found_with_their_parent() {

@@ -14,6 +14,10 @@ impl PcapFlavor {
         nanos: false,
         big_endian: false,
     };
+    pub const NANO_LE: PcapFlavor = PcapFlavor {
+        nanos: true,
+        big_endian: false,
+    };
 }
 
 /// Classic pcap writer.

@@ -1,0 +1,359 @@
+//! What a new (or careless) user trips over: each rough edge of issue 12 and the test that
+//! would have caught it.
+
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use roce_testgen::frames::{self, FrameSpec, Net, RoceSpec};
+use roce_testgen::writer::{pcap_bytes, Frames, PcapFlavor, T0_NS};
+use serde_json::Value;
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("roce-sniff-rough-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn json_of(out: &std::process::Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(out)))
+}
+
+/// `flows` RC flows of `per_flow` WRITE Only packets each, every ICRC corrupted.
+fn bad_icrc_flows(flows: u32, per_flow: u32) -> Vec<u8> {
+    let mut out = Frames::new();
+    let mut t = T0_NS;
+    for q in 0..flows {
+        let net = Net::v4(
+            [10, 0, (q / 250) as u8, (q % 250) as u8 + 1],
+            [10, 9, 0, 1],
+            0x6a,
+        );
+        for psn in 0..per_flow {
+            let mut f = frames::rocev2(
+                &FrameSpec::new([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]).vlan(100, 3),
+                net,
+                50000,
+                &RoceSpec::new(0x0a, 0x100 + q, psn)
+                    .payload(64)
+                    .reth(0x1000, 1, 64),
+            );
+            let at = f.len() - 5;
+            f[at] ^= 0xff;
+            t += 1_000;
+            out.push((t, f));
+        }
+    }
+    pcap_bytes(&out, PcapFlavor::NANO_LE, 1, 65535)
+}
+
+#[test]
+fn absurd_thread_counts_are_bounded_by_the_cores() {
+    let path = testdata("decode_all.pcap");
+    let one = run_path(&path, &["--json", "--threads", "1"]);
+    let started = Instant::now();
+    let many = run_path(&path, &["--json", "--threads", "100000"]);
+    assert_eq!(many.status.code(), Some(0), "{}", stderr(&many));
+    assert_eq!(one.stdout, many.stdout);
+    // 100,000 threads took over 20 minutes; bounded, it takes what one thread takes.
+    assert!(started.elapsed() < Duration::from_secs(30));
+}
+
+#[test]
+fn ctrl_c_on_standard_input_ends_with_the_report_of_what_was_read() {
+    let data = std::fs::read(testdata("sample.pcap")).unwrap();
+    let mut child = Command::new(bin())
+        .args(["-r", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // Part of the capture, then the pipe stays open: a tcpdump still running.
+    stdin.write_all(&data[..300_000]).unwrap();
+    stdin.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    drop(stdin);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(text.starts_with("roce-sniff report: <stdin>"), "{text}");
+    assert!(text.contains("interrupted (Ctrl-C) after"), "{text}");
+    assert!(!text.contains("capture_damaged"), "{text}");
+}
+
+#[test]
+fn an_output_that_is_an_input_is_refused_before_it_is_touched() {
+    let victim = tmp("victim.pcap");
+    std::fs::copy(testdata("decode_all.pcap"), &victim).unwrap();
+    let before = std::fs::read(&victim).unwrap();
+    let v = victim.to_str().unwrap();
+    let link = tmp("link.pcap");
+    let _ = std::fs::remove_file(&link);
+    std::fs::hard_link(&victim, &link).unwrap();
+    for args in [
+        vec!["-r", v, &format!("--json={v}")[..]],
+        vec![
+            "-r",
+            v,
+            "--packets",
+            &format!("--json={}", link.display())[..],
+        ],
+    ] {
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            stderr(&out).contains("the capture being read"),
+            "{}",
+            stderr(&out)
+        );
+        assert_eq!(std::fs::read(&victim).unwrap(), before, "{args:?}");
+    }
+}
+
+#[test]
+fn a_filter_after_an_optional_value_is_never_a_file_name() {
+    let cwd = tmp("cwd-filter");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let capture = testdata("decode_all.pcap");
+    let out = Command::new(bin())
+        .current_dir(&cwd)
+        .args([
+            "-r",
+            capture.to_str().unwrap(),
+            "--json",
+            "host",
+            "10.0.0.1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("--json=FILE"), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(!cwd.join("host").exists() && !cwd.join("host 10.0.0.1").exists());
+    // The value goes after `=`.
+    let file = cwd.join("r.json");
+    let out = run_path(&capture, &[&format!("--json={}", file.display())]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("report written to"));
+    let r: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert!(r["capture"]["packets"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn durations_take_every_unit_and_a_widened_bin_says_so() {
+    let dir = tmp("bins");
+    let out = run_path(
+        &testdata("sample.pcap"),
+        &[&format!("--report={}", dir.display()), "--bin", "100us"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("--bin 100 us would give more than 1000 bins"),
+        "{err}"
+    );
+    let t: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("timeline.json")).unwrap()).unwrap();
+    assert!(t["bins"].as_u64().unwrap() <= 1000);
+    let out = run(&["-i", "lo", "--duration", "250ns", "-c", "0"]);
+    assert!(
+        stderr(&out).contains("-c needs at least 1 frame"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn an_empty_capture_is_not_a_clean_one() {
+    let header_only = tmp("header.pcap");
+    let data = std::fs::read(testdata("decode_all.pcap")).unwrap();
+    std::fs::write(&header_only, &data[..24]).unwrap();
+    let out = run_path(&header_only, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert!(!text.contains("nothing looks wrong"), "{text}");
+    assert!(text.contains("no_roce"), "{text}");
+    let r = json_of(&run_path(&header_only, &["--json"]));
+    assert_eq!(r["findings"][0]["code"], "no_roce");
+    assert_eq!(r["findings"][0]["severity"], "warning");
+}
+
+#[test]
+fn concatenated_captures_are_read_as_one() {
+    let a = std::fs::read(testdata("analysis_psn.pcap")).unwrap();
+    let b = std::fs::read(testdata("formats/pcap_us_be.pcap")).unwrap();
+    let both = tmp("both.pcap");
+    std::fs::write(&both, [a.clone(), b.clone()].concat()).unwrap();
+    let count = |p: &Path| json_of(&run_path(p, &["--json"]))["capture"]["packets"].clone();
+    let one = tmp("a.pcap");
+    std::fs::write(&one, &a).unwrap();
+    let other = tmp("b.pcap");
+    std::fs::write(&other, &b).unwrap();
+    let expected = count(&one).as_u64().unwrap() + count(&other).as_u64().unwrap();
+    let out = run_path(&both, &["--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = json_of(&out);
+    assert_eq!(r["capture"]["packets"], expected);
+    assert_eq!(r["capture"]["malformed"], 0);
+    let warnings = r["capture"]["warnings"].to_string();
+    assert!(
+        warnings.contains("2 pcap files one after the other"),
+        "{warnings}"
+    );
+    assert!(!warnings.contains("reading stopped"), "{warnings}");
+}
+
+#[test]
+fn timestamps_decades_apart_are_warned_about() {
+    let mut frames_ = Frames::new();
+    let f = frames::rocev2(
+        &FrameSpec::new([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]),
+        Net::v4([10, 0, 0, 1], [10, 0, 0, 2], 0x6a),
+        50000,
+        &RoceSpec::new(0x04, 0x11, 1).payload(8),
+    );
+    frames_.push((T0_NS, f.clone()));
+    frames_.push((T0_NS + 40 * 365 * 86_400 * 1_000_000_000, f));
+    let path = tmp("decades.pcap");
+    std::fs::write(&path, pcap_bytes(&frames_, PcapFlavor::NANO_LE, 1, 65535)).unwrap();
+    let err = stderr(&run_path(&path, &[]));
+    assert!(err.contains("frame 2: its timestamp is 40 years"), "{err}");
+}
+
+#[test]
+fn report_directory_is_checked_before_the_work_and_carries_the_verdict() {
+    let file = tmp("not-a-dir");
+    std::fs::write(&file, b"x").unwrap();
+    let out = run_path(
+        &testdata("sample.pcap"),
+        &[&format!("--report={}", file.display())],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("not a directory"), "{}", stderr(&out));
+    let dir = tmp("verdict");
+    let arg = format!("--report={}", dir.display());
+    let args = [arg.as_str(), "--expect-pcp", "3"];
+    let first = run_path(&testdata("verify_pass.pcap"), &args);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let again = run_path(&testdata("verify_pass.pcap"), &args);
+    assert!(
+        stderr(&again).contains("replacing the report"),
+        "{}",
+        stderr(&again)
+    );
+    let txt = std::fs::read_to_string(dir.join("report.txt")).unwrap();
+    assert!(txt.contains("PASS: "), "{txt}");
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert!(html.contains("<h2>Verification</h2>") && html.contains("PASS: "));
+}
+
+#[test]
+fn html_has_no_negative_zero_and_keeps_every_column() {
+    let dir = tmp("html");
+    let out = run_path(
+        &testdata("real/oferby_roce.pcap"),
+        &[&format!("--report={}", dir.display())],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert!(!html.contains("-0.0"), "a -0.0 card");
+    assert!(html.contains("<div class=\"wide\"><table>"));
+}
+
+#[test]
+fn findings_of_many_flows_are_grouped_and_outputs_stay_proportionate() {
+    let path = tmp("bad-icrc.pcap");
+    std::fs::write(&path, bad_icrc_flows(300, 3)).unwrap();
+    let out = run_path(&path, &["--json"]);
+    let r = json_of(&out);
+    assert_eq!(r["flows"].as_array().unwrap().len(), 300);
+    let icrc: Vec<&Value> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "icrc_bad")
+        .collect();
+    assert_eq!(icrc.len(), 1, "one grouped finding");
+    assert_eq!(icrc[0]["count"], 900);
+    assert_eq!(icrc[0]["group"]["flows"], 300);
+    assert_eq!(icrc[0]["group"]["worst"].as_array().unwrap().len(), 5);
+    let text = stdout(&run_path(&path, &[]));
+    assert!(text.lines().count() < 200, "{} lines", text.lines().count());
+    assert!(text.contains("... and 250 more flows"), "{text}");
+    assert!(text.lines().all(|l| l.chars().count() <= 120), "{text}");
+}
+
+#[test]
+fn json_to_a_file_says_where_and_text_fits_a_terminal() {
+    let text = stdout(&run_path(&testdata("sample.pcap"), &[]));
+    let widest = text.lines().map(|l| l.chars().count()).max().unwrap();
+    assert!(widest <= 110, "widest line {widest}");
+    assert!(text.contains("in 8 flows"));
+    assert!(
+        !text.contains("gap(s)") && !text.contains("storm(s)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn smaller_rough_edges() {
+    // Nanosecond captures show nanoseconds.
+    let lines = stdout(&run_path(&testdata("sample.pcap"), &["--packets"]));
+    assert!(
+        lines.lines().nth(1).unwrap().contains(" 0.000025000 "),
+        "{lines}"
+    );
+    // Report-only options are refused with --packets, like other conflicts.
+    let out = run_path(&testdata("sample.pcap"), &["--packets", "--max-flows", "3"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--max-flows applies to the analysis"));
+    // Errors are one line, without "(os error N)".
+    for args in [&["--bogus"][..], &["-r", "/nonexistent/x.pcap"][..]] {
+        let err = stderr(&run(args));
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(!err.contains("os error"), "{err}");
+    }
+    // Control characters in a file name cannot forge a line of output.
+    let odd = tmp("odd\nPASS: all good.pcap");
+    std::fs::copy(testdata("verify_pass.pcap"), &odd).unwrap();
+    let out = run_path(&odd, &["--expect-pcp", "3"]);
+    let shown = stdout(&out);
+    assert!(
+        shown.lines().next().unwrap().contains("odd\\nPASS"),
+        "{shown}"
+    );
+    assert_eq!(shown.lines().filter(|l| l.starts_with("PASS")).count(), 1);
+    // ACK-only flows are responses, as in the analysis.
+    let v = json_of(&run_path(
+        &testdata("verify_pass.pcap"),
+        &["--json", "--expect-pcp", "3"],
+    ));
+    let kinds: Vec<&str> = v["verify"]["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap())
+        .collect();
+    assert!(
+        kinds.contains(&"responses") && kinds.contains(&"data"),
+        "{kinds:?}"
+    );
+    // A flow of a few packets has no extrapolated rate.
+    let r = json_of(&run_path(
+        &testdata("real/pcapplusplus_InfiniBandPacket.pcap"),
+        &["--json"],
+    ));
+    assert!(r["flows"][0]["gbps"].is_null(), "{}", r["flows"][0]);
+}
