@@ -594,5 +594,10 @@ mod tests {
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
         assert!(parse_duration("0s").is_err() && parse_duration("5x").is_err());
+        // Every unit --help names (--bin 100us was its first example, and was refused).
+        assert_eq!(parse_duration("100us"), Ok(Duration::from_micros(100)));
+        assert_eq!(parse_duration("100µs"), Ok(Duration::from_micros(100)));
+        assert_eq!(parse_duration("250ns"), Ok(Duration::from_nanos(250)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
     }
 }

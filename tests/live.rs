@@ -218,6 +218,9 @@ fn replay(n: &Netns, file: &Path, multiplier: Option<&str>, exact_timing: bool, 
     );
     assert!(out.status.code().is_some_and(|c| c <= 1), "{name}: {err}");
     assert!(err.contains("listening on"), "{err}");
+    // The default filter is named, not printed in its 200 characters.
+    assert!(err.contains("filter: the default (RoCEv2"), "{err}");
+    assert!(!err.contains("ether proto 0x8915"), "{err}");
 
     let live: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let file_s = file.to_str().unwrap();

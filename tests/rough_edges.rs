@@ -270,6 +270,25 @@ fn html_has_no_negative_zero_and_keeps_every_column() {
     let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
     assert!(!html.contains("-0.0"), "a -0.0 card");
     assert!(html.contains("<div class=\"wide\"><table>"));
+    // The sample: storms are amber (red is a paused RoCE priority); one ECN series per flow;
+    // timeline.csv labels flows as everywhere else.
+    let dir = tmp("html-sample");
+    let out = run_path(
+        &testdata("sample.pcap"),
+        &[&format!("--report={}", dir.display())],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let pfc = std::fs::read_to_string(dir.join("pfc.svg")).unwrap();
+    assert!(
+        pfc.contains("amber band = storm") && pfc.contains("#FFD66E"),
+        "storm color"
+    );
+    let ecn = std::fs::read_to_string(dir.join("ecn_cnp.svg")).unwrap();
+    for flow in ["qp 0x000210", "qp 0x000211", "qp 0x000212"] {
+        assert!(ecn.contains(&format!("{flow} vlan 100 CE")), "{flow}");
+    }
+    let csv = std::fs::read_to_string(dir.join("timeline.csv")).unwrap();
+    assert!(csv.contains("qp 0x000213 vlan 100") && !csv.contains("qp 0x213 "));
 }
 
 #[test]

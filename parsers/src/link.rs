@@ -115,6 +115,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn link_types_are_named_even_when_not_decoded() {
+        assert_eq!(linktype_name(1), "Ethernet");
+        assert_eq!(linktype_name(105), "IEEE 802.11");
+        assert_eq!(linktype_name(127), "802.11 radiotap");
+        assert_eq!(linktype_name(65000), "unknown");
+    }
+
+    #[test]
     fn cooked_headers() {
         let mut sll = [0u8; 18];
         sll[2..4].copy_from_slice(&1u16.to_be_bytes());

@@ -460,15 +460,19 @@ fn incast(flows: &[FlowReport], evidence: &[FlowEvidence], capture_start: u64) -
     for (dst, mut events) in by_dst {
         // Starts before ends at the same instant: touching intervals overlap.
         events.sort_by_key(|&(ts, start, _)| (ts, !start));
+        // Active flows per sender, and the senders with at least one: kept as a running
+        // count (counting the map at every event made 100,000 flows take 20 s).
         let mut active: HashMap<IpAddr, u32> = HashMap::new();
+        let mut senders = 0usize;
         for (ts, start, src) in events {
             let n = active.entry(src).or_default();
             if start {
                 *n += 1;
+                senders += usize::from(*n == 1);
             } else {
                 *n -= 1;
+                senders -= usize::from(*n == 0);
             }
-            let senders = active.values().filter(|&&n| n > 0).count();
             if worst.is_none_or(|(_, w, _)| senders > w) {
                 worst = Some((dst, senders, ts));
             }

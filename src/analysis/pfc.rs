@@ -116,7 +116,7 @@ impl PauseTracker {
     }
 
     fn close_interval(&mut self, cfg: &PfcConfig, iv: Stretch) {
-        let dur = iv.end - iv.start;
+        let dur = iv.end.saturating_sub(iv.start);
         if self.intervals.len() < INTERVALS_KEPT {
             self.intervals.push((iv.start, iv.end));
         } else if let Some(last) = self.intervals.last_mut() {
@@ -128,7 +128,7 @@ impl PauseTracker {
     }
 
     fn maybe_storm(&mut self, cfg: &PfcConfig, s: Stretch, kind: u8) {
-        if s.end - s.start < cfg.storm_ns {
+        if s.end.saturating_sub(s.start) < cfg.storm_ns {
             return;
         }
         // Merge with an overlapping candidate of the other kind.
@@ -163,7 +163,7 @@ impl PauseTracker {
         self.storms
             .iter()
             .map(|(s, kind)| {
-                let dur_ns = (s.end - s.start).max(1);
+                let dur_ns = s.end.saturating_sub(s.start).max(1);
                 Storm {
                     start_ns: s.start,
                     start_ts: s.start as f64 / 1e9,

@@ -606,3 +606,19 @@ pub fn render_all(dir: &std::path::Path, d: &PlotData) -> Result<Vec<Rendered>, 
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::tick_label;
+
+    #[test]
+    fn small_ticks_are_not_all_zero() {
+        // 0 to 0.004 Gb/s: every tick used to read "0.0".
+        let ticks: Vec<String> = (0..5)
+            .map(|i| tick_label(i as f64 * 0.001, 0.004))
+            .collect();
+        assert_eq!(ticks, ["0", "0.0010", "0.0020", "0.0030", "0.0040"]);
+        assert_eq!(tick_label(50.0, 120.0), "50");
+        assert_eq!(tick_label(2.5, 6.0), "2.5");
+    }
+}

@@ -286,3 +286,26 @@ fn pfc(o: &mut String, r: &Report) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slow_rates_keep_their_digits() {
+        assert_eq!(rate_text(12.5), "12.500");
+        assert_eq!(rate_text(0.239), "0.239");
+        assert_eq!(rate_text(0.000706), "0.000706");
+        assert_eq!(rate_text(0.0000123), "0.0000123");
+        assert_eq!(rate_text(0.0), "0.000");
+    }
+
+    #[test]
+    fn long_text_wraps_under_the_width() {
+        let mut o = String::new();
+        wrap_into(&mut o, "  head ", &"word ".repeat(60));
+        assert!(o.lines().count() > 2);
+        assert!(o.lines().all(|l| l.chars().count() <= WIDTH));
+        assert!(o.lines().skip(1).all(|l| l.starts_with("       word")));
+    }
+}
