@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use roce_parsers::capture::Record;
 use roce_parsers::{decode_frame, DecodeError, Frame, IcrcStatus, Layer};
 
-use crate::model::MalformedByLayer;
+use crate::model::{MalformedByLayer, TruncatedBy};
 use crate::summary::{PacketSummary, Payload};
+use roce_parsers::frame::Truncation;
 
 /// Decodes one record.
 pub fn decode<'a>(rec: &Record<'a>) -> Frame<'a> {
@@ -38,6 +39,10 @@ pub struct FrameCounts {
     pub pause: u64,
     /// Frames cut by the snap length (caplen < len).
     pub truncated: u64,
+    /// Frames shorter than on the wire, by why.
+    pub truncated_by: TruncatedBy,
+    /// ERSPAN sessions: frames and the frames lost to holes in their GRE sequence.
+    pub mirror_sessions: BTreeMap<u16, MirrorSession>,
     /// Frames with a decode error not explained by the snap length.
     pub malformed: u64,
     pub malformed_by_layer: MalformedByLayer,
@@ -45,6 +50,34 @@ pub struct FrameCounts {
     pub icrc_ok: u64,
     pub icrc_bad: u64,
     pub icrc_unchecked: u64,
+}
+
+/// The GRE sequence of one ERSPAN session: a hole is frames the mirror dropped, not the
+/// network.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MirrorSession {
+    pub frames: u64,
+    pub dropped: u64,
+    last_seq: Option<u32>,
+}
+
+impl MirrorSession {
+    fn frame(&mut self, seq: u32) {
+        self.frames += 1;
+        if let Some(last) = self.last_seq {
+            let ahead = seq.wrapping_sub(last);
+            // Ahead by less than half the space: a hole of `ahead - 1`; behind: reordering or a
+            // restarted session, not counted.
+            if (1..1 << 31).contains(&ahead) {
+                self.dropped += u64::from(ahead - 1);
+            }
+            if ahead != 0 && ahead < 1 << 31 {
+                self.last_seq = Some(seq);
+            }
+            return;
+        }
+        self.last_seq = Some(seq);
+    }
 }
 
 fn layer_slot(m: &mut MalformedByLayer, layer: Layer) -> &mut u64 {
@@ -57,6 +90,7 @@ fn layer_slot(m: &mut MalformedByLayer, layer: Layer) -> &mut u64 {
         Layer::Bth => &mut m.bth,
         Layer::ExtHeader => &mut m.ext_header,
         Layer::MacControl => &mut m.mac_control,
+        Layer::Encap => &mut m.encap,
     }
 }
 
@@ -70,6 +104,15 @@ impl FrameCounts {
         self.last_frame_ts = Some(p.ts_ns);
         if p.caplen < p.len {
             self.truncated += 1;
+        }
+        match p.truncation {
+            Some(Truncation::Snaplen) => self.truncated_by.snaplen += 1,
+            Some(Truncation::Mirror) => self.truncated_by.mirror += 1,
+            Some(Truncation::LengthMismatch) => self.truncated_by.length_mismatch += 1,
+            None => {}
+        }
+        if let Some((session, seq)) = p.mirror {
+            self.mirror_sessions.entry(session).or_default().frame(seq);
         }
         match &p.payload {
             Payload::Roce(r) => {

@@ -43,6 +43,11 @@ pub struct CaptureReport {
     pub unsupported_link_type: u64,
     /// Frames cut by the snap length.
     pub truncated: u64,
+    /// Frames shorter than on the wire, by why.
+    pub truncated_by: TruncatedBy,
+    /// ERSPAN sessions seen (by session ID): frames, and frames the mirror dropped (holes in
+    /// the GRE sequence numbers).
+    pub mirror_sessions: BTreeMap<u16, MirrorReport>,
     pub icrc_ok: u64,
     pub icrc_bad: u64,
     pub icrc_unchecked: u64,
@@ -61,6 +66,12 @@ pub struct CaptureReport {
     /// Live capture only: the interface and the kernel's counters.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub live: Option<LiveStats>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct MirrorReport {
+    pub frames: u64,
+    pub mirror_drops: u64,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -325,6 +336,15 @@ pub struct Bin {
     pub psn_progress: Option<i64>,
 }
 
+/// Frames shorter than on the wire, by why: the capture's snap length, a mirror that says so
+/// (ERSPAN T bit), or IP/UDP lengths longer than the frame while the record is complete.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct TruncatedBy {
+    pub snaplen: u64,
+    pub mirror: u64,
+    pub length_mismatch: u64,
+}
+
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
 pub struct MalformedByLayer {
     pub link: u64,
@@ -335,6 +355,8 @@ pub struct MalformedByLayer {
     pub bth: u64,
     pub ext_header: u64,
     pub mac_control: u64,
+    /// Mirror and tunnel headers (GRE, ERSPAN, VXLAN, Geneve, MPLS).
+    pub encap: u64,
 }
 
 /// What the plots and timelines of a report directory are drawn from.
@@ -653,6 +675,7 @@ pub enum FindingCode {
     MalformedFrames,
     UnsupportedLinkType,
     FlowsUntracked,
+    MirrorDrops,
 }
 
 impl FindingCode {
@@ -685,6 +708,7 @@ impl FindingCode {
             FindingCode::MalformedFrames => "malformed_frames",
             FindingCode::UnsupportedLinkType => "unsupported_link_type",
             FindingCode::FlowsUntracked => "flows_untracked",
+            FindingCode::MirrorDrops => "mirror_drops",
         }
     }
 }

@@ -9,8 +9,8 @@ use roce_parsers::aeth::Aeth;
 use roce_parsers::capture::Record;
 use roce_parsers::link::linktype_name;
 use roce_parsers::{
-    AethKind, Ecn, Frame, IcrcStatus, MacAddr, MacControl, NakCode, RoceInfo, RoceVersion,
-    TrafficClass,
+    AethKind, Ecn, Encap, EncapKind, Frame, IcrcStatus, MacAddr, MacControl, NakCode, RoceInfo,
+    RoceVersion, TrafficClass,
 };
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
@@ -58,6 +58,13 @@ impl Serialize for FrameJson<'_, '_> {
         m.serialize_entry("len", &f.len)?;
         m.serialize_entry("caplen", &f.caplen)?;
         m.serialize_entry("kind", frame_kind(f))?;
+        if let Some(t) = f.truncation() {
+            m.serialize_entry("truncated", t.name())?;
+        }
+        if !f.encaps().is_empty() {
+            let layers: Vec<EncapJson> = f.encaps().iter().map(EncapJson::of).collect();
+            m.serialize_entry("encap", &layers)?;
+        }
         link_entries(&mut m, f)?;
         network_entries(&mut m, f)?;
         if let Some(r) = &f.roce {
@@ -65,6 +72,98 @@ impl Serialize for FrameJson<'_, '_> {
         }
         control_entries(&mut m, f)?;
         m.end()
+    }
+}
+
+/// One outer layer (mirror session or tunnel): `type` and the fields of its kind.
+#[derive(Serialize)]
+struct EncapJson {
+    r#type: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    src: Option<IpAddr>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dst: Option<IpAddr>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    protocol: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seq: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    session: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    index: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    vlan: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cos: Option<u8>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    truncated: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    direction: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timestamp: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    granularity: Option<u8>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ts_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    vni: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    labels: Option<Vec<u32>>,
+}
+
+impl EncapJson {
+    fn of(e: &Encap) -> Self {
+        let erspan = matches!(
+            e.kind,
+            EncapKind::Erspan1 | EncapKind::Erspan2 | EncapKind::Erspan3
+        );
+        EncapJson {
+            r#type: e.kind.name(),
+            src: e.outer.map(|o| o.0),
+            dst: e.outer.map(|o| o.1),
+            protocol: e.gre_protocol.filter(|_| !erspan),
+            key: e.key,
+            seq: e.seq,
+            session: e.session,
+            index: e.index,
+            vlan: e.vlan,
+            cos: e.cos,
+            truncated: erspan.then_some(e.truncated),
+            direction: e
+                .direction
+                .map(|d| if d == 0 { "ingress" } else { "egress" }),
+            timestamp: e.timestamp,
+            granularity: e.granularity,
+            ts_ns: e.timestamp_ns(),
+            vni: e.vni,
+            labels: (e.kind == EncapKind::Mpls).then(|| e.labels().to_vec()),
+        }
+    }
+}
+
+/// The encapsulation in the text view: `erspan2 session 5 seq 9 | `, `vxlan vni 42 | `...
+fn text_encaps(line: &mut String, f: &Frame<'_>) {
+    for e in f.encaps() {
+        line.push_str(e.kind.name());
+        if let Some(s) = e.session {
+            let _ = write!(line, " session {s}");
+        }
+        if let Some(s) = e.seq {
+            let _ = write!(line, " seq {s}");
+        }
+        if let Some(v) = e.vni {
+            let _ = write!(line, " vni {v}");
+        }
+        if e.kind == EncapKind::Mpls {
+            let labels: Vec<String> = e.labels().iter().map(u32::to_string).collect();
+            let _ = write!(line, " {}", labels.join(","));
+        }
+        if e.truncated {
+            line.push_str(" T");
+        }
+        line.push_str(" | ");
     }
 }
 
@@ -468,6 +567,7 @@ pub fn write_text_line(
             (time.ns % 1_000_000_000) / 1000
         )
     };
+    text_encaps(line, f);
     text_addresses(line, f);
     if let Some(r) = &f.roce {
         text_roce(line, f, r);

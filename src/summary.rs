@@ -3,6 +3,7 @@
 
 use std::net::IpAddr;
 
+use roce_parsers::frame::Truncation;
 use roce_parsers::{mad, CmMessage, DecodeError, Frame, IcrcStatus, MacControl, Opcode, Psn, Qpn};
 use roce_parsers::{MacAddr, TrafficClass};
 
@@ -50,6 +51,10 @@ pub struct PacketSummary {
     pub vlan: Option<(u16, u8)>,
     pub tclass: Option<TrafficClass>,
     pub malformed: bool,
+    /// Why the frame is shorter than on the wire, if it is.
+    pub truncation: Option<Truncation>,
+    /// The ERSPAN session and GRE sequence number of a mirrored frame.
+    pub mirror: Option<(u16, u32)>,
     /// Why decoding stopped early, if it did (counted per layer, shown as a warning).
     pub error: Option<DecodeError>,
     pub payload: Payload,
@@ -97,6 +102,10 @@ impl PacketSummary {
             vlan: f.inner_vlan().map(|v| (v.vid, v.pcp)),
             tclass: f.traffic_class().map(TrafficClass),
             malformed: f.is_malformed(),
+            truncation: f.truncation(),
+            mirror: f.encaps().iter().find_map(|e| {
+                Some((e.session.unwrap_or(0), e.seq?)).filter(|_| e.kind.is_erspan())
+            }),
             error: f.error,
             payload,
         }

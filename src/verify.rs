@@ -287,6 +287,8 @@ mod tests {
             vlan,
             tclass: Some(TrafficClass(tclass)),
             malformed: false,
+            truncation: None,
+            mirror: None,
             error: None,
             payload: Payload::Roce(RoceSummary {
                 opcode: Opcode(0x04),

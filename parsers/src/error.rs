@@ -13,10 +13,12 @@ pub enum Layer {
     Bth,
     ExtHeader,
     MacControl,
+    /// A mirror or tunnel header (GRE, ERSPAN, VXLAN, Geneve, MPLS).
+    Encap,
 }
 
 impl Layer {
-    pub const ALL: [Layer; 8] = [
+    pub const ALL: [Layer; 9] = [
         Layer::Link,
         Layer::Vlan,
         Layer::Ip,
@@ -25,6 +27,7 @@ impl Layer {
         Layer::Bth,
         Layer::ExtHeader,
         Layer::MacControl,
+        Layer::Encap,
     ];
 
     pub fn name(self) -> &'static str {
@@ -37,6 +40,7 @@ impl Layer {
             Layer::Bth => "bth",
             Layer::ExtHeader => "ext_header",
             Layer::MacControl => "mac_control",
+            Layer::Encap => "encap",
         }
     }
 }

@@ -8,6 +8,7 @@ use etherparse::{
 };
 
 use crate::bth::BTH_LEN;
+use crate::encap::{self, Encap, EncapKind, MAX_ENCAP};
 use crate::grh::{Grh, GRH_LEN};
 use crate::icrc::{self, IcrcCheck, NetHeader, ICRC_LEN};
 use crate::link::{
@@ -107,6 +108,33 @@ pub struct Frame<'a> {
     pub mac_control: Option<MacControl>,
     /// Why decoding stopped early, if it did.
     pub error: Option<DecodeError>,
+    /// Mirror and tunnel layers around the frame described above, outermost first.
+    encaps: [Encap; MAX_ENCAP],
+    encap_count: u8,
+    /// The IP or UDP length claims more bytes than the frame holds.
+    lengths_exceed: bool,
+}
+
+/// Why a frame holds fewer bytes than it had on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Truncation {
+    /// The capture's snap length (the record says how long the frame was).
+    Snaplen,
+    /// The mirror cut it (an ERSPAN header says so).
+    Mirror,
+    /// The IP or UDP length says more than is there, while the record itself is complete:
+    /// a mirror that cuts without saying so.
+    LengthMismatch,
+}
+
+impl Truncation {
+    pub fn name(self) -> &'static str {
+        match self {
+            Truncation::Snaplen => "snaplen",
+            Truncation::Mirror => "mirror",
+            Truncation::LengthMismatch => "length_mismatch",
+        }
+    }
 }
 
 impl<'a> Frame<'a> {
@@ -127,6 +155,27 @@ impl<'a> Frame<'a> {
             roce: None,
             mac_control: None,
             error: None,
+            encaps: [Encap::default(); MAX_ENCAP],
+            encap_count: 0,
+            lengths_exceed: false,
+        }
+    }
+
+    /// Mirror and tunnel layers around this frame, outermost first.
+    pub fn encaps(&self) -> &[Encap] {
+        &self.encaps[..usize::from(self.encap_count)]
+    }
+
+    /// Why the frame is shorter than on the wire, if it is.
+    pub fn truncation(&self) -> Option<Truncation> {
+        if self.is_snapped() {
+            Some(Truncation::Snaplen)
+        } else if self.encaps().iter().any(|e| e.truncated) {
+            Some(Truncation::Mirror)
+        } else if self.lengths_exceed {
+            Some(Truncation::LengthMismatch)
+        } else {
+            None
         }
     }
 
@@ -145,11 +194,11 @@ impl<'a> Frame<'a> {
         self.caplen < self.len
     }
 
-    /// A decode error that is not explained by the snap length.
+    /// A decode error that is not explained by a truncation (snap length, mirror).
     pub fn is_malformed(&self) -> bool {
         match self.error {
             None => false,
-            Some(DecodeError::Truncated { .. }) => !self.is_snapped(),
+            Some(DecodeError::Truncated { .. }) => self.truncation().is_none(),
             Some(_) => true,
         }
     }
@@ -218,6 +267,11 @@ fn map_stop(e: &err::packet::SliceError, layer: err::Layer) -> DecodeError {
 /// extension headers, short headers), goes through etherparse's lax slicing. Both give the same
 /// `Frame` (a test checks it on real and mutated frames); the direct path only saves time.
 pub fn decode_frame(linktype: u32, data: &[u8], orig_len: u32) -> Frame<'_> {
+    decode_nested(linktype, data, orig_len, 0)
+}
+
+/// `decode_frame` for a frame inside `depth` encapsulations.
+fn decode_nested(linktype: u32, data: &[u8], orig_len: u32, depth: usize) -> Frame<'_> {
     if linktype == LINKTYPE_ETHERNET {
         let caplen = u32::try_from(data.len()).unwrap_or(u32::MAX);
         let mut frame = Frame::empty(linktype, caplen, orig_len.max(caplen));
@@ -225,7 +279,7 @@ pub fn decode_frame(linktype: u32, data: &[u8], orig_len: u32) -> Frame<'_> {
             return frame;
         }
     }
-    decode_frame_general(linktype, data, orig_len)
+    general_at(linktype, data, orig_len, depth)
 }
 
 fn be16(b: &[u8], at: usize) -> u16 {
@@ -352,6 +406,10 @@ fn fast_rocev2<'a>(frame: &mut Frame<'a>, data: &'a [u8]) -> bool {
 
 /// The general path: etherparse's lax slicing for every link type and every frame.
 pub fn decode_frame_general(linktype: u32, data: &[u8], orig_len: u32) -> Frame<'_> {
+    general_at(linktype, data, orig_len, 0)
+}
+
+fn general_at(linktype: u32, data: &[u8], orig_len: u32, depth: usize) -> Frame<'_> {
     let caplen = u32::try_from(data.len()).unwrap_or(u32::MAX);
     let mut frame = Frame::empty(linktype, caplen, orig_len.max(caplen));
     if linktype == link::LINKTYPE_ERF {
@@ -394,10 +452,22 @@ pub fn decode_frame_general(linktype: u32, data: &[u8], orig_len: u32) -> Frame<
                 decode_rocev1(&mut frame, p.payload);
                 return frame;
             }
+            encap::ETHERTYPE_MPLS | encap::ETHERTYPE_MPLS_MULTICAST => {
+                return match encap::mpls(p.payload) {
+                    Ok((layer, inner)) => decode_inner(&frame, data, inner, layer, depth),
+                    Err(e) => {
+                        frame.error = Some(e);
+                        frame
+                    }
+                };
+            }
             _ => {}
         }
     }
     let net_header = net_info(&mut frame, &sliced);
+    if let Some(inner) = decapsulate(&mut frame, &sliced, data, depth) {
+        return inner;
+    }
     if let Some(TransportSlice::Udp(u)) = &sliced.transport {
         let udp = UdpInfo {
             sport: u.source_port(),
@@ -472,6 +542,135 @@ fn slice_link<'a>(
             None
         }
     }
+}
+
+/// The frame inside a tunnel or mirror session carried by IP (GRE, ERSPAN, IP-in-IP, VXLAN,
+/// Geneve), decoded with the outer layer in front of its own; None when `sliced` carries no
+/// tunnel. A tunnel header that does not parse sets the error and gives None.
+fn decapsulate<'a>(
+    frame: &mut Frame<'a>,
+    sliced: &LaxSlicedPacket<'a>,
+    data: &'a [u8],
+    depth: usize,
+) -> Option<Frame<'a>> {
+    let payload = match &sliced.net {
+        Some(LaxNetSlice::Ipv4(s)) => s.payload(),
+        Some(LaxNetSlice::Ipv6(s)) => s.payload(),
+        _ => return None,
+    };
+    let outer = frame.addresses();
+    let parsed = match payload.ip_number.0 {
+        encap::IP_PROTO_GRE => gre_inner(payload.payload),
+        encap::IP_PROTO_IPIP | encap::IP_PROTO_IPV6 => {
+            let layer = Encap {
+                kind: EncapKind::IpInIp,
+                ..Encap::default()
+            };
+            Ok((layer, LINKTYPE_RAW, payload.payload))
+        }
+        17 => match &sliced.transport {
+            Some(TransportSlice::Udp(u)) if u.destination_port() == encap::VXLAN_PORT => {
+                encap::vxlan(u.payload()).map(|(l, inner)| (l, LINKTYPE_ETHERNET, inner))
+            }
+            Some(TransportSlice::Udp(u)) if u.destination_port() == encap::GENEVE_PORT => {
+                encap::geneve(u.payload()).map(|(l, proto, inner)| (l, linktype_of(proto), inner))
+            }
+            _ => return None,
+        },
+        _ => return None,
+    };
+    match parsed {
+        Ok((mut layer, linktype, inner)) => {
+            layer.outer = outer;
+            Some(decode_inner_as(frame, data, inner, layer, linktype, depth))
+        }
+        Err(e) => {
+            frame.error = Some(e);
+            None
+        }
+    }
+}
+
+/// What a GRE header carries: ERSPAN (I, II, III) or bridged Ethernet, or IP.
+fn gre_inner(data: &[u8]) -> Result<(Encap, u32, &[u8]), DecodeError> {
+    let (gre, rest) = encap::gre(data)?;
+    match gre.gre_protocol {
+        Some(encap::GRE_PROTO_ERSPAN | encap::GRE_PROTO_ERSPAN3) => {
+            let (layer, inner) = encap::erspan(gre, rest)?;
+            Ok((layer, LINKTYPE_ETHERNET, inner))
+        }
+        Some(proto) => Ok((gre, linktype_of(proto), rest)),
+        None => Ok((gre, LINKTYPE_RAW, rest)),
+    }
+}
+
+/// The link type of what a protocol number (an ethertype) announces.
+fn linktype_of(protocol: u16) -> u32 {
+    match protocol {
+        encap::GRE_PROTO_TEB => LINKTYPE_ETHERNET,
+        0x0800 => LINKTYPE_IPV4,
+        0x86dd => LINKTYPE_IPV6,
+        // Anything else: tried as raw IP, which names what it is not.
+        _ => LINKTYPE_RAW,
+    }
+}
+
+/// The frame inside an MPLS label stack: IPv4 or IPv6, told by its first nibble.
+fn decode_inner<'a>(
+    outer: &Frame<'a>,
+    data: &'a [u8],
+    inner: &'a [u8],
+    layer: Encap,
+    depth: usize,
+) -> Frame<'a> {
+    decode_inner_as(outer, data, inner, layer, LINKTYPE_RAW, depth)
+}
+
+/// Decodes `inner` (a part of `data`) as a frame of `linktype`: the result describes the inner
+/// frame, with the outer frame's layers and `layer` in front of its own, and the record's
+/// lengths.
+fn decode_inner_as<'a>(
+    outer: &Frame<'a>,
+    data: &'a [u8],
+    inner: &'a [u8],
+    layer: Encap,
+    linktype: u32,
+    depth: usize,
+) -> Frame<'a> {
+    if depth + 1 >= MAX_ENCAP {
+        let mut f = *outer;
+        f.error = Some(DecodeError::Invalid {
+            layer: Layer::Encap,
+            what: "more nested encapsulations than roce-sniff follows",
+        });
+        return f;
+    }
+    let offset = (inner.as_ptr() as usize).saturating_sub(data.as_ptr() as usize);
+    let wire = (outer.len as usize).saturating_sub(offset);
+    let mut f = decode_nested(
+        linktype,
+        inner,
+        u32::try_from(wire).unwrap_or(u32::MAX),
+        depth + 1,
+    );
+    let own = f.encaps;
+    let own_count = usize::from(f.encap_count);
+    f.encap_count = 0;
+    for l in outer
+        .encaps()
+        .iter()
+        .chain([&layer])
+        .chain(&own[..own_count])
+    {
+        if let Some(slot) = f.encaps.get_mut(usize::from(f.encap_count)) {
+            *slot = *l;
+            f.encap_count += 1;
+        }
+    }
+    f.linktype = outer.linktype;
+    f.caplen = outer.caplen;
+    f.len = outer.len;
+    f
 }
 
 /// Fills `frame.ip` from the sliced IP header; the header as the ICRC masks it.
@@ -694,6 +893,9 @@ fn decode_transport<'a>(
     }
     let payload = &after_ext[..after_ext.len().min(payload_len.unwrap_or(0))];
     // A packet too short for its own headers has no ICRC where one would look for it.
+    // Lengths that claim more than the frame holds: the ICRC cannot be checked (the frame was
+    // cut: by the snap length, or by a mirror).
+    frame.lengths_exceed = data.len() < wire_len;
     let icrc = if payload_len.is_some() && data.len() >= wire_len {
         let icrc_at = wire_len - ICRC_LEN;
         let crc = icrc::compute(net, udp_header, &data[..icrc_at]);

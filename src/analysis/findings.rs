@@ -119,11 +119,17 @@ fn ranges(r: &FlowReport) -> String {
 /// Every finding of a report, most severe first.
 pub fn find(report: &Report, evidence: &[FlowEvidence], facts: &CaptureFacts) -> Vec<Finding> {
     let mut out = Vec::new();
-    let capture_lossy = report
+    let mirror_lossy = report
         .capture
-        .warnings
-        .iter()
-        .any(|w| w.kind.frames_missing());
+        .mirror_sessions
+        .values()
+        .any(|m| m.mirror_drops > 0);
+    let capture_lossy = mirror_lossy
+        || report
+            .capture
+            .warnings
+            .iter()
+            .any(|w| w.kind.frames_missing());
     for (r, f) in report.flows.iter().zip(evidence) {
         loss_findings(r, f, capture_lossy, &mut out);
         response_findings(r, f, &mut out);
@@ -557,13 +563,43 @@ fn capture_findings(
         ));
     }
     if c.icrc_unchecked > 0 {
+        let t = &c.truncated_by;
+        let (message, cause) = if t.mirror + t.length_mismatch == 0 {
+            (
+                format!("{} RoCE frames were cut by the snap length: their ICRC could not be checked", c.icrc_unchecked),
+                "the capture was taken with a snap length (-s); capture whole frames (-s 0) to check ICRCs",
+            )
+        } else {
+            (
+                format!(
+                    "{} RoCE frames were cut ({} by the snap length, {} by a mirror that says so, {} with IP/UDP lengths longer than the frame): their ICRC could not be checked; their headers count",
+                    c.icrc_unchecked, t.snaplen, t.mirror, t.length_mismatch
+                ),
+                "the mirror session (or the capture) keeps only the first bytes of each frame; the headers are genuine, the ICRC cannot be checked",
+            )
+        };
         out.push(finding(
             Severity::Info,
             FindingCode::SnaplenHidesIcrc,
-            format!("{} RoCE frames were cut by the snap length: their ICRC could not be checked", c.icrc_unchecked),
-            "the capture was taken with a snap length (-s); capture whole frames (-s 0) to check ICRCs",
+            message,
+            cause,
             None,
             c.icrc_unchecked,
+            vec![],
+        ));
+    }
+    for (session, m) in c.mirror_sessions.iter().filter(|(_, m)| m.mirror_drops > 0) {
+        out.push(finding(
+            Severity::Warning,
+            FindingCode::MirrorDrops,
+            format!(
+                "ERSPAN session {session} lost {} of {} frames (holes in its GRE sequence numbers)",
+                m.mirror_drops,
+                m.frames + m.mirror_drops
+            ),
+            "the mirror session dropped frames (an oversubscribed mirror port or a busy collector): PSN gaps at the same time may be the mirror's, not the network's",
+            None,
+            m.mirror_drops,
             vec![],
         ));
     }

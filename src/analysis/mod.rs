@@ -256,6 +256,11 @@ impl Analyzer {
                 ..Event::default()
             },
         );
+        // A frame whose own lengths contradict each other says nothing reliable about PSNs:
+        // it is counted, and changes no sequence state.
+        if p.malformed {
+            return;
+        }
         if op.operation() == Operation::Cnp {
             self.cnp(fi, p);
         } else if op.is_request() {

@@ -12,8 +12,8 @@ use super::pfc::PauseTracker;
 use super::{Analyzer, CNP_WINDOW_NS};
 use crate::decode::FrameCounts;
 use crate::model::{
-    Bin, CaptureReport, CaptureWarning, FlowReport, FlowRole, FlowSeries, NakReport, PauseReport,
-    PfcReport, PfcRow, PlotData, PriorityReport, Report, SCHEMA,
+    Bin, CaptureReport, CaptureWarning, FlowReport, FlowRole, FlowSeries, MirrorReport, NakReport,
+    PauseReport, PfcReport, PfcRow, PlotData, PriorityReport, Report, SCHEMA,
 };
 
 /// What the reader and decoder know about the file, beyond the packets.
@@ -280,6 +280,18 @@ impl Analyzer {
             malformed_by_layer: c.malformed_by_layer.clone(),
             unsupported_link_type: c.unsupported_linktype,
             truncated: c.truncated,
+            truncated_by: c.truncated_by.clone(),
+            mirror_sessions: c
+                .mirror_sessions
+                .iter()
+                .map(|(&s, m)| {
+                    let report = MirrorReport {
+                        frames: m.frames,
+                        mirror_drops: m.dropped,
+                    };
+                    (s, report)
+                })
+                .collect(),
             icrc_ok: c.icrc_ok,
             icrc_bad: c.icrc_bad,
             icrc_unchecked: c.icrc_unchecked,

@@ -272,7 +272,7 @@ fn ipv4_checksum(header: &[u8]) -> u16 {
 }
 
 /// An IPv4 header (no options, DF set unless `df` is false) with a valid checksum.
-fn ipv4_header(
+pub fn ipv4_header(
     src: [u8; 4],
     dst: [u8; 4],
     tos: u8,

@@ -229,6 +229,64 @@ fn variant_frames(net: Net) -> Vec<Vec<u8>> {
     out
 }
 
+/// `encap.pcap`: RoCE as mirror sessions and tunnels deliver it. Two clean RC flows, each
+/// packet wrapped differently: flow 0x100 (VLAN 100, PCP 3 inside) in ERSPAN I, II (outer VLAN
+/// 200) and III (outer IPv6, platform sub-header), GRE bridging, VXLAN and Geneve (outer
+/// IPv6); flow 0x200 (untagged inside) in GRE carrying IP, IP-in-IP and MPLS. Then flow 0x300
+/// cut by the mirror (ERSPAN II with T set, 128 bytes kept) and flow 0x301 cut without a word
+/// (ERSPAN I, the inner lengths claim more): no loss, no bad ICRC, ICRC unchecked.
+pub fn encap() -> Frames {
+    use crate::encap::{self as wrap, Outer};
+    let v4 = Outer {
+        vlan: None,
+        v6: false,
+    };
+    let v4_tagged = Outer {
+        vlan: Some((200, 5)),
+        v6: false,
+    };
+    let v6 = Outer {
+        vlan: None,
+        v6: true,
+    };
+    let net = Net::v4(IP_A, IP_B, 0x6a);
+    let write = |qp: u32, psn: u32, link: &FrameSpec| {
+        let r = RoceSpec::new(0x0a, qp, psn)
+            .ackreq()
+            .payload(64)
+            .reth(0x1000, 7, 64);
+        frames::rocev2(link, net, 50500, &r)
+    };
+    let tagged = link_ab();
+    let plain = FrameSpec::new(MAC_A, MAC_B);
+    let mut out: Vec<Vec<u8>> = vec![
+        wrap::erspan1(v4, &write(0x100, 1, &tagged)),
+        wrap::erspan2(v4_tagged, 10, 5, 0x1234, false, &write(0x100, 2, &tagged)),
+        wrap::erspan3(v6, 11, 6, 123_456, Some(2), &write(0x100, 3, &tagged)),
+        wrap::gre_teb(v4, &write(0x100, 4, &tagged)),
+        wrap::vxlan(v4, 4242, &write(0x100, 5, &tagged)),
+        wrap::geneve(v6, 77, &write(0x100, 6, &tagged)),
+        wrap::gre_ip(v4, &write(0x200, 1, &plain)),
+        wrap::ipip(v6, &write(0x200, 2, &plain)),
+        wrap::mpls(&[16, 1000], &write(0x200, 3, &plain)),
+    ];
+    for psn in 0..4 {
+        let big = |qp| {
+            let r = RoceSpec::new(0x0a, qp, psn)
+                .payload(1024)
+                .reth(0x2000, 7, 1024);
+            frames::rocev2(&tagged, net, 50501, &r)
+        };
+        let cut = |f: Vec<u8>| f[..128].to_vec();
+        out.push(wrap::erspan2(v4, 20 + psn, 9, psn, true, &cut(big(0x300))));
+        out.push(wrap::erspan1(v4, &cut(big(0x301))));
+    }
+    (1..)
+        .zip(out)
+        .map(|(i, f)| (T0_NS + i * 1_000, f))
+        .collect()
+}
+
 /// A small mixed set written in every container format (`formats/`): the same frames must
 /// decode the same from each.
 pub fn format_frames() -> Frames {
@@ -385,6 +443,10 @@ pub fn all() -> Vec<(String, Vec<u8>)> {
             LINKTYPE_ETHERNET,
             65535,
         ),
+    ));
+    files.push((
+        "encap.pcap".to_string(),
+        pcap_bytes(&encap(), PcapFlavor::NANO_LE, LINKTYPE_ETHERNET, 65535),
     ));
     let fmt = format_frames();
     for (name, nanos, big_endian) in [

@@ -1,0 +1,192 @@
+//! RoCE as mirror sessions and tunnels deliver it (testdata/encap.pcap, written by
+//! roce_testgen::testdata::encap): every layer decoded, flows keyed by the inner frame, mirror
+//! truncation that is not loss, mirror drops that are not the network's, and malformed frames
+//! that change no PSN state. The field-by-field agreement with tshark is in
+//! tests/tshark_agreement.rs, which reads every capture of testdata/.
+
+mod common;
+
+use common::*;
+use roce_testgen::encap::{self as wrap, Outer};
+use roce_testgen::frames::{self, FrameSpec, Net, RoceSpec};
+use roce_testgen::writer::{pcap_bytes, Frames, PcapFlavor, T0_NS};
+use serde_json::Value;
+
+fn report_of(data: &[u8]) -> Value {
+    let out = roce_sniff::run_in_memory(data, &["--json", "--threads", "1"], false).unwrap();
+    serde_json::from_slice(&out).unwrap()
+}
+
+fn write(qp: u32, psn: u32) -> Vec<u8> {
+    let r = RoceSpec::new(0x0a, qp, psn)
+        .ackreq()
+        .payload(64)
+        .reth(0x1000, 7, 64);
+    frames::rocev2(
+        &FrameSpec::new([2, 0, 0, 0, 0, 0xa], [2, 0, 0, 0, 0, 0xb]).vlan(100, 3),
+        Net::v4([10, 0, 0, 1], [10, 0, 0, 2], 0x6a),
+        50500,
+        &r,
+    )
+}
+
+fn capture(frames_: Vec<Vec<u8>>) -> Vec<u8> {
+    let timed: Frames = (1..)
+        .zip(frames_)
+        .map(|(i, f)| (T0_NS + i * 1_000, f))
+        .collect();
+    pcap_bytes(&timed, PcapFlavor::NANO_LE, 1, 65535)
+}
+
+#[test]
+fn every_encapsulation_is_decoded_layer_by_layer() {
+    let frames_ = ndjson(&testdata("encap.pcap"));
+    let types: Vec<String> = frames_
+        .iter()
+        .map(|f| {
+            f["encap"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["type"].as_str().unwrap())
+                .collect::<Vec<_>>()
+                .join("+")
+        })
+        .collect();
+    assert_eq!(
+        &types[..9],
+        ["erspan1", "erspan2", "erspan3", "gre", "vxlan", "geneve", "gre", "ipip", "mpls"]
+    );
+    for f in &frames_ {
+        // The keys describe the inner RoCE frame.
+        assert_eq!(f["ip"]["src"], "10.0.0.1", "{f}");
+        assert_eq!(f["udp"]["dport"], 4791);
+        assert_eq!(f["bth"]["op"], "RC_RDMA_WRITE_ONLY");
+        assert!(f.get("error").is_none(), "{f}");
+    }
+    let e = |i: usize| frames_[i]["encap"][0].clone();
+    assert_eq!(e(0)["src"], "192.168.50.1");
+    assert_eq!(
+        (
+            e(1)["session"].as_u64(),
+            e(1)["seq"].as_u64(),
+            e(1)["index"].as_u64()
+        ),
+        (Some(5), Some(10), Some(0x1234))
+    );
+    assert_eq!(
+        frames_[1]["vlan"][0]["vid"], 100,
+        "the inner tag, not the outer 200"
+    );
+    assert_eq!(e(2)["src"], "fd50::1");
+    assert_eq!(e(2)["direction"], "egress");
+    assert_eq!(e(2)["granularity"], 1);
+    assert_eq!(e(2)["ts_ns"], ((2u64 << 32) + 123_456) * 100);
+    assert_eq!(e(3)["protocol"], 0x6558);
+    assert_eq!(e(4)["vni"], 4242);
+    assert_eq!(e(5)["vni"], 77);
+    assert_eq!(e(6)["protocol"], 0x0800);
+    assert_eq!(e(8)["labels"], serde_json::json!([16, 1000]));
+    for f in &frames_[..9] {
+        assert_eq!(f["icrc"]["status"], "ok", "{f}");
+        assert!(f.get("truncated").is_none());
+    }
+    for (i, f) in frames_[9..].iter().enumerate() {
+        let reason = if i % 2 == 0 {
+            "mirror"
+        } else {
+            "length_mismatch"
+        };
+        assert_eq!(f["truncated"], reason, "{f}");
+        assert_eq!(f["icrc"]["status"], "unchecked", "never bad: {f}");
+    }
+    let text = stdout(&run_path(&testdata("encap.pcap"), &["--packets"]));
+    assert!(text
+        .lines()
+        .nth(1)
+        .unwrap()
+        .contains("erspan2 session 5 seq 10 | vlan 100"));
+}
+
+#[test]
+fn a_mirror_truncated_clean_flow_shows_no_loss() {
+    let r: Value =
+        serde_json::from_slice(&run_path(&testdata("encap.pcap"), &["--json"]).stdout).unwrap();
+    let c = &r["capture"];
+    assert_eq!(c["malformed"], 0);
+    assert_eq!(c["icrc_bad"], 0);
+    assert_eq!(c["icrc_unchecked"], 8);
+    assert_eq!(c["truncated_by"]["mirror"], 4);
+    assert_eq!(c["truncated_by"]["length_mismatch"], 4);
+    assert_eq!(c["truncated_by"]["snaplen"], 0);
+    // Flows are keyed by the inner addresses: one flow per inner QP, whatever the wrapping.
+    assert_eq!(r["flows"].as_array().unwrap().len(), 4);
+    for f in r["flows"].as_array().unwrap() {
+        assert_eq!(f["psn"]["gaps"], 0, "{f}");
+        assert_eq!(f["psn"]["missing"], 0);
+        assert_eq!(f["icrc_bad"], 0);
+    }
+    let codes: Vec<&str> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        .collect();
+    assert!(
+        !codes.contains(&"psn_loss") && !codes.contains(&"icrc_bad"),
+        "{codes:?}"
+    );
+    assert!(!codes.contains(&"malformed_frames"), "{codes:?}");
+}
+
+#[test]
+fn holes_in_an_erspan_sequence_are_the_mirror_s_drops() {
+    let outer = Outer {
+        vlan: None,
+        v6: false,
+    };
+    // Session 7: sequence 1, 2, 5, 6 (3 and 4 lost by the mirror), carrying PSNs 0..3, so the
+    // flow itself is whole.
+    let frames_: Vec<Vec<u8>> = [(1, 0), (2, 1), (5, 2), (6, 3)]
+        .into_iter()
+        .map(|(seq, psn)| wrap::erspan2(outer, seq, 7, psn, false, &write(0x100, psn)))
+        .collect();
+    let r = report_of(&capture(frames_));
+    assert_eq!(r["capture"]["mirror_sessions"]["7"]["mirror_drops"], 2);
+    assert_eq!(r["capture"]["mirror_sessions"]["7"]["frames"], 4);
+    let drops: Vec<&Value> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "mirror_drops")
+        .collect();
+    assert_eq!(drops.len(), 1);
+    assert_eq!(drops[0]["count"], 2);
+    assert!(drops[0]["cause"]
+        .as_str()
+        .unwrap()
+        .contains("may be the mirror's"));
+}
+
+#[test]
+fn a_malformed_frame_changes_no_psn_state() {
+    let mut frames_: Vec<Vec<u8>> = (0..10).map(|psn| write(0x100, psn)).collect();
+    // Between PSN 4 and 5: the same flow's frame with a UDP length shorter than UDP + BTH and
+    // a PSN far ahead. It used to count 114 missing PSNs and 20 out-of-order arrivals.
+    let mut bad = write(0x100, 120);
+    let udp_len_at = 14 + 4 + 20 + 4;
+    bad[udp_len_at..udp_len_at + 2].copy_from_slice(&16u16.to_be_bytes());
+    frames_.insert(5, bad);
+    let r = report_of(&capture(frames_));
+    assert_eq!(r["capture"]["malformed"], 1);
+    let f = &r["flows"][0];
+    for k in [
+        "gaps",
+        "missing",
+        "out_of_order",
+        "duplicates",
+        "retransmitted",
+    ] {
+        assert_eq!(f["psn"][k], 0, "{k}: {f}");
+    }
+}
