@@ -18,6 +18,8 @@ use crate::pipeline::{Finished, Pipeline};
 use crate::report_sink::ReportSink;
 use crate::source::file::FileSource;
 use crate::source::live::{self, LiveConfig, LiveSource};
+use crate::source::merge::MergedFiles;
+use crate::source::Input;
 use crate::source::SourceEnd;
 use crate::verify::CaptureContext;
 use crate::{exit, report};
@@ -67,14 +69,18 @@ pub fn run(config: &Config) -> Result<u8, Error> {
     match &config.source {
         Source::ListDevices => live::list_devices(),
         Source::Live(live) => run_live(config, live),
-        Source::File(path) => {
-            check_outputs(config, &[path.as_str()])?;
-            let source = open_file(path)?;
-            let diagnostics = Diagnostics::new(&source.name, config.max_warnings);
+        Source::Files(paths) => {
+            let paths = expand_directories(paths)?;
+            let inputs: Vec<&str> = paths.iter().map(String::as_str).collect();
+            check_outputs(config, &inputs)?;
+            let source = open_inputs(&paths)?;
+            let diagnostics = Diagnostics::new(&source.name(), config.max_warnings);
             match &config.mode {
                 Mode::Packets { settings, out } => {
                     let writer = output::open(Some(out))?;
-                    packets_from_file(source, *settings, writer, diagnostics, config.threads)
+                    let mut settings = settings.clone();
+                    settings.inputs = source.names();
+                    packets_from_file(source, settings, writer, diagnostics, config.threads)
                         .map(|_| exit::OK)
                 }
                 Mode::Report(opts) => {
@@ -100,6 +106,54 @@ fn check_outputs(config: &Config, inputs: &[&str]) -> Result<(), Error> {
         output::prepare_report_dir(dir, inputs)?;
     }
     Ok(())
+}
+
+/// The capture files of the -r arguments: a directory stands for the files in it (sorted by
+/// name, as a rotated set is numbered).
+fn expand_directories(paths: &[String]) -> Result<Vec<String>, Error> {
+    let mut out = Vec::new();
+    for p in paths {
+        let dir = std::path::Path::new(p);
+        if p == "-" || !dir.is_dir() {
+            out.push(p.clone());
+            continue;
+        }
+        let entries = std::fs::read_dir(dir).map_err(|source| Error::Input {
+            path: p.clone(),
+            source,
+        })?;
+        let mut files: Vec<String> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|f| f.is_file())
+            .map(|f| f.to_string_lossy().into_owned())
+            .collect();
+        if files.is_empty() {
+            return Err(Error::Usage(format!(
+                "{}: a directory with no capture files",
+                crate::error::shown(p)
+            )));
+        }
+        files.sort();
+        out.extend(files);
+    }
+    if out.iter().filter(|p| *p == "-").count() > 0 && out.len() > 1 {
+        return Err(Error::Usage(
+            "standard input (-r -) is read alone, not with other files".into(),
+        ));
+    }
+    Ok(out)
+}
+
+/// One capture, or several read as one.
+fn open_inputs(paths: &[String]) -> Result<Input, Error> {
+    if let [one] = paths {
+        return Ok(Input::One(open_file(one)?));
+    }
+    let files = paths
+        .iter()
+        .map(|p| Ok(FileSource::open(p)?.stop_on(crate::interrupt::flag())))
+        .collect::<Result<Vec<_>, Error>>()?;
+    Ok(Input::Merged(MergedFiles::new(files)))
 }
 
 /// A capture file (or `-`), with a progress bar for large files on a terminal.
@@ -129,7 +183,7 @@ fn output_error(out: Option<&Output>) -> impl Fn(io::Error) -> Error + '_ {
 
 /// `--packets` on a file: returns the output, flushed.
 fn packets_from_file<W: Write + Send>(
-    source: FileSource,
+    source: Input,
     settings: PrintSettings,
     out: W,
     diagnostics: Diagnostics,
@@ -146,13 +200,13 @@ fn packets_from_file<W: Write + Send>(
 
 /// The report of a file, rendered to `out` (and the report directory).
 fn report_from_file(
-    source: FileSource,
+    source: Input,
     opts: &ReportOptions,
     diagnostics: Diagnostics,
     threads: usize,
     out: &mut dyn Write,
 ) -> Result<u8, Error> {
-    let name = source.name.clone();
+    let name = source.name();
     let sink = ReportSink::new(opts.analysis, opts.expect);
     let mut pipeline = Pipeline::new(sink, diagnostics, threads);
     let end = source.for_each_batch(|batch, status| pipeline.records(batch, status));
@@ -315,7 +369,7 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
     let iface = source.interface.clone();
     match &config.mode {
         Mode::Packets { settings, out } => {
-            let printer = PacketPrinter::new(*settings, output::open(Some(out))?);
+            let printer = PacketPrinter::new(settings.clone(), output::open(Some(out))?);
             let mut pipeline = Pipeline::new(printer, diagnostics, config.threads);
             let end = source.for_each_batch(stop, |batch, status| {
                 pipeline.records(batch, status)?;
@@ -366,12 +420,19 @@ pub fn run_in_memory(data: &[u8], args: &[&str], timelines: bool) -> Result<Vec<
     argv.extend_from_slice(args);
     let config = Config::from_args(argv).map_err(|e| Error::Usage(e.to_string()))?;
     let name = "<memory>";
-    let source = FileSource::from_reader(name, Box::new(io::Cursor::new(data.to_vec())));
+    let source = Input::One(FileSource::from_reader(
+        name,
+        Box::new(io::Cursor::new(data.to_vec())),
+    ));
     let diagnostics = Diagnostics::new(name, config.max_warnings);
     match &config.mode {
-        Mode::Packets { settings, .. } => {
-            packets_from_file(source, *settings, Vec::new(), diagnostics, config.threads)
-        }
+        Mode::Packets { settings, .. } => packets_from_file(
+            source,
+            settings.clone(),
+            Vec::new(),
+            diagnostics,
+            config.threads,
+        ),
         Mode::Report(opts) => {
             let mut opts = opts.clone();
             opts.analysis.timelines |= timelines;

@@ -49,9 +49,10 @@ capture held no frames, 2 error (unreadable input, bad flags).";
     after_help = AFTER_HELP
 )]
 pub struct Args {
-    /// Capture file to read (pcap or pcapng); `-` reads standard input.
+    /// Capture file to read (pcap, pcapng or ERF, gzip or zstd compressed or not); `-` reads
+    /// standard input. Several -r (or a directory) are read as one capture, merged by time.
     #[arg(short = 'r', long = "read", value_name = "FILE")]
-    pub read: Option<String>,
+    pub read: Vec<String>,
 
     /// Capture live on this interface (needs root, or CAP_NET_RAW and CAP_NET_ADMIN).
     #[arg(
@@ -189,7 +190,8 @@ pub struct Args {
 /// What to read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
-    File(String),
+    /// One capture file or `-`, or several read as one (merged by time).
+    Files(Vec<String>),
     Live(LiveConfig),
     ListDevices,
 }
@@ -262,8 +264,8 @@ pub struct Config {
 /// reports/<file stem>, or reports/live-<iface> for a live capture.
 fn default_report_dir(source: &Source) -> PathBuf {
     let name = match source {
-        Source::File(p) if p == "-" => "stdin".to_string(),
-        Source::File(p) => std::path::Path::new(p)
+        Source::Files(p) if p[0] == "-" => "stdin".to_string(),
+        Source::Files(p) => std::path::Path::new(&p[0])
             .file_stem()
             .map_or("capture".into(), |s| s.to_string_lossy().into_owned()),
         Source::Live(l) => format!("live-{}", l.interface),
@@ -380,7 +382,7 @@ fn usage(msg: &str) -> Error {
 impl Args {
     /// What to read: one of -r, -i and -D, with the options of live capture only with -i.
     fn source(&self) -> Result<Source, Error> {
-        let chosen = usize::from(self.read.is_some())
+        let chosen = usize::from(!self.read.is_empty())
             + usize::from(self.interface.is_some())
             + usize::from(self.list_interfaces);
         if chosen > 1 {
@@ -401,8 +403,8 @@ impl Args {
             }
             return Err(Error::Usage(msg));
         }
-        if let Some(path) = &self.read {
-            Ok(Source::File(path.clone()))
+        if !self.read.is_empty() {
+            Ok(Source::Files(self.read.clone()))
         } else if let Some(interface) = &self.interface {
             Ok(Source::Live(LiveConfig {
                 interface: interface.clone(),
@@ -446,6 +448,7 @@ impl Args {
             settings: PrintSettings {
                 format,
                 roce_only: self.roce_only,
+                inputs: Vec::new(),
             },
             out: json.unwrap_or(Output::Stdout),
         })

@@ -46,6 +46,8 @@ pub struct FrameJson<'a, 'f> {
     pub frame_no: u64,
     pub ts_ns: u64,
     pub frame: &'a Frame<'f>,
+    /// The input file, when several are read as one capture.
+    pub file: Option<&'a str>,
 }
 
 impl Serialize for FrameJson<'_, '_> {
@@ -53,6 +55,9 @@ impl Serialize for FrameJson<'_, '_> {
         let f = self.frame;
         let mut m = s.serialize_map(None)?;
         m.serialize_entry("frame", &self.frame_no)?;
+        if let Some(file) = self.file {
+            m.serialize_entry("file", file)?;
+        }
         m.serialize_entry("ts", &ts_seconds(self.ts_ns))?;
         m.serialize_entry("ts_ns", &self.ts_ns)?;
         m.serialize_entry("len", &f.len)?;
@@ -533,6 +538,7 @@ pub fn write_json_line(
             frame_no,
             ts_ns,
             frame: f,
+            file: None,
         },
     )
     .map_err(io::Error::from)?;
@@ -727,11 +733,13 @@ pub enum PacketFormat {
 }
 
 /// How frames are printed: shared by the decoding threads.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct PrintSettings {
     pub format: PacketFormat,
     /// Leave out frames that are neither RoCE nor PFC/PAUSE.
     pub roce_only: bool,
+    /// The input files when several are read as one (NDJSON names each frame's).
+    pub inputs: Vec<String>,
 }
 
 /// `--packets`: a sink that prints every frame, formatted in parallel, written in order.
@@ -763,7 +771,7 @@ impl<W: Write + Send> Sink for PacketPrinter<W> {
     type Decoder = PrintSettings;
 
     fn decoder(&self) -> PrintSettings {
-        self.settings
+        self.settings.clone()
     }
 
     fn decode(settings: &PrintSettings, at: Position, records: &[Record<'_>]) -> PrintedChunk {
@@ -783,7 +791,20 @@ impl<W: Write + Send> Sink for PacketPrinter<W> {
             }
             // Writing into a Vec cannot fail.
             let _ = match settings.format {
-                PacketFormat::Json => write_json_line(&mut chunk.text, frame_no, rec.ts_ns, &frame),
+                PacketFormat::Json => {
+                    let json = FrameJson {
+                        frame_no,
+                        ts_ns: rec.ts_ns,
+                        frame: &frame,
+                        file: settings
+                            .inputs
+                            .get(usize::from(rec.input))
+                            .map(String::as_str),
+                    };
+                    serde_json::to_writer(&mut chunk.text, &json)
+                        .map_err(io::Error::from)
+                        .and_then(|_| chunk.text.write_all(b"\n"))
+                }
                 PacketFormat::Text => {
                     let time = RelativeTime {
                         ns: rec.ts_ns.saturating_sub(at.capture_start_ns),

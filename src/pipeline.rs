@@ -243,6 +243,7 @@ mod tests {
             let settings = PrintSettings {
                 format: PacketFormat::Text,
                 roce_only: false,
+                inputs: Vec::new(),
             };
             let printer = PacketPrinter::new(settings, Vec::new());
             let diag = Diagnostics::new("t", 0).silent();

@@ -354,7 +354,12 @@ fn unreadable_inputs_give_one_line_and_exit_2() {
         (dir.join("missing.pcap"), "no such file"),
         (empty.clone(), "too short for a capture file header"),
         (text.clone(), "not a pcap or pcapng capture"),
-        (dir.clone(), "is a directory"),
+        // A directory is read as a set of captures (a rotated set): here the first file of
+        // it is not one, and the message names it.
+        (
+            dir.clone(),
+            "empty.pcap: too short for a capture file header",
+        ),
     ];
     for (path, expect) in cases {
         let out = run_path(&path, &[]);
@@ -368,6 +373,10 @@ fn unreadable_inputs_give_one_line_and_exit_2() {
         );
         assert!(stdout(&out).is_empty());
     }
+    let none = dir.join("no-captures");
+    std::fs::create_dir_all(&none).unwrap();
+    let err = stderr(&run_path(&none, &[]));
+    assert!(err.contains("a directory with no capture files"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
 

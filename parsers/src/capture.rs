@@ -37,6 +37,8 @@ pub struct Record<'a> {
     pub len: u32,
     pub linktype: u32,
     pub interface: u32,
+    /// Which input of a set read as one capture (`-r a -r b`) the record came from; 0 for one.
+    pub input: u16,
     pub data: &'a [u8],
 }
 
@@ -302,6 +304,7 @@ impl CaptureParser {
                 len: len.max(caplen),
                 linktype: self.linktype,
                 interface: 0,
+                input: 0,
                 data: &buf[PCAP_RECORD_HEADER_LEN..need],
             },
             need,
@@ -322,7 +325,7 @@ impl CaptureParser {
         let be = self.big_endian;
         let block_type = rd_u32(buf, 0, be);
         let total = rd_u32(buf, 4, be) as usize;
-        if total < 12 || total % 4 != 0 || total > MAX_BLOCK_LEN {
+        if total < 12 || !total.is_multiple_of(4) || total > MAX_BLOCK_LEN {
             return Err(corrupt(format!(
                 "pcapng block at byte {offset} (type {block_type:#x}) has an impossible length {total}"
             )));
@@ -389,6 +392,7 @@ impl CaptureParser {
                 len: len.max(caplen),
                 linktype: iface.linktype,
                 interface,
+                input: 0,
                 data: &data[..caplen as usize],
             },
             total,
@@ -425,6 +429,7 @@ impl CaptureParser {
                 len,
                 linktype: iface.linktype,
                 interface: 0,
+                input: 0,
                 data: &body[4..4 + caplen],
             },
             total,

@@ -94,7 +94,7 @@ impl Timelines {
 
     /// The next width of the 1-2-10 sequence (1 -> 2 -> 10 -> 20 -> 100...), merging bins.
     fn widen(&mut self) {
-        let factor = if self.step % 2 == 0 { 2 } else { 5 };
+        let factor = if self.step.is_multiple_of(2) { 2 } else { 5 };
         self.step += 1;
         self.width_ns *= factor as u64;
         for s in self

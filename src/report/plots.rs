@@ -548,11 +548,11 @@ pub fn rtt<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
 }
 
 pub fn human_ns(ns: u64) -> String {
-    if ns >= 1_000_000_000 && ns % 1_000_000_000 == 0 {
+    if ns >= 1_000_000_000 && ns.is_multiple_of(1_000_000_000) {
         format!("{} s", ns / 1_000_000_000)
-    } else if ns >= 1_000_000 && ns % 1_000_000 == 0 {
+    } else if ns >= 1_000_000 && ns.is_multiple_of(1_000_000) {
         format!("{} ms", ns / 1_000_000)
-    } else if ns >= 1_000 && ns % 1_000 == 0 {
+    } else if ns >= 1_000 && ns.is_multiple_of(1_000) {
         format!("{} us", ns / 1_000)
     } else {
         format!("{ns} ns")

@@ -41,20 +41,23 @@ pub struct FileSource {
 
 impl FileSource {
     pub fn open(path: &str) -> Result<Self, Error> {
-        if path == "-" {
-            return Ok(Self::from_reader("<stdin>", Box::new(io::stdin())));
-        }
         let input_err = |source| Error::Input {
             path: path.to_string(),
             source,
         };
+        if path == "-" {
+            let (reader, _) = decompressed(io::stdin()).map_err(input_err)?;
+            return Ok(Self::from_reader("<stdin>", reader));
+        }
         let file = File::open(path).map_err(input_err)?;
         let meta = file.metadata().map_err(input_err)?;
         if meta.is_dir() {
             return Err(input_err(io::Error::from(io::ErrorKind::IsADirectory)));
         }
-        let mut source = Self::from_reader(path, Box::new(file));
-        source.size = Some(meta.len());
+        let (reader, compressed) = decompressed(file).map_err(input_err)?;
+        let mut source = Self::from_reader(path, reader);
+        // The progress bar counts bytes of the capture: only known for a plain file.
+        source.size = (!compressed).then_some(meta.len());
         Ok(source)
     }
 
@@ -198,7 +201,21 @@ impl Framer {
             // One last pass with no new bytes, so that a header-only carry is framed.
             return Ok((!self.carry.is_empty() && self.need == 0).then(|| (Vec::new(), 0, 0)));
         }
-        let Some((block, n)) = self.blocks.next(&self.name, self.stop_flag)? else {
+        let next = match self.blocks.next(&self.name, self.stop_flag) {
+            Ok(next) => next,
+            // A read error past the header (a damaged compressed stream, a failing disk) ends
+            // the read like damage: what came before it is reported.
+            Err(Error::Input { source, .. }) => {
+                self.stop = Some(format!(
+                    "reading failed after {} bytes: {}",
+                    self.offset,
+                    crate::error::describe(&source)
+                ));
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        };
+        let Some((block, n)) = next else {
             self.interrupted = true;
             return Ok(None);
         };
@@ -340,6 +357,27 @@ impl Framer {
             ..SourceEnd::default()
         }
     }
+}
+
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+
+/// The capture inside `input`: gzip (one or several members) and zstd are recognised by their
+/// first bytes, whatever the file is called, and inflated as they are read; anything else is
+/// read as it is. Says whether it was compressed.
+pub fn decompressed(input: impl Read + Send + 'static) -> io::Result<(Box<dyn Read + Send>, bool)> {
+    let mut buffered = io::BufReader::with_capacity(64 << 10, input);
+    let head = io::BufRead::fill_buf(&mut buffered)?;
+    if head.starts_with(&GZIP_MAGIC) {
+        let gz = flate2::bufread::MultiGzDecoder::new(buffered);
+        return Ok((Box::new(gz), true));
+    }
+    if head.starts_with(&ZSTD_MAGIC) {
+        let zst = ruzstd::decoding::StreamingDecoder::new(buffered)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("zstd: {e}")))?;
+        return Ok((Box::new(zst), true));
+    }
+    Ok((Box::new(buffered), false))
 }
 
 /// Reads blocks on a thread of its own, so that the next block is read from the page cache

@@ -155,6 +155,7 @@ impl Batch {
                     len,
                     linktype,
                     interface: 0,
+                    input: 0,
                     data,
                 }
             })

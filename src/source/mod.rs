@@ -4,8 +4,49 @@
 
 pub mod file;
 pub mod live;
+pub mod merge;
 
+use std::io;
+
+use roce_parsers::capture::Record;
+
+use crate::error::Error;
 use crate::model::{LiveStats, WarningKind};
+
+/// What is read from files: one capture, or several read as one.
+pub enum Input {
+    One(file::FileSource),
+    Merged(merge::MergedFiles),
+}
+
+impl Input {
+    /// The name in messages and in the report.
+    pub fn name(&self) -> String {
+        match self {
+            Input::One(f) => f.name.clone(),
+            Input::Merged(m) => m.names.join(" + "),
+        }
+    }
+
+    /// The file names when several are merged (per-frame output says which each frame is
+    /// from), else none.
+    pub fn names(&self) -> Vec<String> {
+        match self {
+            Input::One(_) => Vec::new(),
+            Input::Merged(m) => m.names.clone(),
+        }
+    }
+
+    pub fn for_each_batch(
+        self,
+        consume: impl FnMut(&[Record<'_>], &SourceStatus) -> io::Result<()>,
+    ) -> Result<SourceEnd, Error> {
+        match self {
+            Input::One(f) => f.for_each_batch(consume),
+            Input::Merged(m) => m.for_each_batch(consume),
+        }
+    }
+}
 
 /// What a source learned by the end of its read, besides its records.
 #[derive(Debug, Default)]

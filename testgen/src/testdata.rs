@@ -842,7 +842,7 @@ pub fn sample() -> Frames {
                 );
                 c.psn += 1;
                 n += 1;
-                p.bth.ackreq = n % 10 == 0;
+                p.bth.ackreq = n.is_multiple_of(10);
                 p
             };
             let psn = p.bth.psn;

@@ -1,0 +1,135 @@
+//! Captures as they come from the field: rotated sets (several -r, or a directory) and
+//! compressed files (gzip, zstd; from files and standard input) give the report of the single
+//! plain file.
+
+mod common;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use common::*;
+use serde_json::Value;
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("roce-sniff-field-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// The report without what names the input.
+fn report(args: &[&str]) -> Value {
+    let out = run(args);
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+    let mut r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    r["capture"]["file"] = Value::Null;
+    r
+}
+
+/// Splits a little-endian pcap into files of `parts` records each group, like tcpdump -C.
+fn rotate(data: &[u8], per_file: usize) -> Vec<Vec<u8>> {
+    let header = &data[..24];
+    let mut files = vec![header.to_vec()];
+    let mut at = 24;
+    let mut n = 0;
+    while at + 16 <= data.len() {
+        let caplen = u32::from_le_bytes(data[at + 8..at + 12].try_into().unwrap()) as usize;
+        if n == per_file {
+            files.push(header.to_vec());
+            n = 0;
+        }
+        files
+            .last_mut()
+            .unwrap()
+            .extend_from_slice(&data[at..at + 16 + caplen]);
+        at += 16 + caplen;
+        n += 1;
+    }
+    files
+}
+
+#[test]
+fn a_rotated_set_gives_the_report_of_the_whole_capture() {
+    let whole = testdata("sample.pcap");
+    let data = std::fs::read(&whole).unwrap();
+    let dir = tmp("rotated");
+    std::fs::create_dir_all(&dir).unwrap();
+    let parts = rotate(&data, 4000);
+    assert!(parts.len() >= 3);
+    let mut paths = Vec::new();
+    for (i, p) in parts.iter().enumerate() {
+        let path = dir.join(format!("cap.pcap{i}"));
+        std::fs::write(&path, p).unwrap();
+        paths.push(path.to_str().unwrap().to_string());
+    }
+    let expected = report(&["-r", whole.to_str().unwrap(), "--json"]);
+    // Given in any order: merged by time.
+    let mut args = vec!["--json".to_string()];
+    for p in paths.iter().rev() {
+        args.push("-r".into());
+        args.push(p.clone());
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert_eq!(report(&args), expected, "-r each file");
+    assert_eq!(
+        report(&["-r", dir.to_str().unwrap(), "--json"]),
+        expected,
+        "a directory"
+    );
+    // Per-frame output says which file each frame came from; frames are numbered across.
+    let out = run(&["-r", dir.to_str().unwrap(), "--packets", "--json"]);
+    let lines: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["file"], paths[0].as_str());
+    assert_eq!(lines[4000]["file"], paths[1].as_str());
+    assert_eq!(lines[4000]["frame"], 4001);
+}
+
+#[test]
+fn compressed_captures_are_read_by_their_content() {
+    let whole = testdata("sample.pcap");
+    let data = std::fs::read(&whole).unwrap();
+    let expected = report(&["-r", whole.to_str().unwrap(), "--json"]);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&data).unwrap();
+    let gz = gz.finish().unwrap();
+    let zst =
+        ruzstd::encoding::compress_to_vec(&data[..], ruzstd::encoding::CompressionLevel::Fastest);
+    // The file names say nothing: the content does.
+    for (name, bytes) in [("cap.gz.bin", &gz), ("cap.zst.bin", &zst)] {
+        let path = tmp(name);
+        std::fs::write(&path, bytes).unwrap();
+        assert_eq!(
+            report(&["-r", path.to_str().unwrap(), "--json"]),
+            expected,
+            "{name}"
+        );
+        let mut child = Command::new(bin())
+            .args(["-r", "-", "--json"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(bytes).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let mut r: Value = serde_json::from_slice(&out.stdout).unwrap();
+        r["capture"]["file"] = Value::Null;
+        assert_eq!(r, expected, "{name} on standard input");
+    }
+    // A damaged compressed stream keeps what came before the damage.
+    let cut = tmp("cut.gz");
+    std::fs::write(&cut, &gz[..gz.len() / 2]).unwrap();
+    let out = run(&["-r", cut.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(r["capture"]["packets"].as_u64().unwrap() > 1000);
+    assert!(r["capture"]["warnings"][0]
+        .as_str()
+        .unwrap()
+        .contains("reading failed after"));
+    assert!(r["findings"].to_string().contains("capture_damaged"));
+}
