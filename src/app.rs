@@ -16,6 +16,7 @@ use crate::output::{self, Output};
 use crate::packets::{PacketPrinter, PrintSettings};
 use crate::pipeline::{Finished, Pipeline};
 use crate::report_sink::ReportSink;
+use crate::select::{SelectConfig, Selection};
 use crate::source::file::FileSource;
 use crate::source::live::{self, LiveConfig, LiveSource};
 use crate::source::merge::MergedFiles;
@@ -80,15 +81,22 @@ pub fn run(config: &Config) -> Result<u8, Error> {
                     let writer = output::open(Some(out))?;
                     let mut settings = settings.clone();
                     settings.inputs = source.names();
-                    packets_from_file(source, settings, writer, diagnostics, config.threads)
+                    packets_from_file(source, settings, writer, diagnostics, &file_run(config))
                         .map(|_| exit::OK)
                 }
                 Mode::Report(opts) => {
                     let mut writer = output::open(opts.json.as_ref())?;
-                    report_from_file(source, opts, diagnostics, config.threads, &mut writer)
+                    report_from_file(source, opts, diagnostics, &file_run(config), &mut writer)
                 }
             }
         }
+    }
+}
+
+fn file_run(config: &Config) -> FileRun {
+    FileRun {
+        threads: config.threads,
+        select: config.select.clone(),
     }
 }
 
@@ -100,6 +108,9 @@ fn check_outputs(config: &Config, inputs: &[&str]) -> Result<(), Error> {
         Mode::Report(opts) => (opts.json.as_ref(), opts.report_dir.as_ref()),
     };
     if let Some(Output::File(path)) = file {
+        output::refuse_input(path, inputs)?;
+    }
+    if let Some(path) = &config.select.write {
         output::refuse_input(path, inputs)?;
     }
     if let Some(dir) = dir {
@@ -187,10 +198,11 @@ fn packets_from_file<W: Write + Send>(
     settings: PrintSettings,
     out: W,
     diagnostics: Diagnostics,
-    threads: usize,
+    run: &FileRun,
 ) -> Result<W, Error> {
-    let mut pipeline = Pipeline::new(PacketPrinter::new(settings, out), diagnostics, threads);
-    let end = source.for_each_batch(|batch, status| pipeline.records(batch, status))?;
+    let printer = PacketPrinter::new(settings, out);
+    let mut pipeline = Pipeline::new(printer, diagnostics, run.threads);
+    let end = feed(source, &mut pipeline, &run.select)?;
     let finished = pipeline.finish().map_err(output_error(None))?;
     let (_, mut diagnostics) = (finished.counts, finished.diagnostics);
     record_problems(&mut diagnostics, end);
@@ -203,13 +215,13 @@ fn report_from_file(
     source: Input,
     opts: &ReportOptions,
     diagnostics: Diagnostics,
-    threads: usize,
+    run: &FileRun,
     out: &mut dyn Write,
 ) -> Result<u8, Error> {
     let name = source.name();
     let sink = ReportSink::new(opts.analysis, opts.expect);
-    let mut pipeline = Pipeline::new(sink, diagnostics, threads);
-    let end = source.for_each_batch(|batch, status| pipeline.records(batch, status));
+    let mut pipeline = Pipeline::new(sink, diagnostics, run.threads);
+    let end = feed(source, &mut pipeline, &run.select);
     let end = match end {
         Ok(end) => end,
         Err(e) => {
@@ -222,6 +234,38 @@ fn report_from_file(
         .map_err(output_error(opts.json.as_ref()))?;
     let (report, plots) = finish_report(finished, end, name, &CaptureContext::default());
     render(&report, plots.as_ref(), opts, out)
+}
+
+/// How a file is read: the decoding threads and the selection (filter, --qp, -c, -w).
+struct FileRun {
+    threads: usize,
+    select: SelectConfig,
+}
+
+/// Feeds every record of `source` (or those selected) to the pipeline.
+fn feed<S: crate::pipeline::Sink>(
+    source: Input,
+    pipeline: &mut Pipeline<S>,
+    select: &SelectConfig,
+) -> Result<SourceEnd, Error> {
+    if !select.any() {
+        return source.for_each_batch(|batch, status| pipeline.records(batch, status));
+    }
+    let mut selection = Selection::new(select.clone())?;
+    let mut failure = None;
+    let end = source.for_each_batch(|batch, status| match selection.keep(batch) {
+        Ok(kept) => pipeline.records(&kept, status),
+        Err(e) => {
+            failure = Some(e);
+            Err(io::Error::other("selection failed"))
+        }
+    });
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let end = end?;
+    selection.finish()?;
+    Ok(end)
 }
 
 /// Each problem the source met becomes a warning.
@@ -431,13 +475,13 @@ pub fn run_in_memory(data: &[u8], args: &[&str], timelines: bool) -> Result<Vec<
             settings.clone(),
             Vec::new(),
             diagnostics,
-            config.threads,
+            &file_run(&config),
         ),
         Mode::Report(opts) => {
             let mut opts = opts.clone();
             opts.analysis.timelines |= timelines;
             let mut out = Vec::new();
-            report_from_file(source, &opts, diagnostics, config.threads, &mut out)?;
+            report_from_file(source, &opts, diagnostics, &file_run(&config), &mut out)?;
             Ok(out)
         }
     }

@@ -12,6 +12,7 @@ use crate::error::Error;
 use crate::model::{EcnExpect, Expectations};
 use crate::output::Output;
 use crate::packets::{PacketFormat, PrintSettings};
+use crate::select::SelectConfig;
 pub use crate::source::live::LiveConfig;
 use roce_parsers::TrafficClass;
 
@@ -67,7 +68,7 @@ pub struct Args {
     #[arg(short = 'D', long = "list-interfaces", help_heading = "Live capture")]
     pub list_interfaces: bool,
 
-    /// Stop a live capture after N frames (N at least 1).
+    /// Stop after N frames (N at least 1): captured live, or kept from a file.
     #[arg(
         short = 'c',
         long = "count",
@@ -82,7 +83,8 @@ pub struct Args {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Live capture")]
     pub duration: Option<Duration>,
 
-    /// Also write what a live capture sees to this pcap file.
+    /// Also write the frames to this pcap file: what a live capture sees, or what is kept of
+    /// a file (with a filter or --qp: one connection to hand to Wireshark).
     #[arg(
         short = 'w',
         long = "write",
@@ -91,14 +93,19 @@ pub struct Args {
     )]
     pub write: Option<PathBuf>,
 
-    /// Capture filter (BPF, as in tcpdump) for live capture; replaces the default, which keeps
-    /// RoCEv2, RoCEv1 and MAC Control frames, tagged or not.
+    /// Capture filter (BPF, as in tcpdump). Live, it replaces the default, which keeps RoCEv2,
+    /// RoCEv1 and MAC Control frames, tagged or not; with -r it selects the frames analysed.
     #[arg(
         value_name = "FILTER",
         trailing_var_arg = true,
         help_heading = "Live capture"
     )]
     pub filter: Vec<String>,
+
+    /// Keep one connection of a capture file: the frames to this destination QP, and the
+    /// ACKs, READ responses and CNPs sent back between the same two hosts.
+    #[arg(long, value_name = "QPN", value_parser = parse_qpn)]
+    pub qp: Option<u32>,
 
     /// Show every frame, one per line, instead of the analysis report.
     #[arg(long)]
@@ -256,6 +263,8 @@ pub struct ReportOptions {
 pub struct Config {
     pub source: Source,
     pub mode: Mode,
+    /// Of a file read: the filter, --qp, -c and -w.
+    pub select: SelectConfig,
     pub max_warnings: u32,
     /// Decoding threads, at least 1 (0 on the command line means one per core).
     pub threads: usize,
@@ -272,6 +281,11 @@ fn default_report_dir(source: &Source) -> PathBuf {
         Source::ListDevices => "devices".into(),
     };
     PathBuf::from("reports").join(name)
+}
+
+/// A queue pair number, decimal or 0x-hex, 24 bits.
+fn parse_qpn(s: &str) -> Result<u32, String> {
+    parse_max(s, 0xff_ffff, "QPN").map(|v| v as u32)
 }
 
 /// A frame count for -c: at least 1 (tcpdump refuses 0 too).
@@ -366,9 +380,16 @@ impl Config {
         } else {
             a.threads.min(cores)
         };
+        let select = SelectConfig {
+            filter: (!a.filter.is_empty() && a.interface.is_none()).then(|| a.filter.join(" ")),
+            qp: a.qp,
+            count: a.count.filter(|_| a.interface.is_none()),
+            write: a.write.clone().filter(|_| a.interface.is_none()),
+        };
         Ok(Config {
             source,
             mode,
+            select,
             max_warnings: a.max_warnings,
             threads,
         })
@@ -388,20 +409,11 @@ impl Args {
         if chosen > 1 {
             return Err(usage("give one of -r FILE, -i IFACE or -D"));
         }
-        let live_only = self.count.is_some()
-            || self.duration.is_some()
-            || self.write.is_some()
-            || !self.filter.is_empty();
-        if live_only && self.interface.is_none() {
-            let mut msg =
-                "-c, --duration, -w and a capture filter apply to live capture (-i IFACE)"
-                    .to_string();
-            if let Some(word) = self.filter.first() {
-                msg.push_str(&format!(
-                    "; `{word}` was read as a capture filter: an option's value goes after `=` (--json=FILE, --report=DIR)"
-                ));
-            }
-            return Err(Error::Usage(msg));
+        if self.duration.is_some() && self.interface.is_none() {
+            return Err(usage("--duration applies to live capture (-i IFACE)"));
+        }
+        if self.qp.is_some() && self.read.is_empty() {
+            return Err(usage("--qp selects from a capture file (-r FILE)"));
         }
         if !self.read.is_empty() {
             Ok(Source::Files(self.read.clone()))
@@ -590,7 +602,14 @@ mod tests {
                 write: None,
             })
         );
-        assert!(Config::from_args(["roce-sniff", "-r", "x", "-c", "10"]).is_err());
+        // -c, -w and a filter select from a file too; --duration is live only.
+        let c = Config::from_args(["roce-sniff", "-r", "x", "-c", "10", "udp"]).unwrap();
+        assert_eq!(
+            (c.select.count, c.select.filter.as_deref()),
+            (Some(10), Some("udp"))
+        );
+        assert!(Config::from_args(["roce-sniff", "-r", "x", "--duration", "1s"]).is_err());
+        assert!(Config::from_args(["roce-sniff", "-i", "eth0", "--qp", "5"]).is_err());
         assert!(Config::from_args(["roce-sniff", "-r", "x", "-i", "eth0"]).is_err());
         assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));

@@ -22,6 +22,7 @@ pub mod packets;
 pub mod pipeline;
 pub mod report;
 pub mod report_sink;
+pub mod select;
 pub mod source;
 pub mod summary;
 pub mod verify;

@@ -133,3 +133,84 @@ fn compressed_captures_are_read_by_their_content() {
         .contains("reading failed after"));
     assert!(r["findings"].to_string().contains("capture_damaged"));
 }
+
+/// Frame times tcpdump prints for `filter` on `path` (seconds.microseconds).
+fn tcpdump_times(path: &std::path::Path, filter: &[&str]) -> Vec<String> {
+    let out = Command::new("tcpdump")
+        .args(["-n", "-tt", "-r"])
+        .arg(path)
+        .args(filter)
+        .output()
+        .expect("tcpdump (make test installs it)");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.split(' ').next().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn the_filter_keeps_what_tcpdump_keeps_and_w_writes_it() {
+    let path = testdata("sample.pcap");
+    for filter in [
+        &["vlan", "and", "udp", "dst", "port", "4791"][..],
+        &["vlan", "and", "host", "10.0.0.5"][..],
+        &["ether", "proto", "0x8808"][..],
+    ] {
+        let mut args = vec!["--packets", "--json"];
+        args.extend_from_slice(filter);
+        let ours: Vec<String> = stdout(&run_path(&path, &args))
+            .lines()
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).unwrap();
+                let ns = v["ts_ns"].as_u64().unwrap();
+                format!("{}.{:06}", ns / 1_000_000_000, ns % 1_000_000_000 / 1000)
+            })
+            .collect();
+        let theirs = tcpdump_times(&path, filter);
+        assert!(!ours.is_empty(), "{filter:?}");
+        assert_eq!(ours, theirs, "{filter:?}");
+    }
+    // -c stops after N frames kept; -w writes them, and they read back the same.
+    let written = tmp("kept.pcap");
+    let out = run_path(
+        &path,
+        &[
+            "-c",
+            "7",
+            "-w",
+            written.to_str().unwrap(),
+            "--packets",
+            "--json",
+            "ether",
+            "proto",
+            "0x8808",
+        ],
+    );
+    assert_eq!(stdout(&out).lines().count(), 7, "{}", stderr(&out));
+    let again = stdout(&run_path(&written, &["--packets", "--json"]));
+    let strip = |s: &str| -> Vec<Value> {
+        s.lines()
+            .map(|l| {
+                let mut v: Value = serde_json::from_str(l).unwrap();
+                v.as_object_mut().unwrap().remove("file");
+                v
+            })
+            .collect()
+    };
+    assert_eq!(strip(&again), strip(&stdout(&out)));
+}
+
+#[test]
+fn qp_keeps_one_connection() {
+    let path = testdata("sample.pcap");
+    let r: Value =
+        serde_json::from_slice(&run_path(&path, &["--qp", "0x213", "--json"]).stdout).unwrap();
+    let flows = r["flows"].as_array().unwrap();
+    assert_eq!(flows.len(), 2, "the QP and its responses: {flows:?}");
+    assert_eq!(flows[0]["dqpn"], 0x213);
+    assert_eq!(flows[1]["role"], "responses");
+    assert_eq!(
+        flows[0]["psn"]["retransmitted"], 4,
+        "the same PSN history as in the whole"
+    );
+}

@@ -406,9 +406,10 @@ fn live_errors_are_one_clear_line() {
     let err = stderr(&out);
     assert!(err.contains("nonexistent0: no such interface"), "{err}");
     assert_eq!(err.lines().count(), 1);
-    let out = run(&["-r", "x.pcap", "-w", "y.pcap"]);
+    // -w now applies to a file too (what is kept of it); --duration is live only.
+    let out = run(&["-r", "x.pcap", "--duration", "1s"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("apply to live capture"));
+    assert!(stderr(&out).contains("applies to live capture"));
     let out = run(&["-D"]);
     assert_eq!(out.status.code(), Some(0));
     assert!(

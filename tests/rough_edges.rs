@@ -126,22 +126,33 @@ fn a_filter_after_an_optional_value_is_never_a_file_name() {
     let cwd = tmp("cwd-filter");
     std::fs::create_dir_all(&cwd).unwrap();
     let capture = testdata("decode_all.pcap");
+    // `--json` takes no value unless `=` follows: the words after it are the filter.
     let out = Command::new(bin())
         .current_dir(&cwd)
         .args([
             "-r",
             capture.to_str().unwrap(),
+            "--packets",
             "--json",
-            "host",
-            "10.0.0.1",
+            "ether",
+            "proto",
+            "0x8808",
         ])
         .output()
         .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let kinds: Vec<String> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["kind"].to_string())
+        .collect();
+    assert_eq!(kinds, ["\"pfc\"", "\"pfc\"", "\"pause\""]);
+    assert!(!cwd.join("ether").exists());
+    // A file name where a filter is read: the error says how to give a value.
+    let out = run_path(&capture, &["--json", "out.json"]);
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert!(err.contains("--json=FILE"), "{err}");
     assert_eq!(err.lines().count(), 1, "one line: {err}");
-    assert!(!cwd.join("host").exists() && !cwd.join("host 10.0.0.1").exists());
     // The value goes after `=`.
     let file = cwd.join("r.json");
     let out = run_path(&capture, &[&format!("--json={}", file.display())]);

@@ -1,0 +1,212 @@
+//! Offline selection, tcpdump's way: a BPF filter on the frames of a file (`roce-sniff -r F
+//! udp port 4791`), `--qp QPN` for one connection, `-c N` to stop after N frames, and `-w FILE`
+//! to write the frames kept, so that a user can hand Wireshark one QP. Frames are selected in
+//! capture order, before the pipeline numbers them (as tcpdump numbers what it prints).
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use roce_parsers::capture::Record;
+use roce_parsers::{decode_frame, Opcode};
+
+use crate::error::Error;
+
+/// What to keep of a capture file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SelectConfig {
+    /// A BPF filter, as tcpdump takes it.
+    pub filter: Option<String>,
+    /// One connection: frames to this destination QP, and the responses and CNPs sent back
+    /// between the same two hosts.
+    pub qp: Option<u32>,
+    /// Stop after this many frames kept.
+    pub count: Option<u64>,
+    /// Write the frames kept to this pcap file.
+    pub write: Option<PathBuf>,
+}
+
+impl SelectConfig {
+    pub fn any(&self) -> bool {
+        self.filter.is_some() || self.qp.is_some() || self.count.is_some() || self.write.is_some()
+    }
+}
+
+pub struct Selection {
+    config: SelectConfig,
+    /// Compiled filters per link type (a merged set can mix them).
+    programs: HashMap<u32, pcap::BpfProgram>,
+    /// (requester, responder) host pairs of the selected QP's requests.
+    qp_hosts: Vec<(IpAddr, IpAddr)>,
+    kept: u64,
+    writer: Option<PcapFileWriter>,
+}
+
+impl Selection {
+    /// Checks the filter (it must compile) and opens the output, before any work.
+    pub fn new(config: SelectConfig) -> Result<Self, Error> {
+        let writer = match &config.write {
+            Some(path) => Some(PcapFileWriter::create(path)?),
+            None => None,
+        };
+        let mut s = Selection {
+            config,
+            programs: HashMap::new(),
+            qp_hosts: Vec::new(),
+            kept: 0,
+            writer,
+        };
+        // Compile once for Ethernet now, so that a bad filter fails before the work.
+        s.program(roce_parsers::link::LINKTYPE_ETHERNET)?;
+        Ok(s)
+    }
+
+    fn program(&mut self, linktype: u32) -> Result<Option<&pcap::BpfProgram>, Error> {
+        let Some(filter) = &self.config.filter else {
+            return Ok(None);
+        };
+        if let std::collections::hash_map::Entry::Vacant(slot) = self.programs.entry(linktype) {
+            slot.insert(compile(filter, linktype)?);
+        }
+        Ok(self.programs.get(&linktype))
+    }
+
+    /// Whether -c was reached: the read can stop.
+    pub fn done(&self) -> bool {
+        self.config.count.is_some_and(|n| self.kept >= n)
+    }
+
+    /// The records of `batch` to keep, in order; writes them with -w.
+    pub fn keep<'a>(&mut self, batch: &[Record<'a>]) -> Result<Vec<Record<'a>>, Error> {
+        let mut out = Vec::with_capacity(batch.len());
+        for rec in batch {
+            if self.done() {
+                break;
+            }
+            if !self.matches(rec)? {
+                continue;
+            }
+            self.kept += 1;
+            if let Some(w) = self.writer.as_mut() {
+                w.write(rec)?;
+            }
+            out.push(*rec);
+        }
+        Ok(out)
+    }
+
+    fn matches(&mut self, rec: &Record<'_>) -> Result<bool, Error> {
+        if let Some(program) = self.program(rec.linktype)? {
+            if !program.filter(rec.data) {
+                return Ok(false);
+            }
+        }
+        let Some(qp) = self.config.qp else {
+            return Ok(true);
+        };
+        let frame = decode_frame(rec.linktype, rec.data, rec.len);
+        let (Some(r), Some((src, dst))) = (frame.roce, frame.addresses()) else {
+            return Ok(false);
+        };
+        if r.bth.dqpn == qp {
+            if !self.qp_hosts.contains(&(src, dst)) {
+                self.qp_hosts.push((src, dst));
+            }
+            return Ok(true);
+        }
+        // The other direction: what answers the requests, and the CNPs that slow them down.
+        let answer = r.bth.opcode.is_response() || r.bth.opcode == Opcode::CNP;
+        Ok(answer && self.qp_hosts.contains(&(dst, src)))
+    }
+
+    /// Flushes the -w file.
+    pub fn finish(self) -> Result<(), Error> {
+        match self.writer {
+            Some(w) => w.finish(),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The filter compiled for a link type.
+fn compile(filter: &str, linktype: u32) -> Result<pcap::BpfProgram, Error> {
+    let dead = pcap::Capture::dead(pcap::Linktype(linktype as i32))
+        .map_err(|e| Error::Usage(format!("capture filter: {e}")))?;
+    dead.compile(filter, true).map_err(|e| {
+        // `--json out.json` reads `out.json` as the filter.
+        let looks_like_a_file = filter
+            .split(' ')
+            .next()
+            .is_some_and(|w| w.contains(['.', '/']));
+        let hint = if looks_like_a_file {
+            "; an option's value goes after `=` (--json=FILE, --report=DIR)"
+        } else {
+            ""
+        };
+        Error::Usage(format!("bad capture filter `{filter}`: {e}{hint}"))
+    })
+}
+
+/// A nanosecond pcap of the records kept, in the link type of the first one (records of
+/// another link type cannot go in the same pcap and are left out).
+struct PcapFileWriter {
+    path: PathBuf,
+    out: BufWriter<File>,
+    linktype: Option<u32>,
+}
+
+impl PcapFileWriter {
+    fn create(path: &Path) -> Result<Self, Error> {
+        let file = File::create(path).map_err(|source| Error::Output {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Ok(PcapFileWriter {
+            path: path.to_path_buf(),
+            out: BufWriter::with_capacity(1 << 20, file),
+            linktype: None,
+        })
+    }
+
+    fn err(&self) -> impl Fn(std::io::Error) -> Error + '_ {
+        |source| Error::Output {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    fn write(&mut self, rec: &Record<'_>) -> Result<(), Error> {
+        if self.linktype.is_none() {
+            self.linktype = Some(rec.linktype);
+            let mut header = Vec::with_capacity(24);
+            header.extend_from_slice(&0xa1b2_3c4du32.to_le_bytes());
+            header.extend_from_slice(&2u16.to_le_bytes());
+            header.extend_from_slice(&4u16.to_le_bytes());
+            header.extend_from_slice(&[0; 8]);
+            header.extend_from_slice(&262_144u32.to_le_bytes());
+            header.extend_from_slice(&rec.linktype.to_le_bytes());
+            let result = self.out.write_all(&header);
+            result.map_err(self.err())?;
+        }
+        if self.linktype != Some(rec.linktype) {
+            return Ok(());
+        }
+        let mut h = [0u8; 16];
+        h[0..4].copy_from_slice(&((rec.ts_ns / 1_000_000_000) as u32).to_le_bytes());
+        h[4..8].copy_from_slice(&((rec.ts_ns % 1_000_000_000) as u32).to_le_bytes());
+        h[8..12].copy_from_slice(&rec.caplen.to_le_bytes());
+        h[12..16].copy_from_slice(&rec.len.to_le_bytes());
+        let result = self
+            .out
+            .write_all(&h)
+            .and_then(|_| self.out.write_all(rec.data));
+        result.map_err(self.err())
+    }
+
+    fn finish(mut self) -> Result<(), Error> {
+        let result = self.out.flush();
+        result.map_err(self.err())
+    }
+}
