@@ -464,3 +464,41 @@ fn real_captures_decode_with_valid_icrc() {
         }
     }
 }
+
+/// libpcap's RDMA sniffer writes InfiniBand ports as link type 247: the same frames as the
+/// InfiniBand records of an ERF capture, without the ERF header. Both decode the same.
+#[test]
+fn link_type_247_decodes_like_erf_infiniband() {
+    use roce_parsers::capture::{CaptureParser, Next};
+    let erf = std::fs::read(real_capture("srinivas_infiniband.pcap")).unwrap();
+    let (mut parser, mut at) = CaptureParser::new(&erf).unwrap();
+    let mut frames = Vec::new();
+    while let Ok(Next::Record(r, used)) = parser.next(&erf[at..], at as u64) {
+        at += used;
+        // ERF: 16-byte header (type at byte 8, extension headers when its top bit is set).
+        if r.data[8] & 0x7f == 21 && r.data[8] & 0x80 == 0 {
+            frames.push((r.ts_ns, r.data[16..].to_vec()));
+        }
+    }
+    assert!(frames.len() > 20);
+    let pcap = roce_testgen::writer::pcap_bytes(
+        &frames,
+        roce_testgen::writer::PcapFlavor::NANO_LE,
+        247,
+        65535,
+    );
+    let path = std::env::temp_dir().join(format!("ib247-{}.pcap", std::process::id()));
+    std::fs::write(&path, pcap).unwrap();
+    let ib = ndjson(&path);
+    let from_erf: Vec<Value> = ndjson(&real_capture("srinivas_infiniband.pcap"))
+        .into_iter()
+        .filter(|f| f.get("lrh").is_some())
+        .collect();
+    assert_eq!(ib.len(), frames.len());
+    for (a, b) in ib.iter().zip(&from_erf) {
+        for key in ["lrh", "grh", "bth", "aeth", "deth", "icrc", "payload_len"] {
+            assert_eq!(a.get(key), b.get(key), "{key}: {a} vs {b}");
+        }
+    }
+    std::fs::remove_file(&path).ok();
+}

@@ -214,3 +214,40 @@ fn qp_keeps_one_connection() {
         "the same PSN history as in the whole"
     );
 }
+
+#[test]
+fn pcapng_interface_statistics_report_capture_drops() {
+    let mut data = std::fs::read(testdata("formats/multi_interface.pcapng")).unwrap();
+    // An Interface Statistics Block for interface 0: 3 dropped by the interface, 4 by the OS.
+    let mut body = Vec::new();
+    body.extend_from_slice(&0u32.to_le_bytes());
+    body.extend_from_slice(&[0; 8]);
+    for (code, value) in [(5u16, 3u64), (7, 4)] {
+        body.extend_from_slice(&code.to_le_bytes());
+        body.extend_from_slice(&8u16.to_le_bytes());
+        body.extend_from_slice(&value.to_le_bytes());
+    }
+    body.extend_from_slice(&[0; 4]);
+    let total = (12 + body.len()) as u32;
+    data.extend_from_slice(&5u32.to_le_bytes());
+    data.extend_from_slice(&total.to_le_bytes());
+    data.extend_from_slice(&body);
+    data.extend_from_slice(&total.to_le_bytes());
+    let path = tmp("isb.pcapng");
+    std::fs::write(&path, &data).unwrap();
+    let out = run(&["-r", path.to_str().unwrap(), "--json"]);
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let warnings = r["capture"]["warnings"].to_string();
+    assert!(warnings.contains("recorded 7 dropped frames"), "{warnings}");
+    let damaged: Vec<&Value> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "capture_damaged")
+        .collect();
+    assert_eq!(damaged.len(), 1);
+    assert!(damaged[0]["cause"]
+        .as_str()
+        .unwrap()
+        .contains("dropped frames before"));
+}

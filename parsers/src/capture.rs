@@ -23,6 +23,7 @@ const PCAPNG_IDB: u32 = 0x0000_0001;
 const PCAPNG_OBSOLETE_PB: u32 = 0x0000_0002;
 const PCAPNG_SPB: u32 = 0x0000_0003;
 const PCAPNG_EPB: u32 = 0x0000_0006;
+const PCAPNG_ISB: u32 = 0x0000_0005;
 pub const PCAP_HEADER_LEN: usize = 24;
 const PCAP_RECORD_HEADER_LEN: usize = 16;
 
@@ -106,6 +107,9 @@ struct Interface {
     tsresol_pow2: bool,
     tsresol_exp: u8,
     tsoffset_s: i64,
+    /// The latest Interface Statistics Block: frames dropped by the interface (isb_ifdrop)
+    /// and by the capturing OS or tool (isb_osdrop), cumulative.
+    drops: u64,
 }
 
 impl Interface {
@@ -347,6 +351,10 @@ impl CaptureParser {
             }
             PCAPNG_EPB | PCAPNG_OBSOLETE_PB => self.packet_block(block_type, body, offset, total),
             PCAPNG_SPB => self.simple_packet_block(body, offset, total),
+            PCAPNG_ISB => {
+                self.interface_statistics(body, be);
+                Ok(Next::Skip(total))
+            }
             // Name resolution, statistics, custom and unknown blocks carry no packet.
             _ => Ok(Next::Skip(total)),
         }
@@ -454,6 +462,42 @@ impl CaptureParser {
         Ok(())
     }
 
+    /// An Interface Statistics Block (as tshark, dumpcap and dpdk-dumpcap write at the end):
+    /// the frames the interface and the capturing OS dropped. Counters are cumulative: the
+    /// latest block of an interface counts.
+    fn interface_statistics(&mut self, body: &[u8], be: bool) {
+        if body.len() < 12 {
+            return;
+        }
+        let id = rd_u32(body, 0, be) as usize;
+        let mut drops = 0u64;
+        let mut opts = &body[12..];
+        while opts.len() >= 4 {
+            let code = rd_u16(opts, 0, be);
+            let len = usize::from(rd_u16(opts, 2, be));
+            let padded = (len + 3) & !3;
+            if code == 0 || opts.len() < 4 + padded {
+                break;
+            }
+            // isb_ifdrop (5) and isb_osdrop (7), u64.
+            if matches!(code, 5 | 7) && len == 8 {
+                let hi = u64::from(rd_u32(opts, 4, be));
+                let lo = u64::from(rd_u32(opts, 8, be));
+                drops += if be { hi << 32 | lo } else { lo << 32 | hi };
+            }
+            opts = &opts[4 + padded..];
+        }
+        if let Some(iface) = self.interfaces.get_mut(id) {
+            iface.drops = drops;
+        }
+    }
+
+    /// Frames the capturing tool recorded as dropped (pcapng interface statistics), over
+    /// every interface of the current section.
+    pub fn recorded_drops(&self) -> u64 {
+        self.interfaces.iter().map(|i| i.drops).sum()
+    }
+
     fn add_interface(&mut self, body: &[u8], be: bool, offset: u64) -> Result<(), CaptureError> {
         if body.len() < 8 {
             return Err(corrupt(format!(
@@ -471,6 +515,7 @@ impl CaptureParser {
             tsresol_pow2: false,
             tsresol_exp: 6,
             tsoffset_s: 0,
+            drops: 0,
         };
         // Options: code u16, length u16, value padded to 4 bytes.
         let mut opts = &body[8..];

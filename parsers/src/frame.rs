@@ -415,6 +415,10 @@ fn general_at(linktype: u32, data: &[u8], orig_len: u32, depth: usize) -> Frame<
     if linktype == link::LINKTYPE_ERF {
         return decode_erf(frame, data);
     }
+    if linktype == link::LINKTYPE_INFINIBAND {
+        decode_ib(&mut frame, data);
+        return frame;
+    }
     let Some((sliced, first_type)) = slice_link(&mut frame, data) else {
         return frame;
     };

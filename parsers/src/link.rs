@@ -12,6 +12,8 @@ pub const LINKTYPE_IPV4: u32 = 228;
 pub const LINKTYPE_IPV6: u32 = 229;
 pub const LINKTYPE_LINUX_SLL2: u32 = 276;
 pub const LINKTYPE_ERF: u32 = 197;
+/// InfiniBand frames from the LRH on, as libpcap's RDMA sniffer writes them on IB ports.
+pub const LINKTYPE_INFINIBAND: u32 = 247;
 
 /// Every link type roce-sniff decodes, with its name: the one list that names, support checks
 /// and messages read.
@@ -25,11 +27,12 @@ const SUPPORTED: &[(u32, &str)] = &[
     (LINKTYPE_IPV4, "raw IPv4"),
     (LINKTYPE_IPV6, "raw IPv6"),
     (LINKTYPE_ERF, "ERF"),
+    (LINKTYPE_INFINIBAND, "InfiniBand"),
 ];
 
 /// The supported link types in one phrase, for messages.
 pub const SUPPORTED_SUMMARY: &str =
-    "Ethernet, Linux cooked SLL/SLL2, raw IP, ERF Ethernet and InfiniBand";
+    "Ethernet, Linux cooked SLL/SLL2, raw IP, InfiniBand (247), ERF Ethernet and InfiniBand";
 
 /// Names of link types roce-sniff does not decode but users meet, so that a message can say
 /// what a capture is (a Wi-Fi capture, a USB one) rather than "unknown".
@@ -47,7 +50,6 @@ const OTHER_NAMES: &[(u32, &str)] = &[
     (192, "PPI"),
     (201, "Bluetooth HCI H4 with direction"),
     (220, "USB Linux mmapped"),
-    (247, "InfiniBand"),
     (249, "USB packets"),
     (253, "Linux netlink"),
 ];

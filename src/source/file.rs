@@ -342,6 +342,16 @@ impl Framer {
                 hint: "every complete frame before it was read".into(),
             });
         }
+        let recorded = self.parser.recorded_drops();
+        if recorded > 0 {
+            problems.push(SourceProblem {
+                kind: WarningKind::CaptureDrops,
+                message: format!(
+                    "the capturing tool recorded {recorded} dropped frames (pcapng interface statistics): PSN gaps may be capture drops, not network loss"
+                ),
+                hint: "a larger capture buffer or a capture filter helps".into(),
+            });
+        }
         let files = self.parser.files();
         if matches!(self.parser.format(), Format::Pcap { .. }) && files > 1 {
             problems.push(SourceProblem {
