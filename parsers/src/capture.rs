@@ -640,6 +640,7 @@ mod tests {
             tsresol_pow2: false,
             tsresol_exp: 9,
             tsoffset_s: 0,
+            drops: 0,
         };
         assert_eq!(i.ts_ns(5), 5);
         i.tsresol_exp = 6;
