@@ -251,3 +251,50 @@ fn pcapng_interface_statistics_report_capture_drops() {
         .unwrap()
         .contains("dropped frames before"));
 }
+
+#[test]
+fn native_erf_files_are_read() {
+    use roce_parsers::capture::{CaptureParser, Next};
+    // The ERF records of srinivas_infiniband.pcap (link type ERF), one after the other: what a
+    // DAG card writes (each record's length set to what the pcap kept of it).
+    let pcap = std::fs::read(real_capture("srinivas_infiniband.pcap")).unwrap();
+    let (mut parser, mut at) = CaptureParser::new(&pcap).unwrap();
+    let mut erf = Vec::new();
+    while let Ok(Next::Record(r, used)) = parser.next(&pcap[at..], at as u64) {
+        let mut record = r.data.to_vec();
+        let rlen = record.len() as u16;
+        record[10..12].copy_from_slice(&rlen.to_be_bytes());
+        erf.extend_from_slice(&record);
+        at += used;
+    }
+    let path = tmp("capture.erf");
+    std::fs::write(&path, &erf).unwrap();
+    let native = report(&["-r", path.to_str().unwrap(), "--json"]);
+    let in_pcap = report(&[
+        "-r",
+        real_capture("srinivas_infiniband.pcap").to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(native["capture"]["format"], "erf");
+    for key in [
+        "packets",
+        "ib_packets",
+        "icrc_ok",
+        "icrc_bad",
+        "flows",
+        "malformed",
+        "warnings",
+    ] {
+        assert_eq!(native["capture"][key], in_pcap["capture"][key], "{key}");
+    }
+    assert_eq!(native["capture"]["ib_packets"], 43);
+    let flows = |r: &Value| -> Vec<(Value, Value, Value)> {
+        r["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| (f["src"].clone(), f["dqpn"].clone(), f["opcodes"].clone()))
+            .collect()
+    };
+    assert_eq!(flows(&native), flows(&in_pcap));
+}

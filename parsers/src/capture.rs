@@ -85,8 +85,13 @@ fn corrupt(what: String) -> CaptureError {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
-    Pcap { big_endian: bool, nanos: bool },
+    Pcap {
+        big_endian: bool,
+        nanos: bool,
+    },
     Pcapng,
+    /// A native ERF file (Endace DAG cards): records one after the other, no file header.
+    Erf,
 }
 
 impl Format {
@@ -95,6 +100,7 @@ impl Format {
             Format::Pcap { nanos: false, .. } => "pcap",
             Format::Pcap { nanos: true, .. } => "pcap (ns)",
             Format::Pcapng => "pcapng",
+            Format::Erf => "erf",
         }
     }
 }
@@ -142,6 +148,64 @@ pub struct CaptureParser {
     files: u32,
 }
 
+/// The ERF record header: timestamp (u64 little-endian, seconds . binary fraction), type (bit
+/// 7: extension headers follow), flags, record length (big-endian, header included), loss
+/// counter, wire length.
+const ERF_HEADER_LEN: usize = 16;
+
+/// Whether `head` starts like an ERF record: a known record type, a sane record length and
+/// timestamp. ERF files have no magic number, so this is what tools look at.
+fn looks_like_erf(head: &[u8]) -> bool {
+    if head.len() < ERF_HEADER_LEN {
+        return false;
+    }
+    let ty = head[8] & 0x7f;
+    let reserved_flags = head[9] & 0xc0;
+    let rlen = usize::from(u16::from_be_bytes([head[10], head[11]]));
+    let wlen = usize::from(u16::from_be_bytes([head[14], head[15]]));
+    let secs = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
+    // A record is its header, extension headers, padding and at most the frame on the wire.
+    (1..=48).contains(&ty)
+        && reserved_flags == 0
+        && rlen >= ERF_HEADER_LEN
+        && rlen <= wlen + 64
+        && secs > 0
+}
+
+/// The next ERF record, whole (its header too: the ERF link type decodes it).
+fn next_erf(buf: &[u8], offset: u64) -> Result<Next<'_>, CaptureError> {
+    if buf.len() < ERF_HEADER_LEN {
+        return Ok(Next::Incomplete {
+            need: ERF_HEADER_LEN,
+        });
+    }
+    let rlen = usize::from(u16::from_be_bytes([buf[10], buf[11]]));
+    if rlen < ERF_HEADER_LEN {
+        return Err(corrupt(format!(
+            "ERF record at byte {offset} has an impossible length {rlen}"
+        )));
+    }
+    if buf.len() < rlen {
+        return Ok(Next::Incomplete { need: rlen });
+    }
+    let ts = u64::from_le_bytes([
+        buf[0], buf[1], buf[2], buf[3], buf[4], buf[5], buf[6], buf[7],
+    ]);
+    let frac_ns = ((ts & 0xffff_ffff) * 1_000_000_000) >> 32;
+    Ok(Next::Record(
+        Record {
+            ts_ns: (ts >> 32) * 1_000_000_000 + frac_ns,
+            caplen: rlen as u32,
+            len: rlen as u32,
+            linktype: crate::link::LINKTYPE_ERF,
+            interface: 0,
+            input: 0,
+            data: &buf[..rlen],
+        },
+        rlen,
+    ))
+}
+
 fn rd_u16(b: &[u8], at: usize, be: bool) -> u16 {
     let v = [b[at], b[at + 1]];
     if be {
@@ -183,6 +247,11 @@ impl CaptureParser {
             m if m == PCAP_MAGIC_MICRO.swap_bytes() => (true, false),
             m if m == PCAP_MAGIC_NANO.swap_bytes() => (true, true),
             PCAPNG_SHB => return Ok((parser, 0)),
+            _ if looks_like_erf(head) => {
+                parser.format = Format::Erf;
+                parser.linktype = crate::link::LINKTYPE_ERF;
+                return Ok((parser, 0));
+            }
             _ => {
                 return Err(CaptureError::NotACapture {
                     magic: [head[0], head[1], head[2], head[3]],
@@ -209,6 +278,7 @@ impl CaptureParser {
     pub fn nanosecond_times(&self) -> bool {
         match self.format {
             Format::Pcap { nanos, .. } => nanos,
+            Format::Erf => true,
             Format::Pcapng => self.interfaces.iter().any(|i| {
                 i.tsresol_pow2 && i.tsresol_exp > 20 || !i.tsresol_pow2 && i.tsresol_exp > 6
             }),
@@ -218,7 +288,7 @@ impl CaptureParser {
     /// pcap files read so far: more than one when files were concatenated; pcapng sections.
     pub fn files(&self) -> u32 {
         match self.format {
-            Format::Pcap { .. } => self.files,
+            Format::Pcap { .. } | Format::Erf => self.files,
             Format::Pcapng => self.sections,
         }
     }
@@ -238,7 +308,7 @@ impl CaptureParser {
     /// The link type of a classic pcap file (pcapng: of its first interface, if any).
     pub fn linktype(&self) -> Option<u32> {
         match self.format {
-            Format::Pcap { .. } => Some(self.linktype),
+            Format::Pcap { .. } | Format::Erf => Some(self.linktype),
             Format::Pcapng => self.interfaces.first().map(|i| i.linktype),
         }
     }
@@ -246,7 +316,7 @@ impl CaptureParser {
     /// The snap length of a classic pcap file, or of the first pcapng interface.
     pub fn snaplen(&self) -> u32 {
         match self.format {
-            Format::Pcap { .. } => self.snaplen,
+            Format::Pcap { .. } | Format::Erf => self.snaplen,
             Format::Pcapng => self.interfaces.first().map_or(0, |i| i.snaplen),
         }
     }
@@ -257,6 +327,7 @@ impl CaptureParser {
         match self.format {
             Format::Pcap { nanos, .. } => self.next_pcap(buf, nanos, offset),
             Format::Pcapng => self.next_pcapng(buf, offset),
+            Format::Erf => next_erf(buf, offset),
         }
     }
 
