@@ -19,8 +19,9 @@ use core::net::IpAddr;
 
 use crate::{truncated, DecodeError, Layer};
 
-/// Most encapsulation layers kept per frame (a mirror of a tunnel of a tunnel is deep enough).
-pub const MAX_ENCAP: usize = 4;
+/// Most encapsulation layers followed per frame: a mirror session around a tunnel. Each layer
+/// is kept in the frame by value (no allocation), so the limit is also what every frame costs.
+pub const MAX_ENCAP: usize = 2;
 /// Most MPLS labels kept per stack.
 pub const MAX_LABELS: usize = 4;
 

@@ -271,6 +271,7 @@ pub fn decode_frame(linktype: u32, data: &[u8], orig_len: u32) -> Frame<'_> {
 }
 
 /// `decode_frame` for a frame inside `depth` encapsulations.
+#[inline(always)]
 fn decode_nested(linktype: u32, data: &[u8], orig_len: u32, depth: usize) -> Frame<'_> {
     if linktype == LINKTYPE_ETHERNET {
         let caplen = u32::try_from(data.len()).unwrap_or(u32::MAX);
