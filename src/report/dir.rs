@@ -242,8 +242,8 @@ pub fn write_dir(
         source: std::io::Error::other(e),
     })?;
     for r in &rendered {
-        files.push(dir.join(format!("{}.png", r.name)));
-        files.push(dir.join(format!("{}.svg", r.name)));
+        files.push(dir.join(format!("{}.png", r.kind.name())));
+        files.push(dir.join(format!("{}.svg", r.kind.name())));
     }
     let page = html::render(report, d, &rendered);
     files.push(write(dir, "index.html", page.as_bytes())?);

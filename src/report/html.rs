@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::plots::{css_color, flow_color, human_ns, Rendered};
-use crate::model::{CaptureReport, FlowRole, PlotData, Report, Severity};
+use crate::model::{CaptureReport, FlowRole, PlotData, PlotKind, Report, Severity};
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -14,13 +14,13 @@ fn esc(s: &str) -> String {
 }
 
 /// How to read each plot, in one or two sentences.
-fn caption(name: &str) -> &'static str {
-    match name {
-        "throughput" => "Wire throughput of the busiest data flows (the rest summed in grey). A flow that drops to zero while others go on was stalled: look for its gaps, retransmissions or pauses at the same time below.",
-        "psn" => "Each line is a QP's request sequence advancing. A red x marks a PSN gap (packets lost before the capture point), an orange triangle a retransmission; a dip in the line is the requester going back (go-back-N).",
-        "ecn_cnp" => "Red: packets a switch marked CE (congestion experienced). Blue: CNPs the receivers sent back so that the senders slow down. CE without blue after it means congestion control is not reacting.",
-        "pfc" => "One row per priority and sender of pause frames; bars are the time that priority was paused on this link, red rows carry RoCE. A red band is a storm: the priority paused for a long stretch or flooded with pause frames.",
-        _ => "Distribution of the time from a request asking for an ACK to the ACK that covers it, over all QPs. A long tail means queues built up or retransmissions.",
+fn caption(kind: PlotKind) -> &'static str {
+    match kind {
+        PlotKind::Throughput => "Wire throughput of the busiest data flows (the rest summed in grey). A flow that drops to zero while others go on was stalled: look for its gaps, retransmissions or pauses at the same time below.",
+        PlotKind::Psn => "Each line is a QP's request sequence advancing. A red x marks a PSN gap (packets lost before the capture point), an orange triangle a retransmission; a dip in the line is the requester going back (go-back-N).",
+        PlotKind::EcnCnp => "Per flow, in its color: circles are packets a switch marked CE (congestion experienced), triangles the CNPs its receiver sent back so that the sender slows down. Circles without triangles mean congestion control is not reacting for that flow.",
+        PlotKind::Pfc => "One row per priority and sender of pause frames; bars are the time that priority was paused on this link, red on priorities that carry RoCE. An amber band is a storm: the priority paused for a long stretch or flooded with pause frames.",
+        PlotKind::AckRtt => "Distribution of the time from a request asking for an ACK to the ACK that covers it, over all QPs. A long tail means queues built up or retransmissions.",
     }
 }
 
@@ -50,9 +50,9 @@ pub fn render(r: &Report, d: &PlotData, plots: &[Rendered]) -> String {
         let _ = writeln!(
             o,
             "<div class=\"plot\" id=\"{name}\">{svg}<p>{caption} <a href=\"{name}.png\">PNG</a> &middot; <a href=\"{name}.svg\">SVG</a></p></div>",
-            name = p.name,
+            name = p.kind.name(),
             svg = strip_xml_header(&p.svg),
-            caption = esc(caption(p.name)),
+            caption = esc(caption(p.kind)),
         );
     }
     verification(&mut o, r);

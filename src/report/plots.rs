@@ -10,7 +10,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
 
-use crate::model::{Bin, FlowSeries, PlotData};
+use crate::model::{Bin, FlowSeries, PlotData, PlotKind};
 
 pub const WIDTH: u32 = 1200;
 pub const HEIGHT: u32 = 480;
@@ -561,27 +561,21 @@ pub fn human_ns(ns: u64) -> String {
 
 /// One plot, drawn to a PNG file and to SVG text.
 pub struct Rendered {
-    pub name: &'static str,
-    pub title: &'static str,
+    pub kind: PlotKind,
     pub svg: String,
 }
 
-/// Every plot: (file name, title).
-pub const PLOTS: [(&str, &str); 5] = [
-    ("throughput", "Throughput per flow"),
-    ("psn", "PSN progress, gaps and retransmissions"),
-    ("ecn_cnp", "CE marks and CNPs"),
-    ("pfc", "PFC pause intervals"),
-    ("ack_rtt", "ACK round-trip time"),
-];
-
-fn draw<DB: DrawingBackend>(name: &str, root: &DrawingArea<DB, Shift>, d: &PlotData) -> DrawResult {
-    match name {
-        "throughput" => throughput(root, d),
-        "psn" => psn(root, d),
-        "ecn_cnp" => ecn(root, d),
-        "pfc" => pfc(root, d),
-        _ => rtt(root, d),
+fn draw<DB: DrawingBackend>(
+    kind: PlotKind,
+    root: &DrawingArea<DB, Shift>,
+    d: &PlotData,
+) -> DrawResult {
+    match kind {
+        PlotKind::Throughput => throughput(root, d),
+        PlotKind::Psn => psn(root, d),
+        PlotKind::EcnCnp => ecn(root, d),
+        PlotKind::Pfc => pfc(root, d),
+        PlotKind::AckRtt => rtt(root, d),
     }
 }
 
@@ -589,20 +583,21 @@ fn draw<DB: DrawingBackend>(name: &str, root: &DrawingArea<DB, Shift>, d: &PlotD
 pub fn render_all(dir: &std::path::Path, d: &PlotData) -> Result<Vec<Rendered>, String> {
     register_fonts();
     let mut out = Vec::new();
-    for (name, title) in PLOTS {
+    for kind in PlotKind::ALL {
+        let name = kind.name();
         let png_path = dir.join(format!("{name}.png"));
         {
             let root = BitMapBackend::new(&png_path, (WIDTH, HEIGHT)).into_drawing_area();
-            draw(name, &root, d).map_err(|e| format!("{}: {e}", png_path.display()))?;
+            draw(kind, &root, d).map_err(|e| format!("{}: {e}", png_path.display()))?;
         }
         let mut svg = String::new();
         {
             let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
-            draw(name, &root, d).map_err(|e| format!("{name}.svg: {e}"))?;
+            draw(kind, &root, d).map_err(|e| format!("{name}.svg: {e}"))?;
         }
         std::fs::write(dir.join(format!("{name}.svg")), &svg)
             .map_err(|e| format!("{name}.svg: {e}"))?;
-        out.push(Rendered { name, title, svg });
+        out.push(Rendered { kind, svg });
     }
     Ok(out)
 }
