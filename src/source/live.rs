@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use pcap::{Active, Capture, Device, Precision, Savefile};
 use roce_parsers::capture::Record;
 
-use super::file::BATCH;
+use super::batch::CopiedBatch;
 use super::{SourceEnd, SourceProblem, SourceStatus};
 use crate::diagnostics::Diagnostics;
 use crate::error::Error;
@@ -26,8 +26,6 @@ const DEFAULT_FILTER: &str = "(udp dst port 4791 or ether proto 0x8915 or ether 
 const DEFAULT_FILTER_COOKED: &str = "udp dst port 4791 or ether proto 0x8915 or ether proto 0x8808";
 /// Pause when the capture buffer is empty (the kernel keeps buffering meanwhile).
 const IDLE_SLEEP: Duration = Duration::from_millis(1);
-/// Most bytes of frames copied into one batch.
-const BATCH_BYTES: usize = 2 << 20;
 /// A batch is handed on at least this often, even when small or empty, so that the status
 /// view and -c/--duration stay responsive at low rates.
 const BATCH_AGE: Duration = Duration::from_millis(50);
@@ -121,50 +119,18 @@ pub struct LiveSource {
     duration: Option<Duration>,
 }
 
-/// Frames copied out of libpcap's buffer, waiting to be handed on as one batch.
-#[derive(Default)]
-struct Batch {
-    bytes: Vec<u8>,
-    /// (timestamp, caplen, original length, end offset in `bytes`) per frame.
-    frames: Vec<(u64, u32, u32, usize)>,
-}
-
-impl Batch {
-    fn push(&mut self, packet: &pcap::Packet<'_>) {
-        let h = packet.header;
-        // With nanosecond precision libpcap puts nanoseconds in tv_usec.
-        let ts_ns = (h.ts.tv_sec as u64) * 1_000_000_000 + h.ts.tv_usec as u64;
-        self.bytes.extend_from_slice(packet.data);
-        self.frames.push((ts_ns, h.caplen, h.len, self.bytes.len()));
-    }
-
-    fn is_full(&self) -> bool {
-        self.frames.len() >= BATCH || self.bytes.len() >= BATCH_BYTES
-    }
-
-    fn records(&self, linktype: u32) -> Vec<Record<'_>> {
-        let mut start = 0;
-        self.frames
-            .iter()
-            .map(|&(ts_ns, caplen, len, end)| {
-                let data = &self.bytes[start..end];
-                start = end;
-                Record {
-                    ts_ns,
-                    caplen,
-                    len,
-                    linktype,
-                    interface: 0,
-                    input: 0,
-                    data,
-                }
-            })
-            .collect()
-    }
-
-    fn clear(&mut self) {
-        self.bytes.clear();
-        self.frames.clear();
+/// A captured packet as a record of this capture.
+fn record_of<'p>(packet: &'p pcap::Packet<'_>, linktype: u32) -> Record<'p> {
+    let h = packet.header;
+    // With nanosecond precision libpcap puts nanoseconds in tv_usec.
+    Record {
+        ts_ns: (h.ts.tv_sec as u64) * 1_000_000_000 + h.ts.tv_usec as u64,
+        caplen: h.caplen,
+        len: h.len,
+        linktype,
+        interface: 0,
+        input: 0,
+        data: packet.data,
     }
 }
 
@@ -227,7 +193,7 @@ impl LiveSource {
         mut consume: impl FnMut(&[Record<'_>], &SourceStatus) -> io::Result<()>,
     ) -> Result<SourceEnd, Error> {
         let started = Instant::now();
-        let mut batch = Batch::default();
+        let mut batch = CopiedBatch::default();
         let mut last_handed = Instant::now();
         let mut delivered = 0u64;
         let mut failure = None;
@@ -238,13 +204,13 @@ impl LiveSource {
         loop {
             let limit_reached = self
                 .count
-                .is_some_and(|n| delivered + batch.frames.len() as u64 >= n);
+                .is_some_and(|n| delivered + batch.len() as u64 >= n);
             let timed_out = self.duration.is_some_and(|d| started.elapsed() >= d);
             let done = limit_reached || timed_out || stop.load(Ordering::SeqCst);
             if done || batch.is_full() || last_handed.elapsed() >= BATCH_AGE {
                 let status = self.status();
-                consume(&batch.records(self.linktype), &status).map_err(output_err)?;
-                delivered += batch.frames.len() as u64;
+                consume(&batch.records(), &status).map_err(output_err)?;
+                delivered += batch.len() as u64;
                 batch.clear();
                 last_handed = Instant::now();
             }
@@ -256,13 +222,13 @@ impl LiveSource {
                     if let Some(sf) = self.savefile.as_mut() {
                         sf.write(&packet);
                     }
-                    batch.push(&packet);
+                    batch.push(&record_of(&packet, self.linktype));
                 }
                 Err(pcap::Error::TimeoutExpired) => std::thread::sleep(IDLE_SLEEP),
                 Err(e) => {
                     failure = Some(format!("capture stopped: {e}"));
                     let status = self.status();
-                    consume(&batch.records(self.linktype), &status).map_err(output_err)?;
+                    consume(&batch.records(), &status).map_err(output_err)?;
                     break;
                 }
             }

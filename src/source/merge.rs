@@ -8,49 +8,20 @@ use std::sync::mpsc;
 
 use roce_parsers::capture::Record;
 
-use super::file::{FileSource, BATCH};
+use super::batch::CopiedBatch;
+use super::file::FileSource;
 use super::{SourceEnd, SourceProblem, SourceStatus};
 use crate::error::Error;
 
-/// Bytes of frames in one merged batch.
-const BATCH_BYTES: usize = 2 << 20;
-
-/// Records copied out of a file's block: (ts, caplen, len, linktype, end offset) per frame.
-#[derive(Default)]
-struct OwnedBatch {
-    bytes: Vec<u8>,
-    frames: Vec<(u64, u32, u32, u32, usize)>,
-}
-
-impl OwnedBatch {
-    fn push(&mut self, r: &Record<'_>) {
-        self.bytes.extend_from_slice(r.data);
-        self.frames
-            .push((r.ts_ns, r.caplen, r.len, r.linktype, self.bytes.len()));
-    }
-
-    fn start(&self, i: usize) -> usize {
-        if i == 0 {
-            0
-        } else {
-            self.frames[i - 1].4
-        }
-    }
-
-    fn is_full(&self) -> bool {
-        self.frames.len() >= BATCH || self.bytes.len() >= BATCH_BYTES
-    }
-}
-
 enum Message {
-    Batch(OwnedBatch, SourceStatus),
+    Batch(CopiedBatch, SourceStatus),
     End(Result<SourceEnd, Error>),
 }
 
 /// One input being merged: its channel and the batch being taken from.
 struct Cursor {
     rx: mpsc::Receiver<Message>,
-    batch: OwnedBatch,
+    batch: CopiedBatch,
     at: usize,
     status: SourceStatus,
     end: Option<Result<SourceEnd, Error>>,
@@ -60,7 +31,7 @@ impl Cursor {
     /// The timestamp of the next frame, reading the next batch when this one is used up;
     /// None when the input has ended.
     fn head(&mut self) -> Option<u64> {
-        while self.at == self.batch.frames.len() {
+        while self.at == self.batch.len() {
             if self.end.is_some() {
                 return None;
             }
@@ -74,7 +45,7 @@ impl Cursor {
                 Err(_) => self.end = Some(Ok(SourceEnd::default())),
             }
         }
-        Some(self.batch.frames[self.at].0)
+        Some(self.batch.record(self.at).ts_ns)
     }
 }
 
@@ -99,8 +70,7 @@ impl MergedFiles {
         mut consume: impl FnMut(&[Record<'_>], &SourceStatus) -> io::Result<()>,
     ) -> Result<SourceEnd, Error> {
         let mut cursors: Vec<Cursor> = self.files.into_iter().map(spawn_reader).collect();
-        let mut out = OwnedBatch::default();
-        let mut inputs: Vec<u16> = Vec::new();
+        let mut out = CopiedBatch::default();
         let output_err = |source| Error::Output {
             path: "<output>".into(),
             source,
@@ -111,32 +81,24 @@ impl MergedFiles {
                 .min();
             let Some((_, i)) = next else { break };
             let c = &mut cursors[i];
-            let (ts, caplen, len, linktype, end) = c.batch.frames[c.at];
             let record = Record {
-                ts_ns: ts,
-                caplen,
-                len,
-                linktype,
-                interface: 0,
                 input: i as u16,
-                data: &c.batch.bytes[c.batch.start(c.at)..end],
+                ..c.batch.record(c.at)
             };
             out.push(&record);
-            inputs.push(i as u16);
             c.at += 1;
             if out.is_full() {
-                hand_on(&mut out, &mut inputs, &cursors, &mut consume).map_err(output_err)?;
+                hand_on(&mut out, &cursors, &mut consume).map_err(output_err)?;
             }
         }
-        hand_on(&mut out, &mut inputs, &cursors, &mut consume).map_err(output_err)?;
+        hand_on(&mut out, &cursors, &mut consume).map_err(output_err)?;
         combine(cursors, &self.names)
     }
 }
 
 /// Hands the merged batch on, and empties it.
 fn hand_on(
-    out: &mut OwnedBatch,
-    inputs: &mut Vec<u16>,
+    out: &mut CopiedBatch,
     cursors: &[Cursor],
     consume: &mut impl FnMut(&[Record<'_>], &SourceStatus) -> io::Result<()>,
 ) -> io::Result<()> {
@@ -144,24 +106,8 @@ fn hand_on(
         nanosecond_times: cursors.iter().any(|c| c.status.nanosecond_times),
         capture_drops: None,
     };
-    let records: Vec<Record<'_>> = (0..out.frames.len())
-        .map(|i| {
-            let (ts_ns, caplen, len, linktype, end) = out.frames[i];
-            Record {
-                ts_ns,
-                caplen,
-                len,
-                linktype,
-                interface: 0,
-                input: inputs[i],
-                data: &out.bytes[out.start(i)..end],
-            }
-        })
-        .collect();
-    consume(&records, &status)?;
-    out.bytes.clear();
-    out.frames.clear();
-    inputs.clear();
+    consume(&out.records(), &status)?;
+    out.clear();
     Ok(())
 }
 
@@ -169,7 +115,7 @@ fn hand_on(
 fn spawn_reader(file: FileSource) -> Cursor {
     let (tx, rx) = mpsc::sync_channel(2);
     std::thread::spawn(move || {
-        let mut batch = OwnedBatch::default();
+        let mut batch = CopiedBatch::default();
         let mut last_status = SourceStatus::default();
         let end = file.for_each_batch(|records, status| {
             last_status = *status;
@@ -188,7 +134,7 @@ fn spawn_reader(file: FileSource) -> Cursor {
     });
     Cursor {
         rx,
-        batch: OwnedBatch::default(),
+        batch: CopiedBatch::default(),
         at: 0,
         status: SourceStatus::default(),
         end: None,

@@ -2,6 +2,7 @@
 //! (`live`). Both hand out batches of records in capture order through the same callback, so
 //! the pipeline and its sinks do not know which one they are fed by.
 
+pub mod batch;
 pub mod file;
 pub mod live;
 pub mod merge;
