@@ -219,7 +219,7 @@ fn report_from_file(
     out: &mut dyn Write,
 ) -> Result<u8, Error> {
     let name = source.name();
-    let sink = ReportSink::new(opts.analysis, opts.expect);
+    let sink = ReportSink::new(opts.analysis, opts.expect, opts.decode);
     let mut pipeline = Pipeline::new(sink, diagnostics, run.threads);
     let end = feed(source, &mut pipeline, &run.select);
     let end = match end {
@@ -435,7 +435,7 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
             let ctx = CaptureContext {
                 vlan_subinterface: source.vlan_subinterface.clone(),
             };
-            let sink = ReportSink::new(opts.analysis, opts.expect);
+            let sink = ReportSink::new(opts.analysis, opts.expect, opts.decode);
             let mut pipeline = Pipeline::new(sink, diagnostics, config.threads);
             let mut status = Status::start();
             let end = source.for_each_batch(stop, |batch, src| {

@@ -14,7 +14,7 @@ use crate::output::Output;
 use crate::packets::{PacketFormat, PrintSettings};
 use crate::select::SelectConfig;
 pub use crate::source::live::LiveConfig;
-use roce_parsers::TrafficClass;
+use roce_parsers::{DecodeOptions, TrafficClass};
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -101,6 +101,10 @@ pub struct Args {
         help_heading = "Live capture"
     )]
     pub filter: Vec<String>,
+
+    /// A UDP port that carries VXLAN besides 4789 (some fabrics use 8472, Linux's old default).
+    #[arg(long, value_name = "PORT")]
+    pub vxlan_port: Option<u16>,
 
     /// Keep one connection of a capture file: the frames to this destination QP, and the
     /// ACKs, READ responses and CNPs sent back between the same two hosts.
@@ -251,6 +255,7 @@ pub enum Mode {
 
 #[derive(Debug, Clone)]
 pub struct ReportOptions {
+    pub decode: DecodeOptions,
     pub analysis: AnalysisConfig,
     pub expect: Expectations,
     /// Where the JSON report goes; None prints the text report (or the verification table).
@@ -385,6 +390,7 @@ impl Config {
             qp: a.qp,
             count: a.count.filter(|_| a.interface.is_none()),
             write: a.write.clone().filter(|_| a.interface.is_none()),
+            decode: a.decode_options(),
         };
         Ok(Config {
             source,
@@ -461,6 +467,7 @@ impl Args {
                 format,
                 roce_only: self.roce_only,
                 inputs: Vec::new(),
+                decode: self.decode_options(),
             },
             out: json.unwrap_or(Output::Stdout),
         })
@@ -478,11 +485,18 @@ impl Args {
             }
         });
         Ok(Mode::Report(ReportOptions {
+            decode: self.decode_options(),
             analysis: self.analysis()?,
             expect: self.expectations()?,
             json,
             report_dir,
         }))
+    }
+
+    fn decode_options(&self) -> DecodeOptions {
+        DecodeOptions {
+            vxlan_port: self.vxlan_port,
+        }
     }
 
     fn analysis(&self) -> Result<AnalysisConfig, Error> {

@@ -4,20 +4,20 @@
 use std::collections::BTreeMap;
 
 use roce_parsers::capture::Record;
-use roce_parsers::{decode_frame, DecodeError, Frame, IcrcStatus, Layer};
+use roce_parsers::{decode_frame_with, DecodeError, DecodeOptions, Frame, IcrcStatus, Layer};
 
 use crate::model::{MalformedByLayer, TruncatedBy};
 use crate::summary::{PacketSummary, Payload};
 use roce_parsers::frame::Truncation;
 
 /// Decodes one record.
-pub fn decode<'a>(rec: &Record<'a>) -> Frame<'a> {
-    decode_frame(rec.linktype, rec.data, rec.len)
+pub fn decode<'a>(rec: &Record<'a>, options: DecodeOptions) -> Frame<'a> {
+    decode_frame_with(rec.linktype, rec.data, rec.len, options)
 }
 
 /// Decodes one record into the summary the counters and the analysis read.
-pub fn summarize(frame_no: u64, rec: &Record<'_>) -> PacketSummary {
-    PacketSummary::new(frame_no, rec.ts_ns, &decode(rec))
+pub fn summarize(frame_no: u64, rec: &Record<'_>, options: DecodeOptions) -> PacketSummary {
+    PacketSummary::new(frame_no, rec.ts_ns, &decode(rec, options))
 }
 
 /// Counts over every frame of a capture, filled once per frame by the pipeline.

@@ -740,6 +740,7 @@ pub struct PrintSettings {
     pub roce_only: bool,
     /// The input files when several are read as one (NDJSON names each frame's).
     pub inputs: Vec<String>,
+    pub decode: roce_parsers::DecodeOptions,
 }
 
 /// `--packets`: a sink that prints every frame, formatted in parallel, written in order.
@@ -782,7 +783,7 @@ impl<W: Write + Send> Sink for PacketPrinter<W> {
         let mut line = String::with_capacity(256);
         for (i, rec) in records.iter().enumerate() {
             let frame_no = at.first_frame + i as u64;
-            let frame = decode(rec);
+            let frame = decode(rec, settings.decode);
             chunk
                 .summaries
                 .push(PacketSummary::new(frame_no, rec.ts_ns, &frame));

@@ -244,6 +244,7 @@ mod tests {
                 format: PacketFormat::Text,
                 roce_only: false,
                 inputs: Vec::new(),
+                decode: Default::default(),
             };
             let printer = PacketPrinter::new(settings, Vec::new());
             let diag = Diagnostics::new("t", 0).silent();

@@ -4,6 +4,7 @@
 use std::io;
 
 use roce_parsers::capture::Record;
+use roce_parsers::DecodeOptions;
 
 use crate::analysis::report_build::CaptureMeta;
 use crate::analysis::{AnalysisConfig, Analyzer};
@@ -16,13 +17,15 @@ use crate::verify::{CaptureContext, Verifier};
 pub struct ReportSink {
     analyzer: Analyzer,
     verifier: Option<Verifier>,
+    decode: DecodeOptions,
 }
 
 impl ReportSink {
-    pub fn new(analysis: AnalysisConfig, expect: Expectations) -> Self {
+    pub fn new(analysis: AnalysisConfig, expect: Expectations, decode: DecodeOptions) -> Self {
         ReportSink {
             analyzer: Analyzer::new(analysis),
             verifier: expect.any().then(|| Verifier::new(expect)),
+            decode,
         }
     }
 
@@ -42,15 +45,17 @@ impl ReportSink {
 
 impl Sink for ReportSink {
     type Chunk = Vec<PacketSummary>;
-    type Decoder = ();
+    type Decoder = DecodeOptions;
 
-    fn decoder(&self) {}
+    fn decoder(&self) -> DecodeOptions {
+        self.decode
+    }
 
-    fn decode(_: &(), at: Position, records: &[Record<'_>]) -> Vec<PacketSummary> {
+    fn decode(options: &DecodeOptions, at: Position, records: &[Record<'_>]) -> Vec<PacketSummary> {
         records
             .iter()
             .enumerate()
-            .map(|(i, rec)| summarize(at.first_frame + i as u64, rec))
+            .map(|(i, rec)| summarize(at.first_frame + i as u64, rec, *options))
             .collect()
     }
 

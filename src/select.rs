@@ -10,7 +10,7 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use roce_parsers::capture::Record;
-use roce_parsers::{decode_frame, Opcode};
+use roce_parsers::{decode_frame_with, DecodeOptions, Opcode};
 
 use crate::error::Error;
 
@@ -26,6 +26,8 @@ pub struct SelectConfig {
     pub count: Option<u64>,
     /// Write the frames kept to this pcap file.
     pub write: Option<PathBuf>,
+    /// How frames are decoded for --qp.
+    pub decode: DecodeOptions,
 }
 
 impl SelectConfig {
@@ -106,7 +108,7 @@ impl Selection {
         let Some(qp) = self.config.qp else {
             return Ok(true);
         };
-        let frame = decode_frame(rec.linktype, rec.data, rec.len);
+        let frame = decode_frame_with(rec.linktype, rec.data, rec.len, self.config.decode);
         let (Some(r), Some((src, dst))) = (frame.roce, frame.addresses()) else {
             return Ok(false);
         };

@@ -190,3 +190,30 @@ fn a_malformed_frame_changes_no_psn_state() {
         assert_eq!(f["psn"][k], 0, "{k}: {f}");
     }
 }
+
+#[test]
+fn vxlan_on_another_port_with_vxlan_port() {
+    let outer = Outer {
+        vlan: None,
+        v6: false,
+    };
+    let mut vx = vec![0x08, 0, 0, 0, 0, 0, 42, 0];
+    vx.extend_from_slice(&write(0x100, 1));
+    let data = capture(vec![outer.udp(8472, &vx)]);
+    let path = std::env::temp_dir().join(format!("vxlan8472-{}.pcap", std::process::id()));
+    std::fs::write(&path, data).unwrap();
+    let plain = ndjson(&path);
+    assert!(
+        plain[0].get("bth").is_none(),
+        "UDP 8472 is not VXLAN unless told"
+    );
+    let out = run_path(&path, &["--packets", "--json", "--vxlan-port", "8472"]);
+    let told: Value = serde_json::from_str(stdout(&out).lines().next().unwrap()).unwrap();
+    assert_eq!(told["encap"][0]["type"], "vxlan");
+    assert_eq!(told["encap"][0]["vni"], 42);
+    assert_eq!(told["bth"]["dqpn"], 0x100);
+    let report = run_path(&path, &["--json", "--vxlan-port", "8472"]);
+    let r: Value = serde_json::from_slice(&report.stdout).unwrap();
+    assert_eq!(r["capture"]["roce_packets"], 1);
+    std::fs::remove_file(&path).ok();
+}

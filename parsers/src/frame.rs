@@ -267,12 +267,36 @@ fn map_stop(e: &err::packet::SliceError, layer: err::Layer) -> DecodeError {
 /// extension headers, short headers), goes through etherparse's lax slicing. Both give the same
 /// `Frame` (a test checks it on real and mutated frames); the direct path only saves time.
 pub fn decode_frame(linktype: u32, data: &[u8], orig_len: u32) -> Frame<'_> {
-    decode_nested(linktype, data, orig_len, 0)
+    decode_frame_with(linktype, data, orig_len, DecodeOptions::default())
+}
+
+/// What decoding can be told beyond the bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DecodeOptions {
+    /// A UDP port that carries VXLAN besides 4789 (`--vxlan-port`).
+    pub vxlan_port: Option<u16>,
+}
+
+/// `decode_frame` with options.
+pub fn decode_frame_with(
+    linktype: u32,
+    data: &[u8],
+    orig_len: u32,
+    options: DecodeOptions,
+) -> Frame<'_> {
+    decode_nested(linktype, data, orig_len, Nesting { depth: 0, options })
+}
+
+/// Where a frame sits: how many encapsulations deep, and the options of the whole decode.
+#[derive(Debug, Clone, Copy)]
+struct Nesting {
+    depth: usize,
+    options: DecodeOptions,
 }
 
 /// `decode_frame` for a frame inside `depth` encapsulations.
 #[inline(always)]
-fn decode_nested(linktype: u32, data: &[u8], orig_len: u32, depth: usize) -> Frame<'_> {
+fn decode_nested(linktype: u32, data: &[u8], orig_len: u32, depth: Nesting) -> Frame<'_> {
     if linktype == LINKTYPE_ETHERNET {
         let caplen = u32::try_from(data.len()).unwrap_or(u32::MAX);
         let mut frame = Frame::empty(linktype, caplen, orig_len.max(caplen));
@@ -407,10 +431,14 @@ fn fast_rocev2<'a>(frame: &mut Frame<'a>, data: &'a [u8]) -> bool {
 
 /// The general path: etherparse's lax slicing for every link type and every frame.
 pub fn decode_frame_general(linktype: u32, data: &[u8], orig_len: u32) -> Frame<'_> {
-    general_at(linktype, data, orig_len, 0)
+    let top = Nesting {
+        depth: 0,
+        options: DecodeOptions::default(),
+    };
+    general_at(linktype, data, orig_len, top)
 }
 
-fn general_at(linktype: u32, data: &[u8], orig_len: u32, depth: usize) -> Frame<'_> {
+fn general_at(linktype: u32, data: &[u8], orig_len: u32, depth: Nesting) -> Frame<'_> {
     let caplen = u32::try_from(data.len()).unwrap_or(u32::MAX);
     let mut frame = Frame::empty(linktype, caplen, orig_len.max(caplen));
     if linktype == link::LINKTYPE_ERF {
@@ -556,7 +584,7 @@ fn decapsulate<'a>(
     frame: &mut Frame<'a>,
     sliced: &LaxSlicedPacket<'a>,
     data: &'a [u8],
-    depth: usize,
+    depth: Nesting,
 ) -> Option<Frame<'a>> {
     let payload = match &sliced.net {
         Some(LaxNetSlice::Ipv4(s)) => s.payload(),
@@ -574,7 +602,10 @@ fn decapsulate<'a>(
             Ok((layer, LINKTYPE_RAW, payload.payload))
         }
         17 => match &sliced.transport {
-            Some(TransportSlice::Udp(u)) if u.destination_port() == encap::VXLAN_PORT => {
+            Some(TransportSlice::Udp(u))
+                if u.destination_port() == encap::VXLAN_PORT
+                    || Some(u.destination_port()) == depth.options.vxlan_port =>
+            {
                 encap::vxlan(u.payload()).map(|(l, inner)| (l, LINKTYPE_ETHERNET, inner))
             }
             Some(TransportSlice::Udp(u)) if u.destination_port() == encap::GENEVE_PORT => {
@@ -626,7 +657,7 @@ fn decode_inner<'a>(
     data: &'a [u8],
     inner: &'a [u8],
     layer: Encap,
-    depth: usize,
+    depth: Nesting,
 ) -> Frame<'a> {
     decode_inner_as(outer, data, inner, layer, LINKTYPE_RAW, depth)
 }
@@ -640,9 +671,9 @@ fn decode_inner_as<'a>(
     inner: &'a [u8],
     layer: Encap,
     linktype: u32,
-    depth: usize,
+    depth: Nesting,
 ) -> Frame<'a> {
-    if depth + 1 >= MAX_ENCAP {
+    if depth.depth + 1 >= MAX_ENCAP {
         let mut f = *outer;
         f.error = Some(DecodeError::Invalid {
             layer: Layer::Encap,
@@ -656,7 +687,10 @@ fn decode_inner_as<'a>(
         linktype,
         inner,
         u32::try_from(wire).unwrap_or(u32::MAX),
-        depth + 1,
+        Nesting {
+            depth: depth.depth + 1,
+            ..depth
+        },
     );
     let own = f.encaps;
     let own_count = usize::from(f.encap_count);

@@ -43,7 +43,9 @@ pub use bth::Bth;
 pub use deth::Deth;
 pub use encap::{Encap, EncapKind};
 pub use error::{DecodeError, Layer};
-pub use frame::{decode_frame, Frame, IpInfo, RoceInfo, RoceVersion, VlanTag};
+pub use frame::{
+    decode_frame, decode_frame_with, DecodeOptions, Frame, IpInfo, RoceInfo, RoceVersion, VlanTag,
+};
 pub use icrc::{IcrcCheck, IcrcStatus};
 pub use mad::CmMessage;
 pub use opcode::{Opcode, Operation, Position, Transport};
