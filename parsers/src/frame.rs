@@ -487,7 +487,10 @@ fn general_at(linktype: u32, data: &[u8], orig_len: u32, depth: Nesting) -> Fram
             }
             encap::ETHERTYPE_MPLS | encap::ETHERTYPE_MPLS_MULTICAST => {
                 return match encap::mpls(p.payload) {
-                    Ok((layer, inner)) => decode_inner(&frame, data, inner, layer, depth),
+                    // IPv4 or IPv6, told by the first nibble (raw IP).
+                    Ok((layer, inner)) => {
+                        decode_inner_as(&frame, data, inner, layer, LINKTYPE_RAW, depth)
+                    }
                     Err(e) => {
                         frame.error = Some(e);
                         frame
@@ -649,17 +652,6 @@ fn linktype_of(protocol: u16) -> u32 {
         // Anything else: tried as raw IP, which names what it is not.
         _ => LINKTYPE_RAW,
     }
-}
-
-/// The frame inside an MPLS label stack: IPv4 or IPv6, told by its first nibble.
-fn decode_inner<'a>(
-    outer: &Frame<'a>,
-    data: &'a [u8],
-    inner: &'a [u8],
-    layer: Encap,
-    depth: Nesting,
-) -> Frame<'a> {
-    decode_inner_as(outer, data, inner, layer, LINKTYPE_RAW, depth)
 }
 
 /// Decodes `inner` (a part of `data`) as a frame of `linktype`: the result describes the inner

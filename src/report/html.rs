@@ -167,11 +167,7 @@ fn findings(o: &mut String, r: &Report) {
         } else {
             format!(
                 "<div class=\"frames\">first frames: {}</div>",
-                f.frames
-                    .iter()
-                    .map(u64::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                super::frame_list(&f.frames)
             )
         };
         let _ = writeln!(
@@ -206,11 +202,7 @@ fn verification(o: &mut String, r: &Report) {
     }
     o.push_str("<table><tr><th>flow</th><th>kind</th><th>checked</th><th>violating</th><th>DSCP</th><th>PCP</th><th>VLAN</th><th>ECN</th><th>first violating frames</th></tr>\n");
     for f in &v.flows {
-        let frames: Vec<String> = f
-            .first_violating_frames
-            .iter()
-            .map(u64::to_string)
-            .collect();
+        let frames = super::frame_list(&f.first_violating_frames);
         let _ = writeln!(
             o,
             "<tr{}><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -223,7 +215,7 @@ fn verification(o: &mut String, r: &Report) {
             counts(&f.seen["pcp"]),
             counts(&f.seen["vlan"]),
             counts(&f.seen["ecn"]),
-            frames.join(", ")
+            frames
         );
     }
     o.push_str("</table>\n");

@@ -6,3 +6,12 @@ pub mod html;
 pub mod plots;
 pub mod text;
 pub mod verify;
+
+/// Frame numbers as every renderer lists them: `4, 9, 14`.
+pub fn frame_list(frames: &[u64]) -> String {
+    frames
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -125,8 +125,8 @@ fn findings(o: &mut String, r: &Report) {
             }
         }
         if !f.frames.is_empty() {
-            let frames: Vec<String> = f.frames.iter().map(u64::to_string).collect();
-            let _ = writeln!(o, "  {:<8} {:<24} frames: {}", "", "", frames.join(", "));
+            let frames = super::frame_list(&f.frames);
+            let _ = writeln!(o, "  {:<8} {:<24} frames: {frames}", "", "");
         }
     }
 }

@@ -54,11 +54,7 @@ pub fn render(v: &VerifyReport, file: &str) -> String {
         "flow", "kind", "checked", "violating", "DSCP seen", "PCP seen", "VLAN seen", "ECN seen"
     );
     for f in &v.flows {
-        let frames: Vec<String> = f
-            .first_violating_frames
-            .iter()
-            .map(u64::to_string)
-            .collect();
+        let frames = super::frame_list(&f.first_violating_frames);
         let row = format!(
             "  {:<width$} {:<9} {:>8} {:>9} {:<12} {:<9} {:<12} {:<14} {}",
             f.flow,
@@ -77,7 +73,7 @@ pub fn render(v: &VerifyReport, file: &str) -> String {
             counts(&f.seen["pcp"]),
             counts(&f.seen["vlan"]),
             counts(&f.seen["ecn"]),
-            frames.join(", ")
+            frames
         );
         let _ = writeln!(o, "{}", row.trim_end());
         for x in &f.violations {
