@@ -106,6 +106,16 @@ pub struct Args {
     #[arg(long, value_name = "PORT")]
     pub vxlan_port: Option<u16>,
 
+    /// Frame times: `capture` (the capture's record times) or `erspan` (the ERSPAN III
+    /// timestamps of mirrored frames, at their granularity, where they have one).
+    #[arg(
+        long,
+        value_name = "capture|erspan",
+        value_enum,
+        default_value = "capture"
+    )]
+    pub time: TimeSource,
+
     /// Keep one connection of a capture file: the frames to this destination QP, and the
     /// ACKs, READ responses and CNPs sent back between the same two hosts.
     #[arg(long, value_name = "QPN", value_parser = parse_qpn)]
@@ -196,6 +206,13 @@ pub struct Args {
     /// Show at most this many per-frame warnings on stderr (the rest are counted).
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub max_warnings: u32,
+}
+
+/// Where frame times come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TimeSource {
+    Capture,
+    Erspan,
 }
 
 /// What to read.
@@ -391,6 +408,7 @@ impl Config {
             count: a.count.filter(|_| a.interface.is_none()),
             write: a.write.clone().filter(|_| a.interface.is_none()),
             decode: a.decode_options(),
+            erspan_time: a.time == TimeSource::Erspan,
         };
         Ok(Config {
             source,
@@ -420,6 +438,9 @@ impl Args {
         }
         if self.qp.is_some() && self.read.is_empty() {
             return Err(usage("--qp selects from a capture file (-r FILE)"));
+        }
+        if self.time == TimeSource::Erspan && self.read.is_empty() {
+            return Err(usage("--time erspan applies to capture files (-r FILE)"));
         }
         if !self.read.is_empty() {
             Ok(Source::Files(self.read.clone()))

@@ -28,11 +28,17 @@ pub struct SelectConfig {
     pub write: Option<PathBuf>,
     /// How frames are decoded for --qp.
     pub decode: DecodeOptions,
+    /// `--time erspan`: a frame's time is its ERSPAN III timestamp, where it has one.
+    pub erspan_time: bool,
 }
 
 impl SelectConfig {
     pub fn any(&self) -> bool {
-        self.filter.is_some() || self.qp.is_some() || self.count.is_some() || self.write.is_some()
+        self.filter.is_some()
+            || self.qp.is_some()
+            || self.count.is_some()
+            || self.write.is_some()
+            || self.erspan_time
     }
 }
 
@@ -94,9 +100,23 @@ impl Selection {
             if let Some(w) = self.writer.as_mut() {
                 w.write(rec)?;
             }
-            out.push(*rec);
+            out.push(self.retimed(rec));
         }
         Ok(out)
+    }
+
+    /// With `--time erspan`, the record with its ERSPAN III timestamp (at its granularity)
+    /// as its time; frames without one keep the capture's time.
+    fn retimed<'a>(&self, rec: &Record<'a>) -> Record<'a> {
+        if !self.config.erspan_time {
+            return *rec;
+        }
+        let frame = decode_frame_with(rec.linktype, rec.data, rec.len, self.config.decode);
+        let ts = frame.encaps().iter().find_map(|e| e.timestamp_ns());
+        Record {
+            ts_ns: ts.unwrap_or(rec.ts_ns),
+            ..*rec
+        }
     }
 
     fn matches(&mut self, rec: &Record<'_>) -> Result<bool, Error> {

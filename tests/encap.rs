@@ -217,3 +217,25 @@ fn vxlan_on_another_port_with_vxlan_port() {
     assert_eq!(r["capture"]["roce_packets"], 1);
     std::fs::remove_file(&path).ok();
 }
+
+#[test]
+fn erspan_iii_timestamps_can_be_the_frame_times() {
+    let path = testdata("encap.pcap");
+    let out = run_path(&path, &["--packets", "--json", "--time", "erspan"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let frames_: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // Frame 3 is ERSPAN III at 100 ns granularity: upper word 2, lower 123456.
+    assert_eq!(frames_[2]["ts_ns"], ((2u64 << 32) + 123_456) * 100);
+    // The others have no ERSPAN III timestamp: they keep the capture's time.
+    let capture_times = ndjson(&path);
+    assert_eq!(frames_[0]["ts_ns"], capture_times[0]["ts_ns"]);
+    assert_eq!(frames_[3]["ts_ns"], capture_times[3]["ts_ns"]);
+    let err = stderr(&run(&["-i", "lo", "--time", "erspan"]));
+    assert!(
+        err.contains("--time erspan applies to capture files"),
+        "{err}"
+    );
+}
