@@ -60,6 +60,9 @@ pub struct CaptureReport {
     /// Packets of flows beyond --max-flows (counted, not analysed).
     pub flows_untracked_packets: u64,
     pub cnps_unattributed: u64,
+    /// RoCE frames captured twice (a mirror copying both directions of a port): counted once,
+    /// never as resends or duplicate PSNs.
+    pub capture_duplicates: u64,
     /// Problems with the file itself (cut short, corrupt), capture drops, and what else the
     /// capture point implies; in JSON, the messages.
     pub warnings: Vec<CaptureWarning>,
@@ -676,6 +679,7 @@ pub enum FindingCode {
     UnsupportedLinkType,
     FlowsUntracked,
     MirrorDrops,
+    CaptureDuplicates,
 }
 
 impl FindingCode {
@@ -709,6 +713,7 @@ impl FindingCode {
             FindingCode::UnsupportedLinkType => "unsupported_link_type",
             FindingCode::FlowsUntracked => "flows_untracked",
             FindingCode::MirrorDrops => "mirror_drops",
+            FindingCode::CaptureDuplicates => "capture_duplicates",
         }
     }
 }

@@ -28,6 +28,10 @@ pub struct RoceSummary {
     pub ib: bool,
     /// An RDMA-CM message carried in a UD SEND to QP 1.
     pub cm: Option<CmMessage>,
+    /// What tells this frame from a resend of it: the IPv4 identification, the ICRC (or, when
+    /// it was not captured, a hash of the bytes that were) and the length. The same frame
+    /// captured twice has the same identity.
+    pub identity: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +64,21 @@ pub struct PacketSummary {
     pub payload: Payload,
 }
 
+/// See `RoceSummary::identity`.
+fn identity(f: &Frame<'_>, r: &roce_parsers::RoceInfo<'_>) -> u64 {
+    let ip_id = u64::from(f.ip.map_or(0, |ip| ip.ident));
+    let content = match r.icrc.value {
+        Some(icrc) => u64::from(icrc),
+        // FNV-1a over the payload bytes present (at most 64).
+        None => r.payload[..r.payload.len().min(64)]
+            .iter()
+            .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            }),
+    };
+    content ^ ip_id << 48 ^ u64::from(f.len) << 32
+}
+
 impl PacketSummary {
     pub fn new(frame_no: u64, ts_ns: u64, f: &Frame<'_>) -> Self {
         let payload = if let Some(r) = &f.roce {
@@ -78,6 +97,7 @@ impl PacketSummary {
                 icrc: r.icrc.status,
                 v1: r.version == roce_parsers::RoceVersion::V1,
                 ib: r.version == roce_parsers::RoceVersion::Ib,
+                identity: identity(f, r),
                 cm: if b.dqpn == 1 && r.ext.deth.is_some() {
                     mad::parse(r.payload)
                 } else {

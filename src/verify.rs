@@ -305,6 +305,7 @@ mod tests {
                 v1: false,
                 ib: false,
                 cm: None,
+                identity: n,
             }),
         }
     }

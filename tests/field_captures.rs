@@ -298,3 +298,55 @@ fn native_erf_files_are_read() {
     };
     assert_eq!(flows(&native), flows(&in_pcap));
 }
+
+#[test]
+fn frames_captured_twice_are_counted_once() {
+    use roce_parsers::capture::{CaptureParser, Next};
+    // A mirror that copies both directions of a port: every frame of the sample twice, the
+    // copy 1 us later. The analysis must be the sample's, not resends and duplicate PSNs.
+    let whole = testdata("sample.pcap");
+    let data = std::fs::read(&whole).unwrap();
+    let (mut parser, mut at) = CaptureParser::new(&data).unwrap();
+    let mut frames = Vec::new();
+    while let Ok(Next::Record(r, used)) = parser.next(&data[at..], at as u64) {
+        frames.push((r.ts_ns, r.data.to_vec(), r.len));
+        at += used;
+    }
+    // Written with the original lengths (the sample was taken with a snap length).
+    let mut doubled = data[..24].to_vec();
+    for (ts, bytes, len) in &frames {
+        for copy in [0u64, 1_000] {
+            let t = ts + copy;
+            doubled.extend_from_slice(&((t / 1_000_000_000) as u32).to_le_bytes());
+            doubled.extend_from_slice(&((t % 1_000_000_000) as u32).to_le_bytes());
+            doubled.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+            doubled.extend_from_slice(&len.to_le_bytes());
+            doubled.extend_from_slice(bytes);
+        }
+    }
+    let path = tmp("doubled.pcap");
+    std::fs::write(&path, &doubled).unwrap();
+    let once = report(&["-r", whole.to_str().unwrap(), "--json"]);
+    let twice = report(&["-r", path.to_str().unwrap(), "--json"]);
+    // Every RoCE copy is recognised except CNPs, which repeat byte for byte by design.
+    let cnps: u64 = once["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["cnps"].as_u64().unwrap())
+        .sum();
+    let roce = once["capture"]["roce_packets"].as_u64().unwrap();
+    assert!(cnps > 0, "the sample has CNPs");
+    assert_eq!(twice["capture"]["capture_duplicates"], roce - cnps);
+    let psn_of = |r: &Value| -> Vec<(Value, Value)> {
+        r["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["role"] == "data")
+            .map(|f| (f["dqpn"].clone(), f["psn"].clone()))
+            .collect()
+    };
+    assert_eq!(psn_of(&twice), psn_of(&once));
+    assert!(twice["findings"].to_string().contains("capture_duplicates"));
+}

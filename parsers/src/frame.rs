@@ -43,6 +43,9 @@ pub struct IpInfo {
     pub ttl: u8,
     /// IPv6 only.
     pub flow_label: Option<u32>,
+    /// IPv4 identification (0 for IPv6): with the ICRC, what tells the same frame captured
+    /// twice from a resend.
+    pub ident: u16,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -331,6 +334,7 @@ fn fast_ipv4(l3: &[u8]) -> Option<(IpInfo, NetHeader<'_>, &[u8])> {
             ecn: l3[1] & 3,
             ttl: l3[8],
             flow_label: None,
+            ident: be16(l3, 4),
         },
         NetHeader::Ipv4(header),
         &l3[20..end],
@@ -361,6 +365,7 @@ fn fast_ipv6(l3: &[u8]) -> Option<(IpInfo, NetHeader<'_>, &[u8])> {
             ecn: tclass & 3,
             ttl: l3[7],
             flow_label: Some(u32::from_be_bytes([0, l3[1] & 0x0f, l3[2], l3[3]])),
+            ident: 0,
         },
         NetHeader::Ipv6 {
             header: &l3[..40],
@@ -717,6 +722,7 @@ fn net_info<'a>(frame: &mut Frame<'_>, sliced: &'a LaxSlicedPacket<'_>) -> Optio
                 ecn: h.ecn().value(),
                 ttl: h.ttl(),
                 flow_label: None,
+                ident: h.identification(),
             });
             Some(NetHeader::Ipv4(s.header().slice()))
         }
@@ -730,6 +736,7 @@ fn net_info<'a>(frame: &mut Frame<'_>, sliced: &'a LaxSlicedPacket<'_>) -> Optio
                 ecn: h.ecn().value(),
                 ttl: h.hop_limit(),
                 flow_label: Some(h.flow_label().value()),
+                ident: 0,
             });
             Some(NetHeader::Ipv6 {
                 header: h.slice(),

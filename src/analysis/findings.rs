@@ -588,6 +588,21 @@ fn capture_findings(
             vec![],
         ));
     }
+    if c.capture_duplicates > 0 {
+        out.push(finding(
+            Severity::Info,
+            FindingCode::CaptureDuplicates,
+            format!(
+                "{} RoCE frames were captured twice (the same frame within {} us): counted once",
+                c.capture_duplicates,
+                super::flow::COPY_WINDOW_NS / 1000
+            ),
+            "a mirror session copies both directions of a port (or a TAP duplicates); the copies are not resends and not duplicate PSNs",
+            None,
+            c.capture_duplicates,
+            vec![],
+        ));
+    }
     for (session, m) in c.mirror_sessions.iter().filter(|(_, m)| m.mirror_drops > 0) {
         out.push(finding(
             Severity::Warning,

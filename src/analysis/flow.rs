@@ -148,7 +148,17 @@ pub struct Flow {
     pub awaiting_read: VecDeque<(Psn, u64)>,
     /// Last request PSN and its wrap-free position since the first request (timelines).
     pub psn_position: Option<(Psn, i64)>,
+    /// The latest frames (PSN, identity, time): a frame seen again among them is a copy made
+    /// by the capture, not a resend.
+    recent: [(Psn, u64, u64); RECENT_COPIES],
+    recent_at: usize,
 }
+
+/// Frames of a flow remembered to recognise the same frame captured twice.
+const RECENT_COPIES: usize = 8;
+/// A copy of the capture comes this close to the original (a mirror copying both directions
+/// of a port: a switch's latency); a resend needs a NAK or a timeout first, far longer.
+pub const COPY_WINDOW_NS: u64 = 5_000;
 
 impl Flow {
     pub fn new(key: FlowKey, frame_no: u64, ts: u64) -> Self {
@@ -195,7 +205,22 @@ impl Flow {
             awaiting_ack: VecDeque::new(),
             awaiting_read: VecDeque::new(),
             psn_position: None,
+            recent: [(Psn::default(), 0, 0); RECENT_COPIES],
+            recent_at: 0,
         }
+    }
+
+    /// Whether this frame (`psn`, `identity`) was just seen on this flow: the same frame
+    /// captured twice. Otherwise it is remembered.
+    pub fn is_capture_copy(&mut self, psn: Psn, identity: u64, ts: u64) -> bool {
+        let copy = self.recent.iter().any(|&(p, id, t)| {
+            p == psn && id == identity && t != 0 && ts.abs_diff(t) <= COPY_WINDOW_NS
+        });
+        if !copy {
+            self.recent[self.recent_at] = (psn, identity, ts);
+            self.recent_at = (self.recent_at + 1) % RECENT_COPIES;
+        }
+        copy
     }
 
     pub fn await_ack(&mut self, psn: Psn, ts: u64) {

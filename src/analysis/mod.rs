@@ -65,6 +65,8 @@ pub struct CaptureState {
     pub roce_pcp: [u64; 9],
     pub cnps_unattributed: u64,
     pub flows_untracked_packets: u64,
+    /// RoCE frames captured twice (the same identity close in time on one flow).
+    pub capture_duplicates: u64,
 }
 
 /// Running totals for the live status view (cheap to read at any time).
@@ -220,6 +222,11 @@ impl Analyzer {
             self.state.flows_untracked_packets += 1;
             return;
         };
+        // CNPs carry no PSN and repeat byte for byte by design: they are never copies.
+        if r.opcode != Opcode::CNP && self.flows[fi].is_capture_copy(r.psn, r.identity, p.ts_ns) {
+            self.state.capture_duplicates += 1;
+            return;
+        }
         let op = r.opcode;
         let ce = p.tclass.is_some_and(|t| t.ecn() == Ecn::Ce);
         {

@@ -302,6 +302,7 @@ impl Analyzer {
             flows: self.flows.len(),
             flows_untracked_packets: self.state.flows_untracked_packets,
             cnps_unattributed: self.state.cnps_unattributed,
+            capture_duplicates: self.state.capture_duplicates,
             warnings: meta.warnings.clone(),
             live: None,
         }

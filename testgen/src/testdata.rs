@@ -562,7 +562,7 @@ const MS: u64 = 1_000_000;
 /// |----------------------------|--------------------------------------------------|-------------------------------------------|
 /// | .1 > .2 qp 0x100, RC WRITE | PSNs wrap 0xfffff8..7; PSN 1 lost; NAK(1); go-back resends 1..5 | gaps 1, missing 0, retransmitted 5, NAK seq 1, ACKs 3, RTT samples 3 |
 /// | .3 > .2 qp 0x101, RC SEND  | 1003 and 1004 swapped                            | gaps 1, out_of_order 1, missing 0         |
-/// | .4 > .2 qp 0x102, RC WRITE | 5001 captured twice                              | duplicates 1                              |
+/// | .4 > .2 qp 0x102, RC WRITE | 5001 captured twice, 100 ns apart                | capture_duplicates 1, duplicates 0        |
 /// | .5 > .2 qp 0x103, UC WRITE | 203..205 lost, never resent                      | gaps 1, missing 3, range 203-205          |
 /// | .1 > .2 qp 0x104, RC SEND  | 302 resent after 5 ms without ACK (timeout)      | retransmitted 1, duplicates 0             |
 /// | .1 > .2 qp 0x105, RC READ  | READs of 4096, 10000, 100 bytes, then a WRITE    | no gap; 15 READ responses, 3 READ latencies |
