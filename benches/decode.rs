@@ -3,6 +3,7 @@
 //! analysis keeps. Run with `cargo bench --bench decode`.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use roce_parsers::capture::Record;
 use roce_parsers::decode_frame;
 use roce_sniff::summary::PacketSummary;
 use roce_testgen::frames::{self, FrameSpec, Net, RoceSpec};
@@ -60,8 +61,18 @@ fn bench_decode(c: &mut Criterion) {
     for (name, f) in frames() {
         g.bench_function(name, |b| {
             b.iter(|| {
-                let frame = decode_frame(1, std::hint::black_box(&f), f.len() as u32);
-                std::hint::black_box(PacketSummary::new(1, 0, &frame))
+                let rec = Record {
+                    ts_ns: 0,
+                    caplen: f.len() as u32,
+                    len: f.len() as u32,
+                    linktype: 1,
+                    interface: 0,
+                    input: 0,
+                    point: 0,
+                    data: std::hint::black_box(&f),
+                };
+                let frame = decode_frame(1, rec.data, rec.len);
+                std::hint::black_box(PacketSummary::new(1, &rec, &frame))
             })
         });
     }

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use crate::analysis::report_build::CaptureMeta;
+use crate::analysis::AnalysisConfig;
 use crate::cli::{Config, Mode, ReportOptions, Source};
 use crate::diagnostics::Diagnostics;
 use crate::error::{is_broken_pipe, Error};
@@ -219,7 +220,11 @@ fn report_from_file(
     out: &mut dyn Write,
 ) -> Result<u8, Error> {
     let name = source.name();
-    let sink = ReportSink::new(opts.analysis, opts.expect, opts.decode);
+    let analysis = AnalysisConfig {
+        several_points: matches!(source, Input::Merged(_)),
+        ..opts.analysis
+    };
+    let sink = ReportSink::new(analysis, opts.expect, opts.decode);
     let mut pipeline = Pipeline::new(sink, diagnostics, run.threads);
     let end = feed(source, &mut pipeline, &run.select);
     let end = match end {

@@ -543,6 +543,7 @@ impl Args {
             bin_ns: self
                 .bin
                 .map(|d| d.as_nanos().clamp(1, u128::from(u64::MAX)) as u64),
+            several_points: false,
         })
     }
 

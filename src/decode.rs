@@ -17,7 +17,7 @@ pub fn decode<'a>(rec: &Record<'a>, options: DecodeOptions) -> Frame<'a> {
 
 /// Decodes one record into the summary the counters and the analysis read.
 pub fn summarize(frame_no: u64, rec: &Record<'_>, options: DecodeOptions) -> PacketSummary {
-    PacketSummary::new(frame_no, rec.ts_ns, &decode(rec, options))
+    PacketSummary::new(frame_no, rec, &decode(rec, options))
 }
 
 /// Counts over every frame of a capture, filled once per frame by the pipeline.

@@ -786,7 +786,7 @@ impl<W: Write + Send> Sink for PacketPrinter<W> {
             let frame = decode(rec, settings.decode);
             chunk
                 .summaries
-                .push(PacketSummary::new(frame_no, rec.ts_ns, &frame));
+                .push(PacketSummary::new(frame_no, rec, &frame));
             if settings.roce_only && frame.roce.is_none() && frame.mac_control.is_none() {
                 continue;
             }

@@ -3,6 +3,7 @@
 
 use std::net::IpAddr;
 
+use roce_parsers::capture::Record;
 use roce_parsers::frame::Truncation;
 use roce_parsers::{mad, CmMessage, DecodeError, Frame, IcrcStatus, MacControl, Opcode, Psn, Qpn};
 use roce_parsers::{MacAddr, TrafficClass};
@@ -45,6 +46,8 @@ pub enum Payload {
 pub struct PacketSummary {
     pub frame_no: u64,
     pub ts_ns: u64,
+    /// The capture point of a set of files read as one (see `Record::point`).
+    pub point: u16,
     pub len: u32,
     pub caplen: u32,
     pub linktype: u32,
@@ -73,7 +76,7 @@ fn identity(f: &Frame<'_>, r: &roce_parsers::RoceInfo<'_>) -> u64 {
 }
 
 impl PacketSummary {
-    pub fn new(frame_no: u64, ts_ns: u64, f: &Frame<'_>) -> Self {
+    pub fn new(frame_no: u64, rec: &Record<'_>, f: &Frame<'_>) -> Self {
         let payload = if let Some(r) = &f.roce {
             let b = &r.bth;
             Payload::Roce(RoceSummary {
@@ -106,7 +109,8 @@ impl PacketSummary {
         };
         PacketSummary {
             frame_no,
-            ts_ns,
+            ts_ns: rec.ts_ns,
+            point: rec.point,
             len: f.len,
             caplen: f.caplen,
             linktype: f.linktype,

@@ -279,6 +279,7 @@ mod tests {
         PacketSummary {
             frame_no: n,
             ts_ns: n,
+            point: 0,
             len: 100,
             caplen: 100,
             linktype: LINKTYPE_ETHERNET,

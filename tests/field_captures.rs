@@ -299,54 +299,154 @@ fn native_erf_files_are_read() {
     assert_eq!(flows(&native), flows(&in_pcap));
 }
 
-#[test]
-fn frames_captured_twice_are_counted_once() {
+/// The records of a little-endian pcap: (time, captured bytes, original length).
+type Records = Vec<(u64, Vec<u8>, u32)>;
+
+fn records_of(path: &std::path::Path) -> (Vec<u8>, Records) {
     use roce_parsers::capture::{CaptureParser, Next};
-    // A mirror that copies both directions of a port: every frame of the sample twice, the
-    // copy 1 us later. The analysis must be the sample's, not resends and duplicate PSNs.
-    let whole = testdata("sample.pcap");
-    let data = std::fs::read(&whole).unwrap();
+    let data = std::fs::read(path).unwrap();
     let (mut parser, mut at) = CaptureParser::new(&data).unwrap();
-    let mut frames = Vec::new();
+    let mut records = Vec::new();
     while let Ok(Next::Record(r, used)) = parser.next(&data[at..], at as u64) {
-        frames.push((r.ts_ns, r.data.to_vec(), r.len));
+        records.push((r.ts_ns, r.data.to_vec(), r.len));
         at += used;
     }
-    // Written with the original lengths (the sample was taken with a snap length).
-    let mut doubled = data[..24].to_vec();
-    for (ts, bytes, len) in &frames {
-        for copy in [0u64, 1_000] {
-            let t = ts + copy;
-            doubled.extend_from_slice(&((t / 1_000_000_000) as u32).to_le_bytes());
-            doubled.extend_from_slice(&((t % 1_000_000_000) as u32).to_le_bytes());
-            doubled.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
-            doubled.extend_from_slice(&len.to_le_bytes());
-            doubled.extend_from_slice(bytes);
-        }
+    (data[..24].to_vec(), records)
+}
+
+/// A nanosecond pcap with the file header `header` (microseconds are written as given: the
+/// sample's header says nanoseconds).
+fn write_pcap(name: &str, header: &[u8], records: &[(u64, Vec<u8>, u32)]) -> PathBuf {
+    let mut out = header.to_vec();
+    for (t, bytes, len) in records {
+        out.extend_from_slice(&((t / 1_000_000_000) as u32).to_le_bytes());
+        out.extend_from_slice(&((t % 1_000_000_000) as u32).to_le_bytes());
+        out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(bytes);
     }
-    let path = tmp("doubled.pcap");
-    std::fs::write(&path, &doubled).unwrap();
-    let once = report(&["-r", whole.to_str().unwrap(), "--json"]);
-    let twice = report(&["-r", path.to_str().unwrap(), "--json"]);
-    // Every RoCE copy is recognised except CNPs, which repeat byte for byte by design.
-    let cnps: u64 = once["flows"]
+    let path = tmp(name);
+    std::fs::write(&path, &out).unwrap();
+    path
+}
+
+fn cnps(r: &Value) -> u64 {
+    r["flows"]
         .as_array()
         .unwrap()
         .iter()
         .map(|f| f["cnps"].as_u64().unwrap())
-        .sum();
+        .sum()
+}
+
+/// Per data flow: its QP and PSN counters.
+fn psn_of(r: &Value) -> Vec<(Value, Value)> {
+    r["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["role"] == "data")
+        .map(|f| (f["dqpn"].clone(), f["psn"].clone()))
+        .collect()
+}
+
+#[test]
+fn frames_captured_twice_are_counted_once() {
+    // A mirror that copies both directions of a port: every frame of the sample twice, the
+    // copy 1 us later. The analysis must be the sample's, not resends and duplicate PSNs.
+    let whole = testdata("sample.pcap");
+    let (header, records) = records_of(&whole);
+    assert_eq!(
+        &header[..4],
+        &0xa1b23c4du32.to_le_bytes(),
+        "a nanosecond pcap"
+    );
+    let doubled: Records = records
+        .iter()
+        .flat_map(|(t, b, l)| [(*t, b.clone(), *l), (t + 1_000, b.clone(), *l)])
+        .collect();
+    let path = write_pcap("doubled.pcap", &header, &doubled);
+    let once = report(&["-r", whole.to_str().unwrap(), "--json"]);
+    let twice = report(&["-r", path.to_str().unwrap(), "--json"]);
+    // Every RoCE copy is recognised except CNPs, which repeat byte for byte by design.
     let roce = once["capture"]["roce_packets"].as_u64().unwrap();
-    assert!(cnps > 0, "the sample has CNPs");
-    assert_eq!(twice["capture"]["capture_duplicates"], roce - cnps);
-    let psn_of = |r: &Value| -> Vec<(Value, Value)> {
-        r["flows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|f| f["role"] == "data")
-            .map(|f| (f["dqpn"].clone(), f["psn"].clone()))
-            .collect()
-    };
+    assert!(cnps(&once) > 0, "the sample has CNPs");
+    assert_eq!(twice["capture"]["capture_duplicates"], roce - cnps(&once));
     assert_eq!(psn_of(&twice), psn_of(&once));
     assert!(twice["findings"].to_string().contains("capture_duplicates"));
+}
+
+#[test]
+fn captures_of_two_points_with_clocks_apart_are_counted_once() {
+    // The sample taken at a second point whose clock is 3 ms ahead and which missed every
+    // seventh frame; then at a point whose clock is 2 ms behind. Read together, the frames of
+    // the second point are copies: no resends or duplicate PSNs that never happened.
+    let whole = testdata("sample.pcap");
+    let (header, records) = records_of(&whole);
+    let once = report(&["-r", whole.to_str().unwrap(), "--json"]);
+    let ahead: Records = records
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % 7 != 3)
+        .map(|(_, (t, b, l))| (t + 3_000_000, b.clone(), *l))
+        .collect();
+    let behind: Records = records
+        .iter()
+        .map(|(t, b, l)| (t - 2_000_000, b.clone(), *l))
+        .collect();
+    for (name, other) in [("ahead.pcap", ahead), ("behind.pcap", behind)] {
+        let path = write_pcap(name, &header, &other);
+        let alone = report(&["-r", path.to_str().unwrap(), "--json"]);
+        let both = report(&[
+            "-r",
+            whole.to_str().unwrap(),
+            "-r",
+            path.to_str().unwrap(),
+            "--json",
+        ]);
+        let copies = alone["capture"]["roce_packets"].as_u64().unwrap() - cnps(&alone);
+        assert_eq!(both["capture"]["capture_duplicates"], copies, "{name}");
+        assert_eq!(psn_of(&both), psn_of(&once), "{name}");
+    }
+}
+
+#[test]
+fn a_resend_in_the_next_file_of_a_rotated_set_is_a_resend() {
+    // The last data frame of the first file sent again, byte for byte, at the start of the
+    // second: one capture point, so a resend, exactly as in the single file.
+    let whole = testdata("sample.pcap");
+    let (header, records) = records_of(&whole);
+    let cut = records.len() / 2;
+    let (first, rest) = records.split_at(cut);
+    let again = first
+        .iter()
+        .rev()
+        .find(|(_, b, _)| b.len() > 100)
+        .map(|(_, b, l)| (first[cut - 1].0 + 1_000_000, b.clone(), *l))
+        .unwrap();
+    let resent_at = again.0;
+    let mut second = vec![again];
+    second.extend(rest.iter().filter(|r| r.0 > resent_at).cloned());
+    let single: Records = first.iter().chain(&second).cloned().collect();
+    let one = write_pcap("resent-whole.pcap", &header, &single);
+    let a = write_pcap("resent.pcap0", &header, first);
+    let b = write_pcap("resent.pcap1", &header, &second);
+    let expected = report(&["-r", one.to_str().unwrap(), "--json"]);
+    let rotated = report(&[
+        "-r",
+        a.to_str().unwrap(),
+        "-r",
+        b.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(rotated["capture"]["capture_duplicates"], 0);
+    assert_eq!(psn_of(&rotated), psn_of(&expected));
+    let resent = |r: &Value| -> u64 {
+        psn_of(r)
+            .iter()
+            .map(|(_, psn)| psn["retransmitted"].as_u64().unwrap())
+            .sum()
+    };
+    let sample = report(&["-r", whole.to_str().unwrap(), "--json"]);
+    assert_eq!(resent(&rotated), resent(&sample) + 1);
 }

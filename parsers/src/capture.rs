@@ -40,6 +40,9 @@ pub struct Record<'a> {
     pub interface: u32,
     /// Which input of a set read as one capture (`-r a -r b`) the record came from; 0 for one.
     pub input: u16,
+    /// Which capture point the record was taken at: inputs read at the same time are
+    /// different points, a file that starts after another ended continues it (a rotated set).
+    pub point: u16,
     pub data: &'a [u8],
 }
 
@@ -200,6 +203,7 @@ fn next_erf(buf: &[u8], offset: u64) -> Result<Next<'_>, CaptureError> {
             linktype: crate::link::LINKTYPE_ERF,
             interface: 0,
             input: 0,
+            point: 0,
             data: &buf[..rlen],
         },
         rlen,
@@ -380,6 +384,7 @@ impl CaptureParser {
                 linktype: self.linktype,
                 interface: 0,
                 input: 0,
+                point: 0,
                 data: &buf[PCAP_RECORD_HEADER_LEN..need],
             },
             need,
@@ -472,6 +477,7 @@ impl CaptureParser {
                 linktype: iface.linktype,
                 interface,
                 input: 0,
+                point: 0,
                 data: &data[..caplen as usize],
             },
             total,
@@ -509,6 +515,7 @@ impl CaptureParser {
                 linktype: iface.linktype,
                 interface: 0,
                 input: 0,
+                point: 0,
                 data: &body[4..4 + caplen],
             },
             total,

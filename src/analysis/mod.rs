@@ -2,6 +2,7 @@
 //! state only (memory bounded by the number of flows, never by the capture size), and at the
 //! end turns that state into the `Report`.
 
+pub mod copies;
 pub mod findings;
 pub mod flow;
 pub mod latency;
@@ -38,6 +39,9 @@ pub struct AnalysisConfig {
     pub timelines: bool,
     /// Fixed bin width for timelines (ns); chosen from the capture's duration when None.
     pub bin_ns: Option<u64>,
+    /// Several files read as one, perhaps taken at several points: the same frame seen at
+    /// two of them is looked for across clock offsets too.
+    pub several_points: bool,
 }
 
 impl Default for AnalysisConfig {
@@ -51,6 +55,7 @@ impl Default for AnalysisConfig {
             max_flows: 100_000,
             timelines: false,
             bin_ns: None,
+            several_points: false,
         }
     }
 }
@@ -103,6 +108,8 @@ pub struct Analyzer {
     data_by_hosts: FxHashMap<(IpAddr, IpAddr), Vec<usize>>,
     /// PSN sequences of UD senders, per (source address, source QP).
     ud_senders: FxHashMap<(IpAddr, Qpn), psn::PsnTracker>,
+    /// Frames seen at several capture points (with `several_points`).
+    point_copies: Option<copies::PointCopies>,
 }
 
 impl Analyzer {
@@ -119,6 +126,7 @@ impl Analyzer {
             state: CaptureState::default(),
             ud_senders: FxHashMap::default(),
             data_by_hosts: FxHashMap::default(),
+            point_copies: cfg.several_points.then(Default::default),
             timelines: cfg.timelines.then(|| {
                 let mut t = Timelines::default();
                 if let Some(w) = cfg.bin_ns {
@@ -206,6 +214,21 @@ impl Analyzer {
         Some(i)
     }
 
+    /// Whether the frame is one already seen, copied by the capture: twice at one point (a
+    /// mirror of both directions), or at another point of a set of captures.
+    fn is_capture_copy(&mut self, fi: usize, p: &PacketSummary, r: &RoceSummary) -> bool {
+        // CNPs carry no PSN and repeat byte for byte by design: they are never copies.
+        if r.opcode == Opcode::CNP {
+            return false;
+        }
+        if self.flows[fi].is_capture_copy(r.psn, r.identity, p.ts_ns) {
+            return true;
+        }
+        self.point_copies
+            .as_mut()
+            .is_some_and(|c| c.is_copy(fi, r.psn, r.identity, p.point, p.ts_ns))
+    }
+
     fn roce(&mut self, p: &PacketSummary, r: &RoceSummary) {
         self.state.roce_pcp[p.vlan.map_or(8, |(_, pcp)| usize::from(pcp & 7))] += 1;
         let Some((src, dst)) = p.addrs else { return };
@@ -222,8 +245,7 @@ impl Analyzer {
             self.state.flows_untracked_packets += 1;
             return;
         };
-        // CNPs carry no PSN and repeat byte for byte by design: they are never copies.
-        if r.opcode != Opcode::CNP && self.flows[fi].is_capture_copy(r.psn, r.identity, p.ts_ns) {
+        if self.is_capture_copy(fi, p, r) {
             self.state.capture_duplicates += 1;
             return;
         }

@@ -13,8 +13,8 @@ pub const BATCH_BYTES: usize = 2 << 20;
 #[derive(Default)]
 pub struct CopiedBatch {
     bytes: Vec<u8>,
-    /// (timestamp, caplen, original length, link type, input, end offset in `bytes`).
-    frames: Vec<(u64, u32, u32, u32, u16, usize)>,
+    /// (timestamp, caplen, original length, link type, input, point, end offset in `bytes`).
+    frames: Vec<(u64, u32, u32, u32, u16, u16, usize)>,
 }
 
 impl CopiedBatch {
@@ -22,7 +22,7 @@ impl CopiedBatch {
         self.bytes.extend_from_slice(r.data);
         let end = self.bytes.len();
         self.frames
-            .push((r.ts_ns, r.caplen, r.len, r.linktype, r.input, end));
+            .push((r.ts_ns, r.caplen, r.len, r.linktype, r.input, r.point, end));
     }
 
     pub fn len(&self) -> usize {
@@ -40,8 +40,8 @@ impl CopiedBatch {
 
     /// The `i`-th record, borrowing the batch.
     pub fn record(&self, i: usize) -> Record<'_> {
-        let (ts_ns, caplen, len, linktype, input, end) = self.frames[i];
-        let start = if i == 0 { 0 } else { self.frames[i - 1].5 };
+        let (ts_ns, caplen, len, linktype, input, point, end) = self.frames[i];
+        let start = if i == 0 { 0 } else { self.frames[i - 1].6 };
         Record {
             ts_ns,
             caplen,
@@ -49,6 +49,7 @@ impl CopiedBatch {
             linktype,
             interface: 0,
             input,
+            point,
             data: &self.bytes[start..end],
         }
     }

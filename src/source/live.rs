@@ -130,6 +130,7 @@ fn record_of<'p>(packet: &'p pcap::Packet<'_>, linktype: u32) -> Record<'p> {
         linktype,
         interface: 0,
         input: 0,
+        point: 0,
         data: packet.data,
     }
 }

@@ -25,6 +25,10 @@ struct Cursor {
     at: usize,
     status: SourceStatus,
     end: Option<Result<SourceEnd, Error>>,
+    /// The capture point, once the input's first frame is merged.
+    point: Option<u16>,
+    /// Time of the input's latest frame merged.
+    last_ts: u64,
 }
 
 impl Cursor {
@@ -79,14 +83,19 @@ impl MergedFiles {
             let next = (0..cursors.len())
                 .filter_map(|i| cursors[i].head().map(|ts| (ts, i)))
                 .min();
-            let Some((_, i)) = next else { break };
+            let Some((ts, i)) = next else { break };
+            if cursors[i].point.is_none() {
+                cursors[i].point = Some(point_of_new_input(&mut cursors, i));
+            }
             let c = &mut cursors[i];
             let record = Record {
                 input: i as u16,
+                point: c.point.unwrap_or(0),
                 ..c.batch.record(c.at)
             };
             out.push(&record);
             c.at += 1;
+            c.last_ts = ts;
             if out.is_full() {
                 hand_on(&mut out, &cursors, &mut consume).map_err(output_err)?;
             }
@@ -94,6 +103,29 @@ impl MergedFiles {
         hand_on(&mut out, &cursors, &mut consume).map_err(output_err)?;
         combine(cursors, &self.names)
     }
+}
+
+/// The capture point of input `new`, whose first frame is next: a file that starts while
+/// another is still going was taken elsewhere at the same time; one that starts after every
+/// file of a point has ended continues that point (the next file of a rotated set, the latest
+/// to end when several could be).
+fn point_of_new_input(cursors: &mut [Cursor], new: usize) -> u16 {
+    let mut busy = Vec::new();
+    for c in cursors.iter_mut() {
+        if let Some(p) = c.point {
+            if c.head().is_some() {
+                busy.push(p);
+            }
+        }
+    }
+    let continued = cursors
+        .iter()
+        .enumerate()
+        .filter(|&(j, c)| j != new && c.point.is_some_and(|p| !busy.contains(&p)))
+        .max_by_key(|(_, c)| c.last_ts)
+        .and_then(|(_, c)| c.point);
+    let points = cursors.iter().filter_map(|c| c.point).max();
+    continued.unwrap_or_else(|| points.map_or(0, |p| p + 1))
 }
 
 /// Hands the merged batch on, and empties it.
@@ -138,6 +170,8 @@ fn spawn_reader(file: FileSource) -> Cursor {
         at: 0,
         status: SourceStatus::default(),
         end: None,
+        point: None,
+        last_ts: 0,
     }
 }
 
