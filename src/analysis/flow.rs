@@ -87,8 +87,13 @@ pub struct FlowEvidence {
     pub naks: NakCounts,
     pub ce: Evidence,
     pub ce_unanswered: Evidence,
-    pub not_ect_data: Evidence,
+    pub not_ect: Evidence,
     pub dscp0_with_pcp: Evidence,
+    pub pcp0_with_dscp: Evidence,
+    pub cnp_lower_class: Evidence,
+    /// The class most of the flow's own packets (not CNPs) carry: (PCP when tagged, DSCP).
+    pub class: Option<(Option<u8>, u8)>,
+    pub rocev1: bool,
     pub icrc_bad: Evidence,
     pub oversize: Evidence,
 }
@@ -111,9 +116,20 @@ pub struct Flow {
     pub pcp: [u64; 9],
     pub dscp: [u64; 64],
     pub ecn: [u64; 4],
-    /// DSCP-0 data frames that carry a non-zero PCP.
+    /// DSCP-0 frames (requests, responses, ACKs; not CNPs) that carry a non-zero PCP.
     pub dscp0_with_pcp: Evidence,
-    pub not_ect_data: Evidence,
+    /// Frames (not CNPs) sent Not-ECT.
+    pub not_ect: Evidence,
+    /// Tagged frames (not CNPs) with PCP 0 while their DSCP is set.
+    pub pcp0_with_dscp: Evidence,
+    /// CNPs of this data flow's receiver sent on a lower class than this flow's data.
+    pub cnp_lower_class: Evidence,
+    /// CNPs this flow carries, by PCP (index 8: untagged) and by DSCP: left out of the class of
+    /// the flow's own traffic.
+    pub cnp_pcp: [u32; 9],
+    pub cnp_dscp: Vec<(u8, u32)>,
+    /// RoCEv1 frames (no IP header: link-local GIDs are normal there).
+    pub rocev1: bool,
     pub path_mtu: Option<u32>,
     pub oversize: Evidence,
     pub icrc_bad: Evidence,
@@ -178,7 +194,12 @@ impl Flow {
             dscp: [0; 64],
             ecn: [0; 4],
             dscp0_with_pcp: Evidence::default(),
-            not_ect_data: Evidence::default(),
+            not_ect: Evidence::default(),
+            pcp0_with_dscp: Evidence::default(),
+            cnp_lower_class: Evidence::default(),
+            cnp_pcp: [0; 9],
+            cnp_dscp: Vec::new(),
+            rocev1: false,
             path_mtu: None,
             oversize: Evidence::default(),
             icrc_bad: Evidence::default(),
@@ -263,6 +284,43 @@ impl Flow {
         self.requests > 0
     }
 
+    /// The (PCP when tagged, DSCP) most of the flow's packets other than CNPs carry.
+    pub fn class(&self) -> Option<(Option<u8>, u8)> {
+        let pcp = (0..9)
+            .map(|i| (self.pcp[i].saturating_sub(u64::from(self.cnp_pcp[i])), i))
+            .filter(|&(n, _)| n > 0)
+            .max()?
+            .1;
+        let cnps_at = |d: usize| {
+            self.cnp_dscp
+                .iter()
+                .find(|&&(v, _)| usize::from(v) == d)
+                .map_or(0, |&(_, n)| u64::from(n))
+        };
+        let dscp = (0..64)
+            .map(|d| {
+                (
+                    self.dscp[d].saturating_sub(cnps_at(d)),
+                    std::cmp::Reverse(d),
+                )
+            })
+            .filter(|&(n, _)| n > 0)
+            .max()
+            .map_or(0, |(_, d)| d.0 as u8);
+        Some(((pcp < 8).then_some(pcp as u8), dscp))
+    }
+
+    /// Counts a CNP this flow carries in its class of CNPs.
+    pub fn count_cnp_class(&mut self, pcp: Option<u8>, dscp: Option<u8>) {
+        self.cnp_pcp[pcp.map_or(8, |p| usize::from(p & 7))] += 1;
+        if let Some(d) = dscp {
+            match self.cnp_dscp.iter_mut().find(|(v, _)| *v == d) {
+                Some((_, n)) => *n += 1,
+                None => self.cnp_dscp.push((d, 1)),
+            }
+        }
+    }
+
     /// What findings need of this flow beyond its report: addresses, timing and evidence frames.
     pub fn evidence(&self) -> FlowEvidence {
         FlowEvidence {
@@ -277,8 +335,12 @@ impl Flow {
             naks: self.naks.clone(),
             ce: self.ce.clone(),
             ce_unanswered: self.ce_unanswered.clone(),
-            not_ect_data: self.not_ect_data.clone(),
+            not_ect: self.not_ect.clone(),
             dscp0_with_pcp: self.dscp0_with_pcp.clone(),
+            pcp0_with_dscp: self.pcp0_with_dscp.clone(),
+            cnp_lower_class: self.cnp_lower_class.clone(),
+            class: self.class(),
+            rocev1: self.rocev1,
             icrc_bad: self.icrc_bad.clone(),
             oversize: self.oversize.clone(),
         }

@@ -60,6 +60,35 @@ impl Default for AnalysisConfig {
     }
 }
 
+/// The marking of a RoCEv2 frame that is not a CNP: DSCP and PCP that disagree, Not-ECT.
+/// QP 1 carries connection management, not RoCE data: its marking does not matter.
+fn check_marking(f: &mut Flow, p: &PacketSummary, r: &RoceSummary) {
+    let Some(tc) = p.tclass.filter(|_| r.dqpn != Qpn::GSI && !r.ib && !r.v1) else {
+        return;
+    };
+    let pcp = p.vlan.map(|(_, pcp)| pcp);
+    if tc.dscp() == 0 && pcp.is_some_and(|pcp| pcp != 0) {
+        f.dscp0_with_pcp.add(p.frame_no);
+    }
+    if tc.dscp() != 0 && pcp == Some(0) {
+        f.pcp0_with_dscp.add(p.frame_no);
+    }
+    if !tc.ecn().is_capable() {
+        f.not_ect.add(p.frame_no);
+    }
+}
+
+/// Whether a CNP of class (`pcp`, `dscp`) travels below data of class `data`: a lower PCP
+/// (or none where the data is tagged), or a lower DSCP.
+fn cnp_below(pcp: Option<u8>, dscp: Option<u8>, data: (Option<u8>, u8)) -> bool {
+    let pcp_lower = match (pcp, data.0) {
+        (Some(c), Some(d)) => c < d,
+        (None, Some(d)) => d > 0,
+        _ => false,
+    };
+    pcp_lower || dscp.is_some_and(|c| c < data.1)
+}
+
 /// Capture-wide state of the analysis (the frames themselves are counted once, by the
 /// pipeline's `FrameCounts`).
 #[derive(Debug, Clone, Default)]
@@ -72,6 +101,9 @@ pub struct CaptureState {
     pub flows_untracked_packets: u64,
     /// RoCE frames captured twice (the same identity close in time on one flow).
     pub capture_duplicates: u64,
+    /// Frames that are not RoCE, by PCP (tagged) and by DSCP (IP): what shares RoCE's class.
+    pub other_by_pcp: [flow::Evidence; 8],
+    pub other_by_dscp: BTreeMap<u8, flow::Evidence>,
 }
 
 /// Running totals for the live status view (cheap to read at any time).
@@ -186,7 +218,7 @@ impl Analyzer {
                     quanta,
                 );
             }
-            Payload::Other => {}
+            Payload::Other => self.other_traffic(p),
         }
     }
 
@@ -212,6 +244,23 @@ impl Analyzer {
         self.flows.push(flow);
         self.index.insert(key, i);
         Some(i)
+    }
+
+    /// A frame that is not RoCE: its class, to see whether it shares RoCE's.
+    fn other_traffic(&mut self, p: &PacketSummary) {
+        if p.malformed {
+            return;
+        }
+        if let Some((_, pcp)) = p.vlan {
+            self.state.other_by_pcp[usize::from(pcp & 7)].add(p.frame_no);
+        }
+        if let Some(tc) = p.tclass {
+            self.state
+                .other_by_dscp
+                .entry(tc.dscp())
+                .or_default()
+                .add(p.frame_no);
+        }
     }
 
     /// Whether the frame is one already seen, copied by the capture: twice at one point (a
@@ -273,6 +322,12 @@ impl Analyzer {
                 self.totals.ce += 1;
                 f.ce.add(p.frame_no);
                 f.first_ce_ts.get_or_insert(p.ts_ns);
+            }
+            f.rocev1 |= r.v1;
+            if op == Opcode::CNP {
+                f.count_cnp_class(p.vlan.map(|v| v.1), p.tclass.map(|t| t.dscp()));
+            } else {
+                check_marking(f, p, r);
             }
         }
         self.timeline(
@@ -380,15 +435,6 @@ impl Analyzer {
         if let Some(m) = f.path_mtu.or(mtu) {
             if r.payload_len > m {
                 f.oversize.add(p.frame_no);
-            }
-        }
-        // QP 1 carries connection management, not RoCE data: its marking does not matter.
-        if let Some(tc) = p.tclass.filter(|_| r.dqpn != Qpn::GSI && !r.ib) {
-            if tc.dscp() == 0 && p.vlan.is_some_and(|(_, pcp)| pcp != 0) {
-                f.dscp0_with_pcp.add(p.frame_no);
-            }
-            if !tc.ecn().is_capable() {
-                f.not_ect_data.add(p.frame_no);
             }
         }
         if p.tclass.is_some_and(|t| t.ecn() == Ecn::Ce) {
@@ -614,6 +660,10 @@ impl Analyzer {
         };
         let d = &mut self.flows[di];
         d.cnps.add(p.frame_no);
+        let (pcp, dscp) = (p.vlan.map(|v| v.1), p.tclass.map(|t| t.dscp()));
+        if d.class().is_some_and(|data| cnp_below(pcp, dscp, data)) {
+            d.cnp_lower_class.add(p.frame_no);
+        }
         if d.first_ce_ts.is_some_and(|ce| ce <= p.ts_ns) && d.first_cnp_ts.is_none() {
             d.first_cnp_ts = Some(p.ts_ns);
         }

@@ -332,6 +332,8 @@ impl Analyzer {
         let facts = CaptureFacts {
             link_types: &meta.counts.linktypes,
             first_ts_ns: meta.counts.first_ts.unwrap_or(0),
+            other_by_pcp: &self.state.other_by_pcp,
+            other_by_dscp: &self.state.other_by_dscp,
         };
         report.findings = findings::find(&report, &evidence, &facts);
         let plots = self.plot_data(&order, &report);

@@ -416,10 +416,18 @@ pub fn udp_v4(
     dport: u16,
     payload: &[u8],
 ) -> Vec<u8> {
+    udp_v4_tos(link, Net::v4(src, dst, 0), sport, dport, payload)
+}
+
+/// A plain UDP/IPv4 frame with the TOS of `net`.
+pub fn udp_v4_tos(link: &FrameSpec, net: Net, sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
+    let Net::V4 { src, dst, tos, .. } = net else {
+        panic!("udp_v4_tos takes IPv4");
+    };
     let udp_len = (8 + payload.len()) as u16;
     let mut frame = Vec::new();
     link.ethernet(0x0800, &mut frame);
-    let ip = ipv4_header(src, dst, 0, 64, 17, udp_len, false);
+    let ip = ipv4_header(src.octets(), dst.octets(), tos, 64, 17, udp_len, false);
     frame.extend_from_slice(&ip);
     frame.extend_from_slice(&sport.to_be_bytes());
     frame.extend_from_slice(&dport.to_be_bytes());

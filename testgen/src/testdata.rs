@@ -527,6 +527,12 @@ pub fn all() -> Vec<(String, Vec<u8>)> {
             ),
         ));
     }
+    for s in super::diagnose::scenarios() {
+        files.push((
+            format!("diagnose/{}.pcap", s.name),
+            pcap_bytes(&s.frames, PcapFlavor::NANO_LE, LINKTYPE_ETHERNET, 65535),
+        ));
+    }
     files.push(("unknown_linktype.pcapng".to_string(), unknown_linktype()));
     files.push((
         "sample.pcap".to_string(),

@@ -6,7 +6,9 @@ use std::net::IpAddr;
 
 use roce_parsers::link::{is_cooked, LINKTYPE_ETHERNET};
 
-use super::flow::FlowEvidence;
+mod qos;
+
+use super::flow::{Evidence, FlowEvidence};
 use super::INCAST_MIN_SENDERS;
 use crate::model::{
     CaptureReport, Finding, FindingCode, FindingGroup, FlowReport, FlowRole, GroupMember,
@@ -19,6 +21,9 @@ pub struct CaptureFacts<'a> {
     /// Link types by number, with frame counts.
     pub link_types: &'a BTreeMap<u32, u64>,
     pub first_ts_ns: u64,
+    /// Frames that are not RoCE, by PCP and by DSCP.
+    pub other_by_pcp: &'a [Evidence; 8],
+    pub other_by_dscp: &'a BTreeMap<u8, Evidence>,
 }
 
 fn finding(
@@ -134,8 +139,13 @@ pub fn find(report: &Report, evidence: &[FlowEvidence], facts: &CaptureFacts) ->
         loss_findings(r, f, capture_lossy, &mut out);
         response_findings(r, f, &mut out);
         marking_findings(r, f, &mut out);
+        qos::flow_class(r, f, &mut out);
     }
     untagged_findings(&report.flows, evidence, facts, &mut out);
+    qos::dscp_mismatch(&report.flows, evidence, &mut out);
+    qos::vlan_mismatch(&report.flows, &mut out);
+    qos::gid_findings(&report.flows, evidence, &report.capture, &mut out);
+    qos::lossless_class_polluted(&report.flows, evidence, facts, &mut out);
     pfc_findings(&report.pfc.priorities, &report.pfc.pause_8023x, &mut out);
     out.extend(incast(&report.flows, evidence, facts.first_ts_ns));
     capture_findings(
@@ -311,19 +321,28 @@ fn response_findings(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
     }
 }
 
+/// `data` or `response` (ACKs, READ responses): what a flow's packets are.
+fn what_it_carries(r: &FlowReport) -> &'static str {
+    if r.role == FlowRole::Data {
+        "data"
+    } else {
+        "response"
+    }
+}
+
 /// Marking (ECN, DSCP), corruption and MTU trouble of one flow.
 fn marking_findings(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
     let flow = Some(r.label());
     {
-        if f.not_ect_data.count > 0 {
+        if f.not_ect.count > 0 {
             out.push(finding(
                 Severity::Warning,
                 FindingCode::NotEct,
-                format!("{} RoCE data packets sent Not-ECT on {}", f.not_ect_data.count, r.label()),
+                format!("{} RoCE {} packets sent Not-ECT on {}", f.not_ect.count, what_it_carries(r), r.label()),
                 "ECN is not enabled on the sender, so switches cannot mark this traffic and drop or pause it instead",
                 flow.clone(),
-                f.not_ect_data.count,
-                f.not_ect_data.frames.clone(),
+                f.not_ect.count,
+                f.not_ect.frames.clone(),
             ));
         }
         if f.dscp0_with_pcp.count > 0 {
@@ -331,8 +350,9 @@ fn marking_findings(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
                 Severity::Warning,
                 FindingCode::Dscp0WithPcp,
                 format!(
-                    "{} RoCE data packets with DSCP 0 but PCP set on {}",
+                    "{} RoCE {} packets with DSCP 0 but PCP set on {}",
                     f.dscp0_with_pcp.count,
+                    what_it_carries(r),
                     r.label()
                 ),
                 "the RoCE traffic class is set for layer 2 only: switches that classify by DSCP put this traffic in the default, lossy queue",

@@ -1,0 +1,56 @@
+//! Every failure mode of testgen/src/diagnose.rs, crafted as the field shows it: the report of
+//! the real binary on its committed capture gives exactly the findings (code and count) the
+//! generator expects, and the clean capture gives none.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+fn findings(path: &std::path::Path, args: &[&str]) -> Vec<(String, u64)> {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    let out = run_path(path, &all);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}: {}",
+        path.display(),
+        stderr(&out)
+    );
+    let r: Value = serde_json::from_str(&stdout(&out)).expect("one JSON document");
+    let mut got: Vec<(String, u64)> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["code"].as_str().unwrap().into(),
+                f["count"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    got.sort();
+    got
+}
+
+#[test]
+fn each_failure_mode_gives_exactly_its_findings() {
+    let mut wrong = Vec::new();
+    for s in roce_testgen::diagnose::scenarios() {
+        let path = testdata(&format!("diagnose/{}.pcap", s.name));
+        let got = findings(&path, s.args);
+        let mut expected: Vec<(String, u64)> = s
+            .expected
+            .iter()
+            .map(|&(c, n)| (c.to_string(), n))
+            .collect();
+        expected.sort();
+        if got != expected {
+            wrong.push(format!(
+                "{}:\n  got      {got:?}\n  expected {expected:?}",
+                s.name
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
