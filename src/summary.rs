@@ -52,6 +52,7 @@ pub struct PacketSummary {
     pub caplen: u32,
     pub linktype: u32,
     pub src_mac: Option<MacAddr>,
+    pub dst_mac: Option<MacAddr>,
     pub addrs: Option<(IpAddr, IpAddr)>,
     /// Innermost VLAN tag: (VID, PCP).
     pub vlan: Option<(u16, u8)>,
@@ -115,6 +116,7 @@ impl PacketSummary {
             caplen: f.caplen,
             linktype: f.linktype,
             src_mac: f.src_mac.map(MacAddr),
+            dst_mac: f.dst_mac.map(MacAddr),
             addrs: f.addresses(),
             vlan: f.inner_vlan().map(|v| (v.vid, v.pcp)),
             tclass: f.traffic_class().map(TrafficClass),

@@ -284,6 +284,7 @@ mod tests {
             caplen: 100,
             linktype: LINKTYPE_ETHERNET,
             src_mac: None,
+            dst_mac: None,
             addrs: Some(([10, 0, 0, 1].into(), [10, 0, 0, 2].into())),
             vlan,
             tclass: Some(TrafficClass(tclass)),

@@ -78,6 +78,28 @@ fn check_marking(f: &mut Flow, p: &PacketSummary, r: &RoceSummary) {
     }
 }
 
+/// A frame sent to a MAC on a priority that MAC has paused for a while.
+fn check_pause_honoured(
+    pfc: &BTreeMap<(MacAddr, u8), PauseTracker>,
+    state: &mut CaptureState,
+    p: &PacketSummary,
+) {
+    let (Some(dst), Some((_, pcp))) = (p.dst_mac, p.vlan) else {
+        return;
+    };
+    let key = (dst, pcp & 7);
+    if pfc
+        .get(&key)
+        .is_some_and(|t| t.pauses_at(p.ts_ns, PAUSE_GRACE_NS))
+    {
+        state
+            .pfc_not_honoured
+            .entry(key)
+            .or_default()
+            .add(p.frame_no);
+    }
+}
+
 /// Whether a CNP of class (`pcp`, `dscp`) travels below data of class `data`: a lower PCP
 /// (or none where the data is tagged), or a lower DSCP.
 fn cnp_below(pcp: Option<u8>, dscp: Option<u8>, data: (Option<u8>, u8)) -> bool {
@@ -104,7 +126,14 @@ pub struct CaptureState {
     /// Frames that are not RoCE, by PCP (tagged) and by DSCP (IP): what shares RoCE's class.
     pub other_by_pcp: [flow::Evidence; 8],
     pub other_by_dscp: BTreeMap<u8, flow::Evidence>,
+    /// RoCE frames sent to a MAC on a priority it had paused, per (MAC, priority).
+    pub pfc_not_honoured: BTreeMap<(MacAddr, u8), flow::Evidence>,
 }
+
+/// How long after the first XOFF of a pause a frame sent into it is not honouring it: the
+/// sender's reaction time and the frames already on the wire (802.1Qbb allows less than a
+/// microsecond at 100 Gb/s; a capture point's timestamps add some).
+pub const PAUSE_GRACE_NS: u64 = 5_000;
 
 /// Running totals for the live status view (cheap to read at any time).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -324,6 +353,9 @@ impl Analyzer {
                 f.first_ce_ts.get_or_insert(p.ts_ns);
             }
             f.rocev1 |= r.v1;
+            if !self.pfc.is_empty() {
+                check_pause_honoured(&self.pfc, &mut self.state, p);
+            }
             if op == Opcode::CNP {
                 f.count_cnp_class(p.vlan.map(|v| v.1), p.tclass.map(|t| t.dscp()));
             } else {

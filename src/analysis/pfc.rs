@@ -6,6 +6,10 @@
 //! (each XOFF arriving before the previous one ran out) or receives pause frames faster than
 //! `storm_fps`. Overlapping stretches of both kinds are reported as one storm.
 
+use std::collections::BTreeMap;
+
+use roce_parsers::MacAddr;
+
 use crate::model::{Storm, StormKind};
 
 /// Storms listed per priority; more are counted.
@@ -148,6 +152,14 @@ impl PauseTracker {
         }
     }
 
+    /// Whether the pause in force at `ts` began at least `grace_ns` earlier: a sender that
+    /// still sends then does not honour it.
+    pub fn pauses_at(&self, ts: u64, grace_ns: u64) -> bool {
+        self.interval
+            .as_ref()
+            .is_some_and(|iv| iv.start + grace_ns <= ts && ts < iv.end)
+    }
+
     /// Closes what is still open at the end of the capture.
     pub fn finish(&mut self, cfg: &PfcConfig) {
         if let Some(iv) = self.interval.take() {
@@ -194,6 +206,62 @@ impl PauseTracker {
     pub fn storm_spans(&self) -> Vec<(u64, u64)> {
         self.storms.iter().map(|(s, _)| (s.start, s.end)).collect()
     }
+}
+
+/// Two sources pausing one priority at overlapping times: the two ends of a link pausing each
+/// other.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MutualPause {
+    pub priority: u8,
+    pub a: MacAddr,
+    pub b: MacAddr,
+    /// Overlapping pause intervals, and when the first began.
+    pub overlaps: u64,
+    pub first_ns: u64,
+}
+
+/// Every pair of sources whose pauses of one priority overlap in time.
+pub fn mutual_pauses(pfc: &BTreeMap<(MacAddr, u8), PauseTracker>) -> Vec<MutualPause> {
+    let mut out = Vec::new();
+    let sources: Vec<(&(MacAddr, u8), &PauseTracker)> = pfc.iter().collect();
+    for (i, &(&(a, prio), ta)) in sources.iter().enumerate() {
+        for &(&(b, prio_b), tb) in &sources[i + 1..] {
+            if prio_b != prio || a == b {
+                continue;
+            }
+            if let Some((overlaps, first_ns)) = overlaps(ta.intervals(), tb.intervals()) {
+                out.push(MutualPause {
+                    priority: prio,
+                    a,
+                    b,
+                    overlaps,
+                    first_ns,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// How many intervals of `a` overlap one of `b` (both sorted), and where the first overlap
+/// starts; None when none do.
+fn overlaps(a: &[(u64, u64)], b: &[(u64, u64)]) -> Option<(u64, u64)> {
+    let (mut i, mut j) = (0, 0);
+    let mut count = 0;
+    let mut first = None;
+    while i < a.len() && j < b.len() {
+        let start = a[i].0.max(b[j].0);
+        if start < a[i].1.min(b[j].1) {
+            count += 1;
+            first.get_or_insert(start);
+        }
+        if a[i].1 < b[j].1 {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    first.map(|f| (count, f))
 }
 
 #[cfg(test)]
@@ -251,5 +319,15 @@ mod tests {
         assert_eq!(t.xoff, 10);
         assert_eq!(t.paused_ns, 10 * 512);
         assert!(t.storms().is_empty());
+    }
+
+    #[test]
+    fn overlapping_pauses_are_counted_once_each() {
+        let a = [(0, 10), (20, 30), (40, 50)];
+        let b = [(5, 8), (9, 25), (60, 70)];
+        // (5,8) and (9,25) overlap (0,10); (9,25) overlaps (20,30) too.
+        assert_eq!(overlaps(&a, &b), Some((3, 5)));
+        assert_eq!(overlaps(&a, &[(10, 20)]), None);
+        assert_eq!(overlaps(&[], &b), None);
     }
 }

@@ -334,6 +334,8 @@ impl Analyzer {
             first_ts_ns: meta.counts.first_ts.unwrap_or(0),
             other_by_pcp: &self.state.other_by_pcp,
             other_by_dscp: &self.state.other_by_dscp,
+            pfc_not_honoured: &self.state.pfc_not_honoured,
+            mutual_pauses: super::pfc::mutual_pauses(&self.pfc),
         };
         report.findings = findings::find(&report, &evidence, &facts);
         let plots = self.plot_data(&order, &report);

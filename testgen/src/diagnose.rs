@@ -77,6 +77,42 @@ pub fn scenarios() -> Vec<Scenario> {
                 ("lossless_class_polluted", 6),
             ],
         ),
+        scenario(
+            "loss_on_lossless_priority",
+            loss_on_lossless_priority(),
+            &[
+                ("psn_loss", 1),
+                ("loss_on_lossless_priority", 1),
+                ("retransmissions", 2),
+                ("pfc_pause_roce_priority", 2),
+            ],
+        ),
+        scenario(
+            "pfc_priority_mismatch",
+            pfc_priority_mismatch(),
+            &[("pfc_priority_mismatch", 3)],
+        ),
+        scenario(
+            "pfc_mutual",
+            pfc_mutual(),
+            &[
+                ("pfc_mutual", 1),
+                ("pfc_pause_roce_priority", 1),
+                ("pfc_pause_roce_priority", 1),
+            ],
+        ),
+        scenario(
+            "pfc_not_honoured",
+            pfc_not_honoured(),
+            &[("pfc_not_honoured", 16), ("pfc_pause_roce_priority", 1)],
+        ),
+        scenario(
+            "pfc_before_ecn",
+            pfc_before_ecn(),
+            &[("pfc_before_ecn", 3), ("pfc_pause_roce_priority", 3)],
+        ),
+        scenario("ecn_heavy", ecn_heavy(), &[("ecn_heavy", 24)]),
+        scenario("incast_of_two", incast_of_two(), &[("incast", 2)]),
     ]
 }
 
@@ -88,18 +124,56 @@ fn conn(a: Host, b: Host, req_qpn: u32, resp_qpn: u32) -> Conn {
 }
 
 /// `messages` WRITEs of 1024 bytes from `t`, each ACKed; returns the time after the last.
-fn writes(tl: &mut Timeline, c: &mut Conn, mut t: u64, messages: u32) -> u64 {
-    for _ in 0..messages {
-        let packets = c.write(1024);
-        let last = packets.last().map_or(0, |p| p.bth.psn);
-        for (i, p) in packets.iter().enumerate() {
-            tl.push(t + i as u64 * US, c.request_frame(p));
+fn writes(tl: &mut Timeline, c: &mut Conn, t: u64, messages: u32) -> u64 {
+    writes_with(tl, c, t, messages, |_| Send::Plain)
+}
+
+/// How message `i` of `writes_with` goes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Send {
+    Plain,
+    /// CE-marked on the way; a CNP (PCP 6, DSCP 48) comes back 3 us later.
+    CeMarked,
+    /// Not sent: the sender waits (a pause).
+    Held,
+}
+
+/// Like `writes`, each message as `how` says.
+fn writes_with(
+    tl: &mut Timeline,
+    c: &mut Conn,
+    mut t: u64,
+    messages: u32,
+    how: impl Fn(u32) -> Send,
+) -> u64 {
+    for i in 0..messages {
+        let send = how(i);
+        if send != Send::Held {
+            let p = c.write(1024).remove(0);
+            if send == Send::CeMarked {
+                let marked = c.fwd_net.with_tos(TOS | 3);
+                tl.push(t, frames::rocev2(&c.fwd_link, marked, c.sport, &p));
+                tl.push(t + 3 * US, c.cnp_frame());
+            } else {
+                tl.push(t, c.request_frame(&p));
+            }
+            tl.push(t + 5 * US, c.response_frame(&c.ack(p.bth.psn)));
         }
-        tl.push(t + 5 * US, c.response_frame(&c.ack(last)));
         t += 20 * US;
     }
     t
 }
+
+/// A PFC XOFF from `mac` for priority `prio`, the longest pause (65535 quanta: 335 us at
+/// 100 Gb/s).
+fn xoff(mac: [u8; 6], prio: u8) -> Vec<u8> {
+    let mut quanta = [0u16; 8];
+    quanta[usize::from(prio)] = 0xffff;
+    frames::pfc(mac, 1 << prio, quanta)
+}
+
+/// The switch's MAC, where it sends PFC from.
+const SWITCH: [u8; 6] = [0x02, 0, 0, 0, 0, 0x5e];
 
 /// A READ of 2048 bytes at `t`: the request, and its response 5 us later.
 fn read(tl: &mut Timeline, c: &mut Conn, t: u64) {
@@ -271,5 +345,130 @@ fn lossless_class_polluted() -> Frames {
             frames::udp_v4_tos(&untagged, net, 5000, 6000, &[0; 64]),
         );
     }
+    tl.into_frames()
+}
+
+/// PSN 1010 is lost on priority 3, which the switch paused twice before (the data is
+/// CE-marked then, and CNPs come back): the receiver NAKs it when 1011 arrives and the sender
+/// goes back, resending 1010 and 1011.
+fn loss_on_lossless_priority() -> Frames {
+    let mut tl = Timeline::default();
+    let mut c = conn(host(1), host(2), 0x400, 0x100);
+    tl.push(T0_NS + 10 * US, xoff(SWITCH, 3));
+    tl.push(T0_NS + 50 * US, xoff(SWITCH, 3));
+    let mut t = writes_with(&mut tl, &mut c, T0_NS, 10, |i| {
+        if i == 1 || i == 4 {
+            Send::CeMarked
+        } else {
+            Send::Plain
+        }
+    });
+    let lost = c.write(1024).remove(0);
+    let next = c.write(1024).remove(0);
+    tl.push(t + US, c.request_frame(&next));
+    tl.push(t + 4 * US, c.response_frame(&c.nak(lost.bth.psn, 0)));
+    t += 10 * US;
+    tl.push(t, c.request_frame(&lost));
+    tl.push(t + US, c.request_frame(&next));
+    tl.push(t + 6 * US, c.response_frame(&c.ack(next.bth.psn)));
+    writes(&mut tl, &mut c, t + 20 * US, 5);
+    tl.into_frames()
+}
+
+/// RoCE is tagged PCP 3, but the switch pauses priority 4 (3 XOFF), where nothing runs.
+fn pfc_priority_mismatch() -> Frames {
+    let mut tl = Timeline::default();
+    let mut c = conn(host(1), host(2), 0x400, 0x100);
+    writes(&mut tl, &mut c, T0_NS, 20);
+    for i in 0..3 {
+        tl.push(T0_NS + 30 * US + i * 100 * US, xoff(SWITCH, 4));
+    }
+    tl.into_frames()
+}
+
+/// The switch pauses priority 3 at 100 us, and the receiver .2 pauses it at 150 us, while the
+/// switch's pause still runs: the two ends of the link pause each other. Nothing is sent
+/// meanwhile; the data before is CE-marked twice.
+fn pfc_mutual() -> Frames {
+    let mut tl = Timeline::default();
+    let mut c = conn(host(1), host(2), 0x400, 0x100);
+    tl.push(T0_NS + 100 * US, xoff(SWITCH, 3));
+    tl.push(T0_NS + 150 * US, xoff(host(2).mac, 3));
+    writes_with(&mut tl, &mut c, T0_NS, 40, |i| match i {
+        1 | 3 => Send::CeMarked,
+        5..=24 => Send::Held,
+        _ => Send::Plain,
+    });
+    tl.into_frames()
+}
+
+/// The receiver .2 pauses priority 3 at 100 us for 335 us; .1 goes on sending to it every
+/// 20 us: the 16 frames from 120 to 420 us are sent into the pause. Data at 40 us is
+/// CE-marked (and gets its CNP).
+fn pfc_not_honoured() -> Frames {
+    let mut tl = Timeline::default();
+    let mut c = conn(host(1), host(2), 0x400, 0x100);
+    tl.push(T0_NS + 100 * US, xoff(host(2).mac, 3));
+    writes_with(&mut tl, &mut c, T0_NS, 30, |i| {
+        if i == 2 {
+            Send::CeMarked
+        } else {
+            Send::Plain
+        }
+    });
+    tl.into_frames()
+}
+
+/// The switch pauses priority 3 three times while no packet is CE-marked.
+fn pfc_before_ecn() -> Frames {
+    let mut tl = Timeline::default();
+    let mut c = conn(host(1), host(2), 0x400, 0x100);
+    for i in 0..3 {
+        tl.push(T0_NS + 30 * US + i * 400 * US, xoff(SWITCH, 3));
+    }
+    writes_with(&mut tl, &mut c, T0_NS, 70, |i| {
+        // Nothing is sent while paused (335 us after each XOFF).
+        let t = u64::from(i) * 20 * US;
+        let paused = (0..3).any(|k| {
+            let from = 30 * US + k * 400 * US;
+            (from..from + 340 * US).contains(&t)
+        });
+        if paused {
+            Send::Held
+        } else {
+            Send::Plain
+        }
+    });
+    tl.into_frames()
+}
+
+/// 24 of 40 packets (60%) CE-marked, each answered by a CNP.
+fn ecn_heavy() -> Frames {
+    let mut tl = Timeline::default();
+    let mut c = conn(host(1), host(2), 0x400, 0x100);
+    writes_with(&mut tl, &mut c, T0_NS, 40, |i| {
+        if i % 5 < 3 {
+            Send::CeMarked
+        } else {
+            Send::Plain
+        }
+    });
+    tl.into_frames()
+}
+
+/// .1 and .3 write to .2 at once; two packets of each are CE-marked.
+fn incast_of_two() -> Frames {
+    let mut tl = Timeline::default();
+    let mut a = conn(host(1), host(2), 0x400, 0x100);
+    let mut b = conn(host(3), host(2), 0x401, 0x101);
+    let marked = |i| {
+        if i == 5 || i == 15 {
+            Send::CeMarked
+        } else {
+            Send::Plain
+        }
+    };
+    writes_with(&mut tl, &mut a, T0_NS, 20, marked);
+    writes_with(&mut tl, &mut b, T0_NS + 7 * US, 20, marked);
     tl.into_frames()
 }

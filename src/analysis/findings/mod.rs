@@ -6,9 +6,13 @@ use std::net::IpAddr;
 
 use roce_parsers::link::{is_cooked, LINKTYPE_ETHERNET};
 
+mod pfc_ecn;
 mod qos;
 
+use roce_parsers::MacAddr;
+
 use super::flow::{Evidence, FlowEvidence};
+use super::pfc::MutualPause;
 use super::INCAST_MIN_SENDERS;
 use crate::model::{
     CaptureReport, Finding, FindingCode, FindingGroup, FlowReport, FlowRole, GroupMember,
@@ -24,6 +28,9 @@ pub struct CaptureFacts<'a> {
     /// Frames that are not RoCE, by PCP and by DSCP.
     pub other_by_pcp: &'a [Evidence; 8],
     pub other_by_dscp: &'a BTreeMap<u8, Evidence>,
+    /// RoCE frames sent into a pause, per (paused MAC, priority).
+    pub pfc_not_honoured: &'a BTreeMap<(MacAddr, u8), Evidence>,
+    pub mutual_pauses: Vec<MutualPause>,
 }
 
 fn finding(
@@ -135,8 +142,12 @@ pub fn find(report: &Report, evidence: &[FlowEvidence], facts: &CaptureFacts) ->
             .warnings
             .iter()
             .any(|w| w.kind.frames_missing());
+    let paused = pfc_ecn::paused_priorities(&report.pfc);
+    let roce_dscp = qos::roce_dscp(&report.flows, evidence);
     for (r, f) in report.flows.iter().zip(evidence) {
-        loss_findings(r, f, capture_lossy, &mut out);
+        let lossless = pfc_ecn::lossless(f, &paused, roce_dscp);
+        loss_findings(r, f, capture_lossy, lossless, &mut out);
+        pfc_ecn::ecn_heavy(r, f, &mut out);
         response_findings(r, f, &mut out);
         marking_findings(r, f, &mut out);
         qos::flow_class(r, f, &mut out);
@@ -147,7 +158,19 @@ pub fn find(report: &Report, evidence: &[FlowEvidence], facts: &CaptureFacts) ->
     qos::gid_findings(&report.flows, evidence, &report.capture, &mut out);
     qos::lossless_class_polluted(&report.flows, evidence, facts, &mut out);
     pfc_findings(&report.pfc.priorities, &report.pfc.pause_8023x, &mut out);
-    out.extend(incast(&report.flows, evidence, facts.first_ts_ns));
+    pfc_ecn::loss_on_lossless_priority(&report.flows, evidence, &report.pfc, roce_dscp, &mut out);
+    pfc_ecn::pfc_priority_mismatch(&report.pfc, &mut out);
+    pfc_ecn::pfc_misbehaviour(facts, &mut out);
+    pfc_ecn::pfc_before_ecn(&report.flows, evidence, &report.pfc, &mut out);
+    let roce_paused = paused
+        .iter()
+        .any(|p| report.pfc.roce_priorities.contains(p));
+    out.extend(incast(
+        &report.flows,
+        evidence,
+        facts.first_ts_ns,
+        roce_paused,
+    ));
     capture_findings(
         &report.capture,
         &report.pfc.roce_priorities,
@@ -160,7 +183,13 @@ pub fn find(report: &Report, evidence: &[FlowEvidence], facts: &CaptureFacts) ->
 }
 
 /// PSN loss, READ response loss, retransmissions, reordering and duplicates.
-fn loss_findings(r: &FlowReport, f: &FlowEvidence, capture_lossy: bool, out: &mut Vec<Finding>) {
+fn loss_findings(
+    r: &FlowReport,
+    f: &FlowEvidence,
+    capture_lossy: bool,
+    lossless: bool,
+    out: &mut Vec<Finding>,
+) {
     let flow = Some(r.label());
     let reliable = f.reliable;
     {
@@ -182,6 +211,8 @@ fn loss_findings(r: &FlowReport, f: &FlowEvidence, capture_lossy: bool, out: &mu
                 "packets were dropped on the path and UC/UD never resend: the loss reached the application"
             } else if r.psn.missing > 0 {
                 "packets were dropped on the path and not all were resent before the capture ended"
+            } else if lossless {
+                "packets were dropped on the path although PFC protects this priority (headroom too small, or a hop without PFC); RC recovered by going back, at the cost of throughput"
             } else {
                 "packets were dropped on the path (a full buffer on a lossy priority, or link errors); RC recovered by going back, at the cost of throughput"
             };
@@ -468,8 +499,19 @@ fn pfc_findings(priorities: &[PriorityReport], pause: &[PauseReport], out: &mut 
     }
 }
 
-/// The most senders sending RoCE data to one receiver at the same time.
-fn incast(flows: &[FlowReport], evidence: &[FlowEvidence], capture_start: u64) -> Option<Finding> {
+/// Concurrent senders, fewer than `INCAST_MIN_SENDERS`, that make an incast when the
+/// receiver shows congestion.
+const INCAST_TROUBLED_MIN_SENDERS: usize = 2;
+
+/// The most senders sending RoCE data to one receiver at the same time: an incast from
+/// `INCAST_MIN_SENDERS`, or from two when the receiver's flows show CE, loss or resends, or
+/// the RoCE priority was paused.
+fn incast(
+    flows: &[FlowReport],
+    evidence: &[FlowEvidence],
+    capture_start: u64,
+    roce_paused: bool,
+) -> Option<Finding> {
     let data = || {
         flows
             .iter()
@@ -505,11 +547,17 @@ fn incast(flows: &[FlowReport], evidence: &[FlowEvidence], capture_start: u64) -
         }
     }
     let (dst, senders, ts) = worst?;
-    if senders < INCAST_MIN_SENDERS {
+    let troubled = roce_paused
+        || data()
+            .any(|(r, f)| f.dst == dst && (r.ce > 0 || r.psn.gaps > 0 || r.psn.retransmitted > 0));
+    let enough = if troubled {
+        INCAST_TROUBLED_MIN_SENDERS
+    } else {
+        INCAST_MIN_SENDERS
+    };
+    if senders < enough {
         return None;
     }
-    let troubled = data()
-        .any(|(r, f)| f.dst == dst && (r.ce > 0 || r.psn.gaps > 0 || r.psn.retransmitted > 0));
     Some(finding(
         if troubled { Severity::Warning } else { Severity::Info },
         FindingCode::Incast,

@@ -40,6 +40,11 @@ fn majority<K: Ord + Copy>(items: impl Iterator<Item = (K, u64)>) -> Option<K> {
     by.into_iter().max_by_key(|&(_, n)| n).map(|(k, _)| k)
 }
 
+/// The DSCP most RoCE data carries.
+pub(super) fn roce_dscp(flows: &[FlowReport], evidence: &[FlowEvidence]) -> Option<u8> {
+    majority(roce_data(flows, evidence).map(|(_, r, _, c)| (c.1, r.packets)))
+}
+
 /// PCP 0 with DSCP set, and CNPs below their data, on one flow.
 pub(super) fn flow_class(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
     if f.pcp0_with_dscp.count > 0 {
