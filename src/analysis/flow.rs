@@ -72,6 +72,46 @@ pub struct NakCounts {
     pub rnr: Evidence,
 }
 
+/// Go-back replays of one QP: where each started, and the PSN that started most of them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Retries {
+    /// The PSN of the latest request, to see where a replay starts.
+    last_psn: Option<Psn>,
+    current: Option<(Psn, u32)>,
+    /// (PSN, replays that started at it).
+    pub most: Option<(Psn, u32)>,
+}
+
+impl Retries {
+    /// A request went by; `resent` when it was a retransmission.
+    pub fn request(&mut self, psn: Psn, resent: bool) {
+        let starts_replay = resent && self.last_psn.is_none_or(|last| psn != last + 1);
+        self.last_psn = Some(psn);
+        if !starts_replay {
+            return;
+        }
+        let n = match self.current {
+            Some((p, n)) if p == psn => n + 1,
+            _ => 1,
+        };
+        self.current = Some((psn, n));
+        if self.most.is_none_or(|(_, m)| n > m) {
+            self.most = Some((psn, n));
+        }
+    }
+}
+
+/// Requests that asked for an ACK and got none.
+#[derive(Debug, Clone, Default)]
+pub struct Unacknowledged {
+    pub requests: Evidence,
+    /// The smallest payload among them, and the largest an ACK covered.
+    pub min_len: Option<u32>,
+    pub acked_max_len: Option<u32>,
+    /// The PSN resent most often and how often.
+    pub retry: Option<(Psn, u32)>,
+}
+
 /// What findings need of a flow beyond its report: the first frames of each kind of event.
 #[derive(Debug, Clone)]
 pub struct FlowEvidence {
@@ -94,6 +134,8 @@ pub struct FlowEvidence {
     /// The class most of the flow's own packets (not CNPs) carry: (PCP when tagged, DSCP).
     pub class: Option<(Option<u8>, u8)>,
     pub rocev1: bool,
+    pub unacknowledged: Unacknowledged,
+    pub nak_without_gap: Evidence,
     pub icrc_bad: Evidence,
     pub oversize: Evidence,
 }
@@ -130,6 +172,14 @@ pub struct Flow {
     pub cnp_dscp: Vec<(u8, u32)>,
     /// RoCEv1 frames (no IP header: link-local GIDs are normal there).
     pub rocev1: bool,
+    /// Requests that asked for an ACK none has covered yet: (PSN, time, frame, payload).
+    pub unacked: VecDeque<(Psn, u64, u64, u32)>,
+    /// The largest payload of a request an ACK covered.
+    pub acked_max_len: Option<u32>,
+    /// The PSN go-back replays started from most often, and how often (a QP retrying).
+    pub retry: Retries,
+    /// PSN-sequence NAKs for a PSN the capture saw go by.
+    pub nak_without_gap: Evidence,
     pub path_mtu: Option<u32>,
     pub oversize: Evidence,
     pub icrc_bad: Evidence,
@@ -200,6 +250,10 @@ impl Flow {
             cnp_pcp: [0; 9],
             cnp_dscp: Vec::new(),
             rocev1: false,
+            unacked: VecDeque::new(),
+            acked_max_len: None,
+            retry: Retries::default(),
+            nak_without_gap: Evidence::default(),
             path_mtu: None,
             oversize: Evidence::default(),
             icrc_bad: Evidence::default(),
@@ -242,6 +296,38 @@ impl Flow {
             self.recent_at = (self.recent_at + 1) % RECENT_COPIES;
         }
         copy
+    }
+
+    /// A request that asked for an ACK, sent for the first time.
+    pub fn await_coverage(&mut self, psn: Psn, ts: u64, frame_no: u64, len: u32) {
+        if self.unacked.len() == MAX_OUTSTANDING {
+            self.unacked.pop_front();
+        }
+        self.unacked.push_back((psn, ts, frame_no, len));
+    }
+
+    /// An ACK (or a response) covered every request up to `psn`; `inclusive` false for a NAK,
+    /// which covers those before it.
+    pub fn covered(&mut self, psn: Psn, inclusive: bool) {
+        while let Some(&(p, _, _, len)) = self.unacked.front() {
+            if p > psn || (p == psn && !inclusive) {
+                break;
+            }
+            self.acked_max_len = Some(self.acked_max_len.map_or(len, |m| m.max(len)));
+            self.unacked.pop_front();
+        }
+    }
+
+    /// Requests no ACK covered that were sent before `until`.
+    pub fn unacknowledged(&self, until: u64) -> Unacknowledged {
+        let mut u = Unacknowledged::default();
+        for &(_, _, frame, len) in self.unacked.iter().filter(|e| e.1 < until) {
+            u.requests.add(frame);
+            u.min_len = Some(u.min_len.map_or(len, |m: u32| m.min(len)));
+        }
+        u.acked_max_len = self.acked_max_len;
+        u.retry = self.retry.most;
+        u
     }
 
     pub fn await_ack(&mut self, psn: Psn, ts: u64) {
@@ -322,7 +408,8 @@ impl Flow {
     }
 
     /// What findings need of this flow beyond its report: addresses, timing and evidence frames.
-    pub fn evidence(&self) -> FlowEvidence {
+    /// `acked_by`: requests sent before this time should have had their ACK by the end.
+    pub fn evidence(&self, acked_by: u64) -> FlowEvidence {
         FlowEvidence {
             src: self.key.src,
             dst: self.key.dst,
@@ -341,6 +428,8 @@ impl Flow {
             cnp_lower_class: self.cnp_lower_class.clone(),
             class: self.class(),
             rocev1: self.rocev1,
+            unacknowledged: self.unacknowledged(acked_by),
+            nak_without_gap: self.nak_without_gap.clone(),
             icrc_bad: self.icrc_bad.clone(),
             oversize: self.oversize.clone(),
         }

@@ -134,6 +134,8 @@ pub struct CaptureState {
 /// sender's reaction time and the frames already on the wire (802.1Qbb allows less than a
 /// microsecond at 100 Gb/s; a capture point's timestamps add some).
 pub const PAUSE_GRACE_NS: u64 = 5_000;
+/// Requests sent in the capture's last this-long may still get their ACK after it ended.
+pub const ACK_GRACE_NS: u64 = 1_000_000;
 
 /// Running totals for the live status view (cheap to read at any time).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -516,9 +518,15 @@ impl Analyzer {
             Arrival::Duplicate => f.dups.add(p.frame_no),
             _ => {}
         }
+        if f.transport.is_some_and(Transport::is_reliable) {
+            f.retry.request(r.psn, arrival == Arrival::Retransmitted);
+        }
         if arrival == Arrival::InOrder || matches!(arrival, Arrival::Gap(_)) {
             if r.ackreq {
                 f.await_ack(r.psn, p.ts_ns);
+                if f.transport.is_some_and(Transport::is_reliable) {
+                    f.await_coverage(r.psn, p.ts_ns, p.frame_no, r.payload_len);
+                }
             }
             if op.operation() == Operation::ReadRequest {
                 f.await_read(r.psn, p.ts_ns);
@@ -620,6 +628,7 @@ impl Analyzer {
                 if op.operation() == Operation::Ack {
                     d.acks += 1;
                 }
+                d.covered(r.psn, true);
                 while let Some(&(psn, ts)) = d.awaiting_ack.front() {
                     if psn > r.psn {
                         break;
@@ -631,10 +640,14 @@ impl Analyzer {
             AethKind::RnrNak => {
                 d.naks.rnr.add(p.frame_no);
                 d.req.nak(r.psn);
+                d.covered(r.psn, false);
             }
             AethKind::Nak => {
                 let slot = match NakCode::from_value(aeth.value()) {
                     NakCode::PsnSequenceError => {
+                        if d.req.saw(r.psn) {
+                            d.nak_without_gap.add(p.frame_no);
+                        }
                         d.req.nak(r.psn);
                         &mut d.naks.psn_sequence_error
                     }
@@ -645,6 +658,7 @@ impl Analyzer {
                     NakCode::Reserved(_) => &mut d.naks.other,
                 };
                 slot.add(p.frame_no);
+                d.covered(r.psn, false);
                 // Everything before the NAK's PSN was received.
                 d.awaiting_ack.retain(|&(psn, _)| psn >= r.psn);
             }

@@ -62,6 +62,18 @@ impl PsnTracker {
         self.expected
     }
 
+    /// Whether `psn` went by: behind the next expected PSN and in no hole.
+    pub fn saw(&self, psn: Psn) -> bool {
+        let behind = self
+            .expected
+            .is_some_and(|e| (-(1 << 22)..0).contains(&(psn - e)));
+        behind
+            && !self
+                .holes
+                .iter()
+                .any(|&(s, l)| (0..l as i32).contains(&(psn - s)))
+    }
+
     /// The responder asked for a resend from `psn` (NAK sequence error or RNR NAK).
     pub fn nak(&mut self, psn: Psn) {
         self.nak_from = Some(psn);

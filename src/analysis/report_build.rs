@@ -320,7 +320,12 @@ impl Analyzer {
             t.finish(&cfg.pfc);
         }
         let (flows, order) = self.flow_reports();
-        let evidence: Vec<FlowEvidence> = order.iter().map(|&i| self.flows[i].evidence()).collect();
+        // Requests of the capture's last moments may have their ACK still on the way.
+        let acked_by = self.state.last_ts.saturating_sub(super::ACK_GRACE_NS);
+        let evidence: Vec<FlowEvidence> = order
+            .iter()
+            .map(|&i| self.flows[i].evidence(acked_by))
+            .collect();
         let mut report = Report {
             schema: SCHEMA,
             capture: self.capture_report(&meta),

@@ -113,6 +113,21 @@ pub fn scenarios() -> Vec<Scenario> {
         ),
         scenario("ecn_heavy", ecn_heavy(), &[("ecn_heavy", 24)]),
         scenario("incast_of_two", incast_of_two(), &[("incast", 2)]),
+        scenario(
+            "mtu_black_hole",
+            mtu_black_hole(),
+            &[("unacknowledged_requests", 3), ("retransmissions", 9)],
+        ),
+        scenario(
+            "retries_exhausted",
+            retries_exhausted(),
+            &[("unacknowledged_requests", 1), ("retransmissions", 7)],
+        ),
+        scenario(
+            "nak_without_gap",
+            nak_without_gap(),
+            &[("nak_without_gap", 1), ("retransmissions", 5)],
+        ),
     ]
 }
 
@@ -470,5 +485,64 @@ fn incast_of_two() -> Frames {
     };
     writes_with(&mut tl, &mut a, T0_NS, 20, marked);
     writes_with(&mut tl, &mut b, T0_NS + 7 * US, 20, marked);
+    tl.into_frames()
+}
+
+/// A bystander: .3 writes to .4 from `from` for `messages` messages, so that the capture goes
+/// on after the connection under test fell silent.
+fn bystander(tl: &mut Timeline, from: u64, messages: u32) {
+    let mut c = conn(host(3), host(4), 0x410, 0x110);
+    writes(tl, &mut c, from, messages);
+}
+
+/// .1 writes 10 messages of 1024 bytes to .2, all ACKed; then 3 WRITEs of 4096 bytes that a
+/// hop with a smaller MTU drops: no ACK, and the sender resends the three after 500 us,
+/// three times.
+fn mtu_black_hole() -> Frames {
+    let mut tl = Timeline::default();
+    let mut c = conn(host(1), host(2), 0x400, 0x100);
+    let t = writes(&mut tl, &mut c, T0_NS, 10);
+    let big: Vec<RoceSpec> = (0..3).map(|_| c.write(4096).remove(0)).collect();
+    for round in 0..4u64 {
+        for (i, p) in big.iter().enumerate() {
+            tl.push(t + round * 500 * US + i as u64 * 2 * US, c.request_frame(p));
+        }
+    }
+    bystander(&mut tl, T0_NS, 200);
+    tl.into_frames()
+}
+
+/// .1 writes 10 ACKed messages to .2, then one that never gets an ACK: it resends it 7 times,
+/// 500 us apart, and falls silent.
+fn retries_exhausted() -> Frames {
+    let mut tl = Timeline::default();
+    let mut c = conn(host(1), host(2), 0x400, 0x100);
+    let t = writes(&mut tl, &mut c, T0_NS, 10);
+    let lost = c.write(1024).remove(0);
+    for attempt in 0..8u64 {
+        tl.push(t + attempt * 500 * US, c.request_frame(&lost));
+    }
+    bystander(&mut tl, T0_NS, 300);
+    tl.into_frames()
+}
+
+/// .1 sends PSNs 1000-1009 to .2 and the capture sees them all; .2 NAKs 1005 (lost after the
+/// capture point), and .1 goes back and resends 1005-1009, which are ACKed.
+fn nak_without_gap() -> Frames {
+    let mut tl = Timeline::default();
+    let mut c = conn(host(1), host(2), 0x400, 0x100);
+    let sent: Vec<RoceSpec> = (0..10).map(|_| c.write(1024).remove(0)).collect();
+    let mut t = T0_NS;
+    for p in &sent {
+        tl.push(t, c.request_frame(p));
+        t += 2 * US;
+    }
+    tl.push(t, c.response_frame(&c.nak(sent[5].bth.psn, 0)));
+    t += 5 * US;
+    for p in &sent[5..] {
+        tl.push(t, c.request_frame(p));
+        t += 2 * US;
+    }
+    tl.push(t + 3 * US, c.response_frame(&c.ack(sent[9].bth.psn)));
     tl.into_frames()
 }

@@ -6,6 +6,7 @@ use std::net::IpAddr;
 
 use roce_parsers::link::{is_cooked, LINKTYPE_ETHERNET};
 
+mod connections;
 mod pfc_ecn;
 mod qos;
 
@@ -148,6 +149,8 @@ pub fn find(report: &Report, evidence: &[FlowEvidence], facts: &CaptureFacts) ->
         let lossless = pfc_ecn::lossless(f, &paused, roce_dscp);
         loss_findings(r, f, capture_lossy, lossless, &mut out);
         pfc_ecn::ecn_heavy(r, f, &mut out);
+        connections::unacknowledged_requests(r, f, &mut out);
+        connections::nak_without_gap(r, f, &mut out);
         response_findings(r, f, &mut out);
         marking_findings(r, f, &mut out);
         qos::flow_class(r, f, &mut out);

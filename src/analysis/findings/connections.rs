@@ -1,0 +1,78 @@
+//! Connections that go wrong: requests nobody acknowledged (an MTU black hole, a QP that ran
+//! out of retries), NAKs for packets the capture saw arrive, RDMA-CM requests unanswered or
+//! rejected.
+
+use super::finding;
+use crate::analysis::flow::FlowEvidence;
+use crate::model::{Finding, FindingCode, FlowReport, Severity};
+use crate::words::plural;
+
+/// The transport retry count's largest value (3 bits in the QP's attributes): a PSN resent this
+/// often before the QP falls silent ran out of retries.
+const RETRY_LIMIT: u32 = 7;
+
+/// RC requests that asked for an ACK and got none, the capture's last moments left out.
+pub(super) fn unacknowledged_requests(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
+    let u = &f.unacknowledged;
+    // A capture of one direction (a mirror of a port's ingress) shows no ACK at all: silence
+    // there says nothing.
+    let reverse_seen = r.peer.is_some() || r.acks > 0 || r.naks.total() > 0 || r.read_responses > 0;
+    if u.requests.count == 0 || !reverse_seen {
+        return;
+    }
+    let mut message = format!(
+        "{} on {} asked for an ACK and none came",
+        plural(u.requests.count, "request"),
+        r.label()
+    );
+    let mut cause = "the requests or their ACKs were lost after the capture point, or the responder stopped answering (its QP in the error state)".to_string();
+    let mut severity = Severity::Warning;
+    if let (Some(min), Some(acked)) = (u.min_len, u.acked_max_len) {
+        if min > acked {
+            message.push_str(&format!(
+                "; every one carries more ({min} bytes or more) than the largest acknowledged ({acked} bytes)"
+            ));
+            cause = "an MTU black hole: a hop on the path has a smaller MTU than the QP's path MTU and drops the larger packets without a word; set the path MTU (or the interface MTU) to what every hop carries".into();
+        }
+    }
+    if let Some((psn, n)) = u.retry.filter(|&(_, n)| n >= RETRY_LIMIT) {
+        message.push_str(&format!(
+            "; PSN {} was resent {n} times before the QP fell silent",
+            psn.value()
+        ));
+        cause = format!(
+            "the requester's transport retries ran out ({RETRY_LIMIT} resends without an ACK): the QP went to the error state and its work requests failed with a retry-exceeded error; {cause}"
+        );
+        severity = Severity::Critical;
+    }
+    out.push(finding(
+        severity,
+        FindingCode::UnacknowledgedRequests,
+        message,
+        &cause,
+        Some(r.label()),
+        u.requests.count,
+        u.requests.frames.clone(),
+    ));
+}
+
+/// PSN-sequence NAKs for PSNs the capture saw go by: lost after the capture point.
+pub(super) fn nak_without_gap(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
+    let n = &f.nak_without_gap;
+    if n.count == 0 {
+        return;
+    }
+    out.push(finding(
+        Severity::Warning,
+        FindingCode::NakWithoutGap,
+        format!(
+            "{} for {} asked for PSNs this capture saw go by",
+            plural(n.count, "sequence NAK"),
+            r.label()
+        ),
+        "the packets were lost after the capture point: on a later hop, or in the receiver's NIC (out of buffers, PCIe back-pressure); capture nearer the receiver to see where",
+        Some(r.label()),
+        n.count,
+        n.frames.clone(),
+    ));
+}
