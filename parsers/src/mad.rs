@@ -1,5 +1,7 @@
 //! RDMA-CM (InfiniBand CM MADs on QP 1): the ConnectRequest and ConnectReply carry each side's
-//! QPN, which pairs the two directions of a connection, and the path MTU.
+//! QPN and starting PSN, which pair the two directions of a connection and start its PSN
+//! history, and the path MTU; a ConnectReject says why a connection was refused. Layouts:
+//! IBTA Vol. 1, chapter 12 (REQ 12.6.5, REP 12.6.8, REJ 12.6.7).
 
 use crate::Qpn;
 
@@ -7,6 +9,7 @@ use crate::Qpn;
 const MGMT_CLASS_CM: u8 = 0x07;
 const ATTR_REQ: u16 = 0x0010;
 const ATTR_REP: u16 = 0x0013;
+const ATTR_REJ: u16 = 0x0012;
 const MAD_HEADER_LEN: usize = 24;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -15,14 +18,59 @@ pub enum CmMessage {
     Request {
         comm_id: u32,
         qpn: Qpn,
+        /// The first PSN the active side sends.
+        starting_psn: u32,
         path_mtu: Option<u32>,
     },
-    /// ConnectReply: the passive side's QPN, and the request it answers.
+    /// ConnectReply: the passive side's QPN and first PSN, and the request it answers.
     Reply {
         comm_id: u32,
         remote_comm_id: u32,
         qpn: Qpn,
+        starting_psn: u32,
     },
+    /// ConnectReject: the message refused (0 REQ, 1 REP, 2 other), of which connection
+    /// (`remote_comm_id` is the other side's ID), and why.
+    Reject {
+        comm_id: u32,
+        remote_comm_id: u32,
+        rejected: u8,
+        reason: u16,
+    },
+}
+
+/// The name of a ConnectReject reason (IBTA Vol. 1, table 112).
+pub fn reject_reason_name(reason: u16) -> &'static str {
+    match reason {
+        1 => "no QP available",
+        2 => "no EE context available",
+        3 => "no resources available",
+        4 => "timeout",
+        5 => "unsupported request",
+        6 => "invalid communication ID",
+        7 => "invalid communication instance",
+        8 => "invalid service ID (nothing listens there)",
+        9 => "invalid transport service type",
+        10 => "stale connection",
+        11 => "RDC does not exist",
+        12 => "primary remote GID rejected",
+        13 => "primary remote LID rejected",
+        14 => "invalid primary SL",
+        15 => "invalid primary traffic class",
+        16 => "invalid primary hop limit",
+        17 => "invalid primary packet rate",
+        18..=23 => "invalid alternate path",
+        24 => "port and CM redirection",
+        25 => "port redirection",
+        26 => "invalid path MTU",
+        27 => "insufficient responder resources",
+        28 => "consumer reject (the application refused)",
+        29 => "RNR retry count reject",
+        30 => "duplicate local communication ID",
+        31 => "unsupported class version",
+        32 | 33 => "invalid flow label",
+        _ => "reserved reason",
+    }
 }
 
 fn be32(b: &[u8], at: usize) -> Option<u32> {
@@ -53,12 +101,20 @@ pub fn parse(mad: &[u8]) -> Option<CmMessage> {
         ATTR_REQ => Some(CmMessage::Request {
             comm_id: be32(cm, 0)?,
             qpn: Qpn(be24(cm, 32)?),
+            starting_psn: be24(cm, 44)?,
             path_mtu: cm.get(50).and_then(|b| mtu_bytes(b >> 4)),
         }),
         ATTR_REP => Some(CmMessage::Reply {
             comm_id: be32(cm, 0)?,
             remote_comm_id: be32(cm, 4)?,
             qpn: Qpn(be24(cm, 12)?),
+            starting_psn: be24(cm, 20)?,
+        }),
+        ATTR_REJ => Some(CmMessage::Reject {
+            comm_id: be32(cm, 0)?,
+            remote_comm_id: be32(cm, 4)?,
+            rejected: cm.get(8)? >> 6,
+            reason: u16::from_be_bytes([*cm.get(10)?, *cm.get(11)?]),
         }),
         _ => None,
     }
@@ -77,24 +133,44 @@ mod tests {
         mad[24..28].copy_from_slice(&0x34cf_b552u32.to_be_bytes());
         mad[24 + 32..24 + 35].copy_from_slice(&[0, 0, 0x11]);
         mad[24 + 50] = 0x37;
+        mad[24 + 44..24 + 47].copy_from_slice(&[0x0a, 0xbc, 0xde]);
         assert_eq!(
             parse(&mad),
             Some(CmMessage::Request {
                 comm_id: 0x34cf_b552,
                 qpn: Qpn(0x11),
+                starting_psn: 0x0a_bcde,
                 path_mtu: Some(1024)
             })
         );
         mad[16..18].copy_from_slice(&ATTR_REP.to_be_bytes());
         mad[24 + 4..24 + 8].copy_from_slice(&0x1234u32.to_be_bytes());
         mad[24 + 12..24 + 15].copy_from_slice(&[0, 0, 0x22]);
+        mad[24 + 20..24 + 23].copy_from_slice(&[0, 0x01, 0x00]);
         assert_eq!(
             parse(&mad),
             Some(CmMessage::Reply {
                 comm_id: 0x34cf_b552,
                 remote_comm_id: 0x1234,
-                qpn: Qpn(0x22)
+                qpn: Qpn(0x22),
+                starting_psn: 0x100,
             })
+        );
+        mad[16..18].copy_from_slice(&ATTR_REJ.to_be_bytes());
+        mad[24 + 8] = 0x00;
+        mad[24 + 10..24 + 12].copy_from_slice(&8u16.to_be_bytes());
+        assert_eq!(
+            parse(&mad),
+            Some(CmMessage::Reject {
+                comm_id: 0x34cf_b552,
+                remote_comm_id: 0x1234,
+                rejected: 0,
+                reason: 8,
+            })
+        );
+        assert_eq!(
+            reject_reason_name(8),
+            "invalid service ID (nothing listens there)"
         );
         assert_eq!(parse(&mad[..20]), None);
         mad[1] = 0x01;

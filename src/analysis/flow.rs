@@ -134,6 +134,7 @@ pub struct FlowEvidence {
     /// The class most of the flow's own packets (not CNPs) carry: (PCP when tagged, DSCP).
     pub class: Option<(Option<u8>, u8)>,
     pub rocev1: bool,
+    pub native_ib: bool,
     pub unacknowledged: Unacknowledged,
     pub nak_without_gap: Evidence,
     pub icrc_bad: Evidence,
@@ -172,6 +173,8 @@ pub struct Flow {
     pub cnp_dscp: Vec<(u8, u32)>,
     /// RoCEv1 frames (no IP header: link-local GIDs are normal there).
     pub rocev1: bool,
+    /// Native InfiniBand frames (ERF captures, link type 247): no IP, no DSCP, no PCP.
+    pub native_ib: bool,
     /// Requests that asked for an ACK none has covered yet: (PSN, time, frame, payload).
     pub unacked: VecDeque<(Psn, u64, u64, u32)>,
     /// The largest payload of a request an ACK covered.
@@ -250,6 +253,7 @@ impl Flow {
             cnp_pcp: [0; 9],
             cnp_dscp: Vec::new(),
             rocev1: false,
+            native_ib: false,
             unacked: VecDeque::new(),
             acked_max_len: None,
             retry: Retries::default(),
@@ -296,6 +300,18 @@ impl Flow {
             self.recent_at = (self.recent_at + 1) % RECENT_COPIES;
         }
         copy
+    }
+
+    /// RDMA-CM set up a new connection on this flow's QP: what the old one left pending is
+    /// forgotten and PSNs are judged afresh (counts so far stay).
+    pub fn new_connection(&mut self) {
+        self.req.restart();
+        self.read_resp.restart();
+        self.awaiting_ack.clear();
+        self.awaiting_read.clear();
+        self.unacked.clear();
+        self.retry = Retries::default();
+        self.recent = [(Psn::default(), 0, 0); RECENT_COPIES];
     }
 
     /// A request that asked for an ACK, sent for the first time.
@@ -428,6 +444,7 @@ impl Flow {
             cnp_lower_class: self.cnp_lower_class.clone(),
             class: self.class(),
             rocev1: self.rocev1,
+            native_ib: self.native_ib,
             unacknowledged: self.unacknowledged(acked_by),
             nak_without_gap: self.nak_without_gap.clone(),
             icrc_bad: self.icrc_bad.clone(),

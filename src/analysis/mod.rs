@@ -2,6 +2,7 @@
 //! state only (memory bounded by the number of flows, never by the capture size), and at the
 //! end turns that state into the `Report`.
 
+pub mod cm;
 pub mod copies;
 pub mod findings;
 pub mod flow;
@@ -16,7 +17,7 @@ use std::collections::{BTreeMap, HashMap};
 use rustc_hash::FxHashMap;
 use std::net::IpAddr;
 
-use roce_parsers::{Aeth, AethKind, CmMessage, Ecn, IcrcStatus, MacAddr, NakCode, Operation};
+use roce_parsers::{Aeth, AethKind, Ecn, IcrcStatus, MacAddr, NakCode, Operation};
 use roce_parsers::{Opcode, Position, Psn, Qpn, Transport};
 
 use crate::model::PairingMethod;
@@ -136,6 +137,8 @@ pub struct CaptureState {
 pub const PAUSE_GRACE_NS: u64 = 5_000;
 /// Requests sent in the capture's last this-long may still get their ACK after it ended.
 pub const ACK_GRACE_NS: u64 = 1_000_000;
+/// RDMA-CM requests sent in the capture's last this-long may still get their reply after it.
+pub const CM_GRACE_NS: u64 = 50_000_000;
 
 /// Running totals for the live status view (cheap to read at any time).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -156,8 +159,8 @@ pub struct Analyzer {
     /// Flow lookup on every packet: FxHash, as SipHash showed in profiles (a capture is not an
     /// adversary that can pick keys to collide: flows are bounded by --max-flows anyway).
     pub(crate) index: FxHashMap<FlowKey, usize>,
-    /// CM requests awaiting their reply: (active IP, passive IP, comm id) -> (QPN, path MTU).
-    cm_requests: HashMap<(IpAddr, IpAddr, u32), (Qpn, Option<u32>)>,
+    /// CM requests and what came of them.
+    pub(crate) cm_requests: cm::CmRequests,
     /// Pairs learned from CM, by flow key, both ways; MTU from the request.
     cm_pairs: HashMap<FlowKey, (FlowKey, Option<u32>)>,
     /// PFC per (source MAC, priority); 802.3x PAUSE per source MAC.
@@ -313,7 +316,14 @@ impl Analyzer {
         self.state.roce_pcp[p.vlan.map_or(8, |(_, pcp)| usize::from(pcp & 7))] += 1;
         let Some((src, dst)) = p.addrs else { return };
         if let Some(msg) = r.cm {
-            self.cm_message(msg, src, dst, p.vlan.map(|v| v.0));
+            let at = cm::CmContext {
+                src,
+                dst,
+                vlan: p.vlan.map(|v| v.0),
+                frame_no: p.frame_no,
+                ts: p.ts_ns,
+            };
+            self.cm_message(msg, at);
         }
         let key = FlowKey {
             src,
@@ -355,6 +365,7 @@ impl Analyzer {
                 f.first_ce_ts.get_or_insert(p.ts_ns);
             }
             f.rocev1 |= r.v1;
+            f.native_ib |= r.ib;
             if !self.pfc.is_empty() {
                 check_pause_honoured(&self.pfc, &mut self.state, p);
             }
@@ -385,49 +396,6 @@ impl Analyzer {
             self.request(fi, p, r);
         } else if op.is_response() {
             self.response(fi, p, r);
-        }
-    }
-
-    fn cm_message(&mut self, msg: CmMessage, src: IpAddr, dst: IpAddr, vlan: Option<u16>) {
-        match msg {
-            CmMessage::Request {
-                comm_id,
-                qpn,
-                path_mtu,
-            } => {
-                self.cm_requests
-                    .insert((src, dst, comm_id), (qpn, path_mtu));
-            }
-            CmMessage::Reply {
-                remote_comm_id,
-                qpn,
-                ..
-            } => {
-                // The reply goes from the passive side (src) back to the active side (dst).
-                let Some(&(active_qpn, mtu)) = self.cm_requests.get(&(dst, src, remote_comm_id))
-                else {
-                    return;
-                };
-                let to_passive = FlowKey {
-                    src: dst,
-                    dst: src,
-                    dqpn: qpn,
-                    vlan,
-                };
-                let to_active = FlowKey {
-                    src,
-                    dst,
-                    dqpn: active_qpn,
-                    vlan,
-                };
-                self.cm_pairs.insert(to_passive, (to_active, mtu));
-                self.cm_pairs.insert(to_active, (to_passive, mtu));
-                if let (Some(&a), Some(&b)) =
-                    (self.index.get(&to_passive), self.index.get(&to_active))
-                {
-                    self.pair(a, b, PairingMethod::RdmaCm);
-                }
-            }
         }
     }
 

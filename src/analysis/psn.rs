@@ -62,6 +62,17 @@ impl PsnTracker {
         self.expected
     }
 
+    /// A new connection took over this QP (RDMA-CM announced it): the PSN history starts
+    /// again, the counts stay; PSNs still missing from the old connection stay missing.
+    pub fn restart(&mut self) {
+        self.untracked_missing += self.holes.iter().map(|&(_, l)| u64::from(l)).sum::<u64>();
+        *self = PsnTracker {
+            untracked_missing: self.untracked_missing,
+            counts: std::mem::take(&mut self.counts),
+            ..PsnTracker::default()
+        };
+    }
+
     /// Whether `psn` went by: behind the next expected PSN and in no hole.
     pub fn saw(&self, psn: Psn) -> bool {
         let behind = self
@@ -240,6 +251,11 @@ pub struct ResponseTracker {
 
 impl ResponseTracker {
     /// `first` is true for READ Response First/Only (a new READ starts), `last` for Last/Only.
+    /// A new connection: responses start afresh, the counts stay.
+    pub fn restart(&mut self) {
+        self.next = None;
+    }
+
     pub fn response(&mut self, psn: Psn, first: bool, last: bool) {
         if !first {
             if let Some(n) = self.next {

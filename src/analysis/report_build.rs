@@ -341,6 +341,8 @@ impl Analyzer {
             other_by_dscp: &self.state.other_by_dscp,
             pfc_not_honoured: &self.state.pfc_not_honoured,
             mutual_pauses: super::pfc::mutual_pauses(&self.pfc),
+            cm_requests: &self.cm_requests,
+            cm_answered_by: self.state.last_ts.saturating_sub(super::CM_GRACE_NS),
         };
         report.findings = findings::find(&report, &evidence, &facts);
         let plots = self.plot_data(&order, &report);

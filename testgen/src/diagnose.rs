@@ -128,6 +128,9 @@ pub fn scenarios() -> Vec<Scenario> {
             nak_without_gap(),
             &[("nak_without_gap", 1), ("retransmissions", 5)],
         ),
+        scenario("cm_rejected", cm_rejected(), &[("cm_rejected", 1)]),
+        scenario("cm_unanswered", cm_unanswered(), &[("cm_unanswered", 1)]),
+        scenario("qp_reused", qp_reused(), &[]),
     ]
 }
 
@@ -544,5 +547,131 @@ fn nak_without_gap() -> Frames {
         t += 2 * US;
     }
     tl.push(t + 3 * US, c.response_frame(&c.ack(sent[9].bth.psn)));
+    tl.into_frames()
+}
+
+const CM_ATTR_REQ: u16 = 0x0010;
+const CM_ATTR_REJ: u16 = 0x0012;
+const CM_ATTR_REP: u16 = 0x0013;
+
+/// A CM MAD (class 0x07, version 2, method Send) of attribute `attr`, with `fields` (offset in
+/// the CM data after the 24-byte MAD header, bytes) set.
+fn cm_mad(attr: u16, fields: &[(usize, &[u8])]) -> [u8; 256] {
+    let mut m = [0u8; 256];
+    m[..4].copy_from_slice(&[1, 0x07, 2, 0x03]);
+    m[16..18].copy_from_slice(&attr.to_be_bytes());
+    for &(at, bytes) in fields {
+        m[24 + at..24 + at + bytes.len()].copy_from_slice(bytes);
+    }
+    m
+}
+
+fn be24(v: u32) -> [u8; 3] {
+    let b = v.to_be_bytes();
+    [b[1], b[2], b[3]]
+}
+
+/// REQ: the active side's communication ID, QPN and first PSN; path MTU 4096.
+fn cm_req(comm_id: u32, qpn: u32, psn: u32) -> [u8; 256] {
+    cm_mad(
+        CM_ATTR_REQ,
+        &[
+            (0, &comm_id.to_be_bytes()),
+            (32, &be24(qpn)),
+            (44, &be24(psn)),
+            (50, &[5 << 4]),
+        ],
+    )
+}
+
+/// REP: the passive side's communication ID and the request's, its QPN and first PSN.
+fn cm_rep(comm_id: u32, remote_comm_id: u32, qpn: u32, psn: u32) -> [u8; 256] {
+    cm_mad(
+        CM_ATTR_REP,
+        &[
+            (0, &comm_id.to_be_bytes()),
+            (4, &remote_comm_id.to_be_bytes()),
+            (12, &be24(qpn)),
+            (20, &be24(psn)),
+        ],
+    )
+}
+
+/// REJ of a REQ (`remote_comm_id`) with `reason`.
+fn cm_rej(comm_id: u32, remote_comm_id: u32, reason: u16) -> [u8; 256] {
+    cm_mad(
+        CM_ATTR_REJ,
+        &[
+            (0, &comm_id.to_be_bytes()),
+            (4, &remote_comm_id.to_be_bytes()),
+            (8, &[0]),
+            (10, &reason.to_be_bytes()),
+        ],
+    )
+}
+
+/// A MAD from `from` to `to`: a UD SEND to QP 1 from QP 1, PSN `psn` of the sender's QP 1.
+fn mad_frame(from: Host, to: Host, psn: u32, mad: [u8; 256]) -> Vec<u8> {
+    let mut send = RoceSpec::new(0x64, 1, psn).mad(mad);
+    send.deth = Some(Deth {
+        qkey: 0x8001_0000,
+        sqpn: 1,
+    });
+    let link = FrameSpec::new(from.mac, to.mac).vlan(100, 3);
+    frames::rocev2(&link, Net::v4(from.ip, to.ip, TOS), 0xc000, &send)
+}
+
+/// .1 asks .2 for a connection; .2 rejects it: invalid service ID (nothing listens there).
+fn cm_rejected() -> Frames {
+    let mut tl = Timeline::default();
+    tl.push(
+        T0_NS,
+        mad_frame(host(1), host(2), 1, cm_req(0x1001, 0x400, 1000)),
+    );
+    tl.push(
+        T0_NS + 50 * US,
+        mad_frame(host(2), host(1), 1, cm_rej(0x2001, 0x1001, 8)),
+    );
+    tl.into_frames()
+}
+
+/// .1 asks .2 for a connection three times, 20 ms apart; nothing answers. A bystander keeps
+/// the capture going for 100 ms.
+fn cm_unanswered() -> Frames {
+    let mut tl = Timeline::default();
+    for attempt in 0..3u32 {
+        let at = T0_NS + u64::from(attempt) * 20_000 * US;
+        tl.push(
+            at,
+            mad_frame(host(1), host(2), 1 + attempt, cm_req(0x1001, 0x400, 1000)),
+        );
+    }
+    let mut c = conn(host(3), host(4), 0x410, 0x110);
+    for i in 0..21u64 {
+        writes(&mut tl, &mut c, T0_NS + 10 * US + i * 5_000 * US, 1);
+    }
+    tl.into_frames()
+}
+
+/// Two connections one after the other on the same QPs, each set up by RDMA-CM: the first
+/// runs from PSN 1000, the second starts again at PSN 200, as its REQ announces. Neither is
+/// judged against the other: no finding.
+fn qp_reused() -> Frames {
+    let mut tl = Timeline::default();
+    let mut c = conn(host(1), host(2), 0x400, 0x100);
+    let mut t = T0_NS;
+    for (k, start) in [(0u32, 1000u32), (1, 200)] {
+        let (comm, reply) = (0x1001 + k, 0x2001 + k);
+        tl.push(
+            t,
+            mad_frame(host(1), host(2), 1 + k, cm_req(comm, 0x400, start)),
+        );
+        tl.push(
+            t + 20 * US,
+            mad_frame(host(2), host(1), 1 + k, cm_rep(reply, comm, 0x100, 7000)),
+        );
+        c.psn = start;
+        t = writes(&mut tl, &mut c, t + 40 * US, 10) + 200 * US;
+    }
     tl.into_frames()
 }

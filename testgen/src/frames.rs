@@ -144,6 +144,8 @@ pub struct RoceSpec {
     pub ieth: Option<u32>,
     pub xrc_srqn: Option<u32>,
     pub payload_len: usize,
+    /// A MAD as the payload (always 256 bytes); without it, `payload_len` bytes counting up.
+    pub mad: Option<[u8; 256]>,
     /// Flip the ICRC so that it is wrong.
     pub corrupt_icrc: bool,
 }
@@ -173,8 +175,16 @@ impl RoceSpec {
             ieth: None,
             xrc_srqn: None,
             payload_len: 0,
+            mad: None,
             corrupt_icrc: false,
         }
+    }
+
+    /// A MAD as the payload.
+    pub fn mad(mut self, mad: [u8; 256]) -> Self {
+        self.payload_len = mad.len();
+        self.mad = Some(mad);
+        self
     }
 
     pub fn ackreq(mut self) -> Self {
@@ -250,7 +260,10 @@ impl RoceSpec {
         if layout.cnp_reserved {
             out.extend_from_slice(&[0u8; 16]);
         }
-        out.extend((0..self.payload_len).map(|i| (i % 251) as u8));
+        match &self.mad {
+            Some(bytes) => out.extend_from_slice(bytes),
+            None => out.extend((0..self.payload_len).map(|i| (i % 251) as u8)),
+        }
         out.extend(std::iter::repeat_n(0u8, usize::from(bth.pad)));
     }
 

@@ -2,7 +2,13 @@
 //! out of retries), NAKs for packets the capture saw arrive, RDMA-CM requests unanswered or
 //! rejected.
 
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use roce_parsers::mad::reject_reason_name;
+
 use super::finding;
+use crate::analysis::cm::{CmAnswer, CmRequests};
 use crate::analysis::flow::FlowEvidence;
 use crate::model::{Finding, FindingCode, FlowReport, Severity};
 use crate::words::plural;
@@ -75,4 +81,62 @@ pub(super) fn nak_without_gap(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Fi
         n.count,
         n.frames.clone(),
     ));
+}
+
+/// RDMA-CM requests without a reply (sent before `answered_by`), and rejections.
+pub(super) fn cm_findings(requests: &CmRequests, answered_by: u64, out: &mut Vec<Finding>) {
+    // (active, passive) -> (requests, times sent, first frame)
+    let mut unanswered: BTreeMap<(IpAddr, IpAddr), (u64, u64, u64)> = BTreeMap::new();
+    // (active, passive, reason) -> (rejections, first REJ frame)
+    let mut rejected: BTreeMap<(IpAddr, IpAddr, u16), (u64, u64)> = BTreeMap::new();
+    for (&(active, passive, _), r) in requests {
+        match r.answer {
+            None if r.first_ts < answered_by => {
+                let e = unanswered
+                    .entry((active, passive))
+                    .or_insert((0, 0, u64::MAX));
+                e.0 += 1;
+                e.1 += u64::from(r.sent);
+                e.2 = e.2.min(r.first_frame);
+            }
+            Some(CmAnswer::Reject { reason, frame }) => {
+                let e = rejected
+                    .entry((active, passive, reason))
+                    .or_insert((0, u64::MAX));
+                e.0 += 1;
+                e.1 = e.1.min(frame);
+            }
+            _ => {}
+        }
+    }
+    for ((active, passive), (n, sent, frame)) in unanswered {
+        out.push(finding(
+            Severity::Warning,
+            FindingCode::CmUnanswered,
+            format!(
+                "{} from {active} to {passive} got no reply (sent {})",
+                plural(n, "RDMA-CM connection request"),
+                plural(sent, "time")
+            ),
+            "the passive side never answered: it is unreachable at that address (a wrong GID or IP, a VLAN or route that does not lead there), the MADs are lost, or nothing runs its CM; the active side gets RDMA_CM_EVENT_UNREACHABLE",
+            None,
+            n,
+            vec![frame],
+        ));
+    }
+    for ((active, passive, reason), (n, frame)) in rejected {
+        out.push(finding(
+            Severity::Warning,
+            FindingCode::CmRejected,
+            format!(
+                "{} from {active} to {passive} rejected: {} (reason {reason})",
+                plural(n, "RDMA-CM connection"),
+                reject_reason_name(reason)
+            ),
+            "the passive side refused the connection: reason 8 means no listener on that port (the server is not running or listens elsewhere), 28 that the application rejected it, others a parameter it cannot accept",
+            None,
+            n,
+            vec![frame],
+        ));
+    }
 }

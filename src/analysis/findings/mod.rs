@@ -32,6 +32,9 @@ pub struct CaptureFacts<'a> {
     /// RoCE frames sent into a pause, per (paused MAC, priority).
     pub pfc_not_honoured: &'a BTreeMap<(MacAddr, u8), Evidence>,
     pub mutual_pauses: Vec<MutualPause>,
+    pub cm_requests: &'a super::cm::CmRequests,
+    /// CM requests sent before this time should have had their answer by the end.
+    pub cm_answered_by: u64,
 }
 
 fn finding(
@@ -163,6 +166,7 @@ pub fn find(report: &Report, evidence: &[FlowEvidence], facts: &CaptureFacts) ->
     pfc_findings(&report.pfc.priorities, &report.pfc.pause_8023x, &mut out);
     pfc_ecn::loss_on_lossless_priority(&report.flows, evidence, &report.pfc, roce_dscp, &mut out);
     pfc_ecn::pfc_priority_mismatch(&report.pfc, &mut out);
+    connections::cm_findings(facts.cm_requests, facts.cm_answered_by, &mut out);
     pfc_ecn::pfc_misbehaviour(facts, &mut out);
     pfc_ecn::pfc_before_ecn(&report.flows, evidence, &report.pfc, &mut out);
     let roce_paused = paused

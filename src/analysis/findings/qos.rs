@@ -18,7 +18,8 @@ fn class_name((pcp, dscp): (Option<u8>, u8)) -> String {
     }
 }
 
-/// RoCE data worth comparing classes of: not connection management (QP 1), not RoCEv1.
+/// RoCE data worth comparing classes of: not connection management (QP 1), not RoCEv1 or
+/// native InfiniBand (no IP header).
 fn roce_data<'a>(
     flows: &'a [FlowReport],
     evidence: &'a [FlowEvidence],
@@ -27,7 +28,7 @@ fn roce_data<'a>(
         .iter()
         .zip(evidence)
         .enumerate()
-        .filter(|(_, (r, f))| r.role == FlowRole::Data && r.dqpn != 1 && !f.rocev1)
+        .filter(|(_, (r, f))| r.role == FlowRole::Data && r.dqpn != 1 && !f.rocev1 && !f.native_ib)
         .filter_map(|(i, (r, f))| Some((i, r, f, f.class?)))
 }
 
@@ -239,7 +240,7 @@ pub(super) fn gid_findings(
     }
     for (r, f) in flows.iter().zip(evidence) {
         let link_local = is_link_local(&f.src) || is_link_local(&f.dst);
-        if link_local && !f.rocev1 && r.role == FlowRole::Data {
+        if link_local && !f.rocev1 && !f.native_ib && r.role == FlowRole::Data {
             out.push(finding(
                 Severity::Warning,
                 FindingCode::LinkLocalGid,

@@ -1,0 +1,132 @@
+//! RDMA-CM as the analysis uses it: a REQ and its REP pair the two directions of a connection
+//! (and give the path MTU); a REP also starts the PSN history of QPs a new connection reuses;
+//! REQs nobody answered and REJs with their reasons are findings.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+use roce_parsers::{CmMessage, Qpn};
+
+use super::flow::FlowKey;
+use super::{Analyzer, PairingMethod};
+
+/// CM requests remembered; a capture of a connection storm keeps the first.
+const MAX_CM_REQUESTS: usize = 100_000;
+
+/// A connection request seen on the wire, and what came of it.
+#[derive(Debug, Clone)]
+pub struct CmRequest {
+    pub qpn: Qpn,
+    pub path_mtu: Option<u32>,
+    pub first_frame: u64,
+    pub first_ts: u64,
+    /// Times it was sent (the CM resends a REQ nobody answers).
+    pub sent: u32,
+    pub answer: Option<CmAnswer>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmAnswer {
+    Reply,
+    Reject { reason: u16, frame: u64 },
+}
+
+/// The outcome of every CM request: by (active side, passive side, communication ID).
+pub type CmRequests = HashMap<(IpAddr, IpAddr, u32), CmRequest>;
+
+/// Where a CM message was seen.
+pub struct CmContext {
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    pub vlan: Option<u16>,
+    pub frame_no: u64,
+    pub ts: u64,
+}
+
+impl Analyzer {
+    pub(super) fn cm_message(&mut self, msg: CmMessage, at: CmContext) {
+        match msg {
+            CmMessage::Request {
+                comm_id,
+                qpn,
+                path_mtu,
+                ..
+            } => {
+                let full = self.cm_requests.len() >= MAX_CM_REQUESTS;
+                let key = (at.src, at.dst, comm_id);
+                if let Some(r) = self.cm_requests.get_mut(&key) {
+                    r.sent += 1;
+                } else if !full {
+                    self.cm_requests.insert(
+                        key,
+                        CmRequest {
+                            qpn,
+                            path_mtu,
+                            first_frame: at.frame_no,
+                            first_ts: at.ts,
+                            sent: 1,
+                            answer: None,
+                        },
+                    );
+                }
+            }
+            CmMessage::Reply {
+                remote_comm_id,
+                qpn,
+                ..
+            } => self.cm_reply(remote_comm_id, qpn, &at),
+            CmMessage::Reject {
+                remote_comm_id,
+                rejected,
+                reason,
+                ..
+            } => {
+                // A REJ of a REQ goes from the passive side back to the active side.
+                if rejected != 0 {
+                    return;
+                }
+                if let Some(r) = self.cm_requests.get_mut(&(at.dst, at.src, remote_comm_id)) {
+                    r.answer = Some(CmAnswer::Reject {
+                        reason,
+                        frame: at.frame_no,
+                    });
+                }
+            }
+        }
+    }
+
+    /// A REP (from the passive side, `at.src`) pairs the connection's two flows; flows that
+    /// already ran on these QPs belonged to an older connection and start a new PSN history.
+    fn cm_reply(&mut self, remote_comm_id: u32, qpn: Qpn, at: &CmContext) {
+        let Some(req) = self.cm_requests.get_mut(&(at.dst, at.src, remote_comm_id)) else {
+            return;
+        };
+        let first_answer = req.answer.is_none();
+        req.answer = Some(CmAnswer::Reply);
+        let (active_qpn, mtu) = (req.qpn, req.path_mtu);
+        let to_passive = FlowKey {
+            src: at.dst,
+            dst: at.src,
+            dqpn: qpn,
+            vlan: at.vlan,
+        };
+        let to_active = FlowKey {
+            src: at.src,
+            dst: at.dst,
+            dqpn: active_qpn,
+            vlan: at.vlan,
+        };
+        self.cm_pairs.insert(to_passive, (to_active, mtu));
+        self.cm_pairs.insert(to_active, (to_passive, mtu));
+        if first_answer {
+            for key in [to_passive, to_active] {
+                if let Some(&i) = self.index.get(&key) {
+                    self.flows[i].new_connection();
+                }
+            }
+        }
+        if let (Some(&a), Some(&b)) = (self.index.get(&to_passive), self.index.get(&to_active)) {
+            self.pair(a, b, PairingMethod::RdmaCm);
+        }
+    }
+}
