@@ -127,7 +127,7 @@ impl FrameCounts {
             }
             Payload::Pfc { .. } => self.pfc += 1,
             Payload::Pause { .. } => self.pause += 1,
-            Payload::Other => {}
+            Payload::IcmpError(_) | Payload::Other => {}
         }
         self.add_error(p.error, p.malformed);
     }

@@ -352,6 +352,23 @@ fn control_entries<M: SerializeMap>(m: &mut M, f: &Frame<'_>) -> Result<(), M::E
         }
         None => {}
     }
+    if let Some(e) = &f.icmp {
+        m.serialize_entry(
+            "icmp",
+            &IcmpJson {
+                r#type: e.icmp_type,
+                code: e.code,
+                name: e.name(),
+                mtu: e.mtu,
+                quoted: QuotedJson {
+                    src: AsText(e.src),
+                    dst: AsText(e.dst),
+                    dqpn: e.dqpn,
+                    psn: e.psn,
+                },
+            },
+        )?;
+    }
     if let Some(err) = f.error {
         if f.is_malformed() || !matches!(err, roce_parsers::DecodeError::Truncated { .. }) {
             m.serialize_entry("error", &format_args!("{err}").to_string())?;
@@ -377,6 +394,27 @@ fn frame_kind(f: &Frame<'_>) -> &'static str {
         None if f.ip.is_some() => "ip",
         None => "other",
     }
+}
+
+#[derive(Serialize)]
+struct IcmpJson {
+    r#type: u8,
+    code: u8,
+    name: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mtu: Option<u32>,
+    quoted: QuotedJson,
+}
+
+/// The RoCE packet an ICMP error quotes.
+#[derive(Serialize)]
+struct QuotedJson {
+    src: AsText<std::net::IpAddr>,
+    dst: AsText<std::net::IpAddr>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dqpn: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    psn: Option<u32>,
 }
 
 #[derive(Serialize)]
@@ -579,6 +617,14 @@ pub fn write_text_line(
         text_roce(line, f, r);
     } else if let Some(mc) = f.mac_control {
         text_mac_control(line, f, mc);
+    } else if let Some(e) = &f.icmp {
+        let _ = write!(line, "ICMP {} about RoCE {} > {}", e.name(), e.src, e.dst);
+        if let Some(q) = e.dqpn {
+            let _ = write!(line, " qp {q:#08x}");
+        }
+        if let Some(mtu) = e.mtu {
+            let _ = write!(line, " mtu {mtu}");
+        }
     } else if let Some(u) = &f.udp {
         let _ = write!(line, "UDP {} > {} len {}", u.sport, u.dport, u.len);
     } else if let Some(ip) = &f.ip {

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use roce_parsers::capture::Record;
 use roce_parsers::frame::Truncation;
 use roce_parsers::{mad, CmMessage, DecodeError, Frame, IcrcStatus, MacControl, Opcode, Psn, Qpn};
-use roce_parsers::{MacAddr, TrafficClass};
+use roce_parsers::{IcmpError, MacAddr, TrafficClass};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RoceSummary {
@@ -37,8 +37,15 @@ pub struct RoceSummary {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Payload {
     Roce(RoceSummary),
-    Pfc { cev: u16, quanta: [u16; 8] },
-    Pause { quanta: u16 },
+    Pfc {
+        cev: u16,
+        quanta: [u16; 8],
+    },
+    Pause {
+        quanta: u16,
+    },
+    /// An ICMP/ICMPv6 error about a RoCEv2 packet.
+    IcmpError(IcmpError),
     Other,
 }
 
@@ -105,7 +112,7 @@ impl PacketSummary {
             match f.mac_control {
                 Some(MacControl::Pfc { cev, quanta }) => Payload::Pfc { cev, quanta },
                 Some(MacControl::Pause { quanta }) => Payload::Pause { quanta },
-                _ => Payload::Other,
+                _ => f.icmp.map_or(Payload::Other, Payload::IcmpError),
             }
         };
         PacketSummary {

@@ -142,7 +142,20 @@ fn compare(path: &Path) -> (usize, Vec<String>) {
         let dport = num(&t["udp.dstport"]);
         let Some(bth) = o.get("bth") else {
             if t_opcode.is_some() {
-                if dport.is_some_and(|p| p != 4791) {
+                if let Some(quoted) = o.get("icmp").map(|i| &i["quoted"]) {
+                    // An ICMP error quoting a RoCE packet: tshark decodes the quoted BTH.
+                    let theirs = (
+                        num(&t["infiniband.bth.destqp"]),
+                        num(&t["infiniband.bth.psn"]),
+                    );
+                    if theirs == (quoted["dqpn"].as_u64(), quoted["psn"].as_u64()) {
+                        compared += 1;
+                    } else {
+                        mismatches.push(format!(
+                            "frame {n}: quoted BTH {theirs:?} in tshark, {quoted} in ours"
+                        ));
+                    }
+                } else if dport.is_some_and(|p| p != 4791) {
                     notes.push(format!("frame {n}: tshark decodes UDP to port {} as InfiniBand (source port 4791); not RoCEv2", dport.unwrap()));
                 } else if o["error"]
                     .as_str()

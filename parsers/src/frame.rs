@@ -109,6 +109,8 @@ pub struct Frame<'a> {
     pub lrh: Option<Lrh>,
     pub roce: Option<RoceInfo<'a>>,
     pub mac_control: Option<MacControl>,
+    /// An ICMP/ICMPv6 error quoting a RoCEv2 packet.
+    pub icmp: Option<crate::icmp::IcmpError>,
     /// Why decoding stopped early, if it did.
     pub error: Option<DecodeError>,
     /// Mirror and tunnel layers around the frame described above, outermost first.
@@ -157,6 +159,7 @@ impl<'a> Frame<'a> {
             lrh: None,
             roce: None,
             mac_control: None,
+            icmp: None,
             error: None,
             encaps: [Encap::default(); MAX_ENCAP],
             encap_count: 0,
@@ -509,6 +512,7 @@ fn general_at(linktype: u32, data: &[u8], orig_len: u32, depth: Nesting) -> Fram
     if let Some(inner) = decapsulate(&mut frame, &sliced, data, depth) {
         return inner;
     }
+    frame.icmp = icmp_error(&sliced);
     if let Some(TransportSlice::Udp(u)) = &sliced.transport {
         let udp = UdpInfo {
             sport: u.source_port(),
@@ -632,6 +636,20 @@ fn decapsulate<'a>(
             frame.error = Some(e);
             None
         }
+    }
+}
+
+/// The ICMP error quoting a RoCEv2 packet that `sliced` carries, if it does.
+fn icmp_error(sliced: &LaxSlicedPacket<'_>) -> Option<crate::icmp::IcmpError> {
+    let payload = match &sliced.net {
+        Some(LaxNetSlice::Ipv4(s)) => s.payload(),
+        Some(LaxNetSlice::Ipv6(s)) => s.payload(),
+        _ => return None,
+    };
+    match payload.ip_number.0 {
+        crate::icmp::IP_PROTO_ICMP => crate::icmp::parse(payload.payload, false),
+        crate::icmp::IP_PROTO_ICMPV6 => crate::icmp::parse(payload.payload, true),
+        _ => None,
     }
 }
 

@@ -26,6 +26,7 @@ pub mod encap;
 pub mod error;
 pub mod frame;
 pub mod grh;
+pub mod icmp;
 pub mod icrc;
 pub mod immdt;
 pub mod link;
@@ -46,6 +47,7 @@ pub use error::{DecodeError, Layer};
 pub use frame::{
     decode_frame, decode_frame_with, DecodeOptions, Frame, IpInfo, RoceInfo, RoceVersion, VlanTag,
 };
+pub use icmp::IcmpError;
 pub use icrc::{IcrcCheck, IcrcStatus};
 pub use mad::CmMessage;
 pub use opcode::{Opcode, Operation, Position, Transport};

@@ -129,6 +129,24 @@ pub struct CaptureState {
     pub other_by_dscp: BTreeMap<u8, flow::Evidence>,
     /// RoCE frames sent to a MAC on a priority it had paused, per (MAC, priority).
     pub pfc_not_honoured: BTreeMap<(MacAddr, u8), flow::Evidence>,
+    /// ICMP errors quoting RoCE packets, by what they say.
+    pub icmp_errors: BTreeMap<IcmpKey, flow::Evidence>,
+}
+
+/// Distinct ICMP errors remembered (an ICMP flood about many QPs keeps the first).
+const MAX_ICMP_KINDS: usize = 10_000;
+
+/// What an ICMP error about RoCE says: who sent it, about which packets, which error, the MTU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct IcmpKey {
+    pub reporter: IpAddr,
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    pub dqpn: Option<u32>,
+    pub v6: bool,
+    pub icmp_type: u8,
+    pub code: u8,
+    pub mtu: Option<u32>,
 }
 
 /// How long after the first XOFF of a pause a frame sent into it is not honouring it: the
@@ -252,6 +270,10 @@ impl Analyzer {
                     quanta,
                 );
             }
+            Payload::IcmpError(e) => {
+                self.other_traffic(p);
+                self.icmp_error(p, e);
+            }
             Payload::Other => self.other_traffic(p),
         }
     }
@@ -278,6 +300,25 @@ impl Analyzer {
         self.flows.push(flow);
         self.index.insert(key, i);
         Some(i)
+    }
+
+    /// An ICMP error about a RoCE packet.
+    fn icmp_error(&mut self, p: &PacketSummary, e: roce_parsers::IcmpError) {
+        let Some((reporter, _)) = p.addrs else { return };
+        let key = IcmpKey {
+            reporter,
+            src: e.src,
+            dst: e.dst,
+            dqpn: e.dqpn,
+            v6: e.v6,
+            icmp_type: e.icmp_type,
+            code: e.code,
+            mtu: e.mtu,
+        };
+        let errors = &mut self.state.icmp_errors;
+        if errors.len() < MAX_ICMP_KINDS || errors.contains_key(&key) {
+            errors.entry(key).or_default().add(p.frame_no);
+        }
     }
 
     /// A frame that is not RoCE: its class, to see whether it shares RoCE's.

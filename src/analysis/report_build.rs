@@ -342,6 +342,7 @@ impl Analyzer {
             pfc_not_honoured: &self.state.pfc_not_honoured,
             mutual_pauses: super::pfc::mutual_pauses(&self.pfc),
             cm_requests: &self.cm_requests,
+            icmp_errors: &self.state.icmp_errors,
             cm_answered_by: self.state.last_ts.saturating_sub(super::CM_GRACE_NS),
         };
         report.findings = findings::find(&report, &evidence, &facts);

@@ -131,6 +131,11 @@ pub fn scenarios() -> Vec<Scenario> {
         scenario("cm_rejected", cm_rejected(), &[("cm_rejected", 1)]),
         scenario("cm_unanswered", cm_unanswered(), &[("cm_unanswered", 1)]),
         scenario("qp_reused", qp_reused(), &[]),
+        scenario(
+            "icmp_fragmentation_needed",
+            icmp_fragmentation_needed(),
+            &[("icmp_unreachable", 3), ("unacknowledged_requests", 3)],
+        ),
     ]
 }
 
@@ -673,5 +678,45 @@ fn qp_reused() -> Frames {
         c.psn = start;
         t = writes(&mut tl, &mut c, t + 40 * US, 10) + 200 * US;
     }
+    tl.into_frames()
+}
+
+/// An ICMP "fragmentation needed" (next-hop MTU 1500) from router 10.0.0.254 to `to`, quoting
+/// the first 64 bytes of the IP packet in `roce_frame` (an Ethernet frame with one VLAN tag).
+fn icmp_frag_needed(to: Host, roce_frame: &[u8]) -> Vec<u8> {
+    let router = Host {
+        mac: [0x02, 0, 0, 0, 0, 0xfe],
+        ip: [10, 0, 0, 254],
+    };
+    let quote = &roce_frame[18..18 + 64];
+    let mut icmp = vec![3, 4, 0, 0, 0, 0];
+    icmp.extend_from_slice(&1500u16.to_be_bytes());
+    icmp.extend_from_slice(quote);
+    let sum = frames::internet_checksum(&icmp);
+    icmp[2..4].copy_from_slice(&sum.to_be_bytes());
+    let ip = frames::ipv4_header(router.ip, to.ip, 0xc0, 64, 1, icmp.len() as u16, false);
+    let mut frame = Vec::new();
+    let link = FrameSpec::new(router.mac, to.mac).vlan(100, 0);
+    frame.extend_from_slice(&link.dst_mac);
+    frame.extend_from_slice(&link.src_mac);
+    frame.extend_from_slice(&[0x81, 0x00, 0x00, 100, 0x08, 0x00]);
+    frame.extend_from_slice(&ip);
+    frame.extend_from_slice(&icmp);
+    frame
+}
+
+/// .1 writes 10 ACKed messages of 1024 bytes to .2, then 3 of 4096 bytes; a router whose next
+/// hop carries 1500 bytes answers each with an ICMP "fragmentation needed", and no ACK comes.
+fn icmp_fragmentation_needed() -> Frames {
+    let mut tl = Timeline::default();
+    let mut c = conn(host(1), host(2), 0x400, 0x100);
+    let t = writes(&mut tl, &mut c, T0_NS, 10);
+    for i in 0..3u64 {
+        let big = c.write(4096).remove(0);
+        let frame = c.request_frame(&big);
+        tl.push(t + i * 20 * US + 10 * US, icmp_frag_needed(host(1), &frame));
+        tl.push(t + i * 20 * US, frame);
+    }
+    bystander(&mut tl, T0_NS, 150);
     tl.into_frames()
 }

@@ -273,7 +273,8 @@ impl RoceSpec {
     }
 }
 
-fn ipv4_checksum(header: &[u8]) -> u16 {
+/// The Internet checksum (RFC 1071) of `header`: IPv4 headers, ICMP messages.
+pub fn internet_checksum(header: &[u8]) -> u16 {
     let mut sum = 0u32;
     for pair in header.chunks(2) {
         sum += u32::from(u16::from_be_bytes([pair[0], *pair.get(1).unwrap_or(&0)]));
@@ -305,7 +306,7 @@ pub fn ipv4_header(
     ip[9] = proto;
     ip[12..16].copy_from_slice(&src);
     ip[16..20].copy_from_slice(&dst);
-    let ck = ipv4_checksum(&ip);
+    let ck = internet_checksum(&ip);
     ip[10..12].copy_from_slice(&ck.to_be_bytes());
     ip
 }

@@ -9,7 +9,9 @@ use roce_parsers::mad::reject_reason_name;
 
 use super::finding;
 use crate::analysis::cm::{CmAnswer, CmRequests};
-use crate::analysis::flow::FlowEvidence;
+use crate::analysis::flow::{Evidence, FlowEvidence};
+use crate::analysis::IcmpKey;
+use crate::model::FlowLabel;
 use crate::model::{Finding, FindingCode, FlowReport, Severity};
 use crate::words::plural;
 
@@ -137,6 +139,59 @@ pub(super) fn cm_findings(requests: &CmRequests, answered_by: u64, out: &mut Vec
             None,
             n,
             vec![frame],
+        ));
+    }
+}
+
+/// ICMP errors quoting RoCE packets: unreachable, too big for a hop, TTL exceeded.
+pub(super) fn icmp_unreachable(errors: &BTreeMap<IcmpKey, Evidence>, out: &mut Vec<Finding>) {
+    for (k, ev) in errors {
+        let e = roce_parsers::IcmpError {
+            v6: k.v6,
+            icmp_type: k.icmp_type,
+            code: k.code,
+            mtu: k.mtu,
+            src: k.src,
+            dst: k.dst,
+            dqpn: k.dqpn,
+            psn: None,
+        };
+        let about = match k.dqpn {
+            Some(dqpn) => FlowLabel {
+                src: k.src,
+                dst: k.dst,
+                dqpn,
+                vlan: None,
+            }
+            .to_string(),
+            None => format!("{} > {}", k.src, k.dst),
+        };
+        let mut message = format!(
+            "{} {} from {} about RoCE {about}",
+            plural(ev.count, "ICMP error"),
+            e.name(),
+            k.reporter
+        );
+        let cause = match k.mtu {
+            Some(mtu) => {
+                message.push_str(&format!(": next-hop MTU {mtu}"));
+                "a hop's MTU is smaller than the RoCE packets, which are sent with DF and never fragmented: they are dropped there (an MTU black hole); lower the QP's path MTU below the hop's, or raise the hop's MTU"
+            }
+            None if matches!((k.v6, k.icmp_type), (false, 11) | (true, 3)) => {
+                "the packets' TTL ran out on the path: a routing loop, or a TTL set too low"
+            }
+            None => {
+                "a router or the destination could not deliver the packets: no route or neighbour entry for the destination, an ACL, or the host is down"
+            }
+        };
+        out.push(finding(
+            Severity::Warning,
+            FindingCode::IcmpUnreachable,
+            message,
+            cause,
+            None,
+            ev.count,
+            ev.frames.clone(),
         ));
     }
 }

@@ -33,6 +33,7 @@ pub struct CaptureFacts<'a> {
     pub pfc_not_honoured: &'a BTreeMap<(MacAddr, u8), Evidence>,
     pub mutual_pauses: Vec<MutualPause>,
     pub cm_requests: &'a super::cm::CmRequests,
+    pub icmp_errors: &'a BTreeMap<super::IcmpKey, Evidence>,
     /// CM requests sent before this time should have had their answer by the end.
     pub cm_answered_by: u64,
 }
@@ -167,6 +168,7 @@ pub fn find(report: &Report, evidence: &[FlowEvidence], facts: &CaptureFacts) ->
     pfc_ecn::loss_on_lossless_priority(&report.flows, evidence, &report.pfc, roce_dscp, &mut out);
     pfc_ecn::pfc_priority_mismatch(&report.pfc, &mut out);
     connections::cm_findings(facts.cm_requests, facts.cm_answered_by, &mut out);
+    connections::icmp_unreachable(facts.icmp_errors, &mut out);
     pfc_ecn::pfc_misbehaviour(facts, &mut out);
     pfc_ecn::pfc_before_ecn(&report.flows, evidence, &report.pfc, &mut out);
     let roce_paused = paused
