@@ -544,6 +544,7 @@ impl Args {
                 .bin
                 .map(|d| d.as_nanos().clamp(1, u128::from(u64::MAX)) as u64),
             several_points: false,
+            link_speed_given: self.link_speed.is_some(),
         })
     }
 

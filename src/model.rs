@@ -111,6 +111,9 @@ pub struct FlowReport {
     /// Wire throughput over the flow's active time; null when the flow is too short to have
     /// a rate (fewer than 10 packets, or under 100 us): two packets are not a line rate.
     pub gbps: Option<f64>,
+    /// Packets, and messages completed, per second over the same time; null like `gbps`.
+    pub pps: Option<f64>,
+    pub messages_per_s: Option<f64>,
     pub path_mtu: Option<u32>,
     pub pcp: BTreeMap<String, u64>,
     /// DSCP values in numeric order (JSON object keys are strings: "9" before "10").
@@ -134,6 +137,7 @@ pub struct FlowReport {
     pub ce_to_cnp_us: Option<f64>,
     pub ack_rtt_us: LatencySummary,
     pub read_latency_us: LatencySummary,
+    pub recovery: RecoveryReport,
     pub icrc_bad: u64,
     /// Packets with more payload than the path MTU.
     pub oversize: u64,
@@ -293,7 +297,18 @@ pub struct LatencySummary {
     pub count: u64,
     pub p50: Option<f64>,
     pub p99: Option<f64>,
+    pub p999: Option<f64>,
     pub max: Option<f64>,
+}
+
+/// How a flow's requester recovered from loss, where the capture shows it.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct RecoveryReport {
+    /// From a NAK (sequence error or RNR) to the first resend it caused, in us.
+    pub nak_to_retransmit_us: LatencySummary,
+    /// Go-back replays no NAK asked for (the requester's timeout), and the silence before each.
+    pub timeout_resends: u64,
+    pub timeout_interval_us: LatencySummary,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]

@@ -110,14 +110,22 @@ fn psn_scenarios_count_exactly() {
     assert_eq!(l["acks"], 3);
     assert_eq!(
         l["ack_rtt_us"],
-        json!({"count": 3, "p50": 0.5, "p99": 0.5, "max": 0.5})
+        json!({"count": 3, "p50": 0.5, "p99": 0.5, "p999": 0.5, "max": 0.5})
     );
+    // The go-back came 9.5 us after the NAK.
+    assert_eq!(l["recovery"]["nak_to_retransmit_us"]["max"], 9.5);
+    assert_eq!(l["recovery"]["timeout_resends"], 0);
     assert_eq!(l["path_mtu"], 1024);
     assert_eq!(l["paired_by"], "psn");
     assert_eq!(l["peer"], "10.0.0.2 > 10.0.0.1 qp 0x000200 vlan 100");
     assert_eq!(l["opcodes"]["RC_RDMA_WRITE_FIRST"], 5);
     // Reordering: a gap that is filled, not loss.
     assert_eq!(psn(flow(&r, "10.0.0.3", 0x101)), (1, 0, 0, 1, 0));
+    // PSN 302 resent with no NAK: a timeout, after 4.598 ms of silence on the QP.
+    let timeout = &flow(&r, "10.0.0.1", 0x104)["recovery"];
+    assert_eq!(timeout["timeout_resends"], 1);
+    assert_eq!(timeout["timeout_interval_us"]["p50"], 4598.0);
+    assert_eq!(timeout["nak_to_retransmit_us"]["count"], 0);
     // A frame captured twice, 100 ns apart: a copy of the capture, not a duplicate PSN.
     assert_eq!(psn(flow(&r, "10.0.0.4", 0x102)), (0, 0, 0, 0, 0));
     assert_eq!(r["capture"]["capture_duplicates"], 1);
@@ -136,7 +144,7 @@ fn psn_scenarios_count_exactly() {
     assert_eq!(rd["read_responses"], 15);
     assert_eq!(
         rd["read_latency_us"],
-        json!({"count": 3, "p50": 3.0, "p99": 3.0, "max": 3.0})
+        json!({"count": 3, "p50": 3.0, "p99": 3.0, "p999": 3.0, "max": 3.0})
     );
     assert_eq!(flow(&r, "10.0.0.2", 0x205)["read_response_gaps"], 0);
     // RNR NAK and its resend, a remote access error.

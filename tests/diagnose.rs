@@ -54,3 +54,31 @@ fn each_failure_mode_gives_exactly_its_findings() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+#[test]
+fn host_limited_needs_a_link_speed_that_was_given() {
+    // The default 100 Gb/s is an assumption: a slow flow is no finding against it.
+    assert_eq!(
+        findings(&testdata("diagnose/host_limited.pcap"), &[]),
+        vec![]
+    );
+}
+
+#[test]
+fn flows_have_packet_and_message_rates() {
+    let out = run_path(&testdata("diagnose/clean.pcap"), &["--json"]);
+    let r: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    for f in r["flows"].as_array().unwrap() {
+        let secs = f["duration_us"].as_f64().unwrap() / 1e6;
+        let pps = f["pps"].as_f64().unwrap();
+        let mps = f["messages_per_s"].as_f64().unwrap();
+        assert!(
+            (pps * secs - f["packets"].as_f64().unwrap()).abs() < 1e-6,
+            "{f}"
+        );
+        assert!(
+            (mps * secs - f["messages"].as_f64().unwrap()).abs() < 1e-6,
+            "{f}"
+        );
+    }
+}

@@ -8,7 +8,7 @@ use std::net::IpAddr;
 
 use roce_parsers::{Psn, Qpn, Transport};
 
-use crate::model::{FlowLabel, PairingMethod, PsnCounts};
+use crate::model::{FlowLabel, PairingMethod, PsnCounts, RecoveryReport};
 
 use super::latency::Samples;
 use super::psn::{PsnTracker, ResponseTracker};
@@ -83,12 +83,12 @@ pub struct Retries {
 }
 
 impl Retries {
-    /// A request went by; `resent` when it was a retransmission.
-    pub fn request(&mut self, psn: Psn, resent: bool) {
+    /// A request went by; `resent` when it was a retransmission. Whether it starts a replay.
+    pub fn request(&mut self, psn: Psn, resent: bool) -> bool {
         let starts_replay = resent && self.last_psn.is_none_or(|last| psn != last + 1);
         self.last_psn = Some(psn);
         if !starts_replay {
-            return;
+            return false;
         }
         let n = match self.current {
             Some((p, n)) if p == psn => n + 1,
@@ -97,6 +97,47 @@ impl Retries {
         self.current = Some((psn, n));
         if self.most.is_none_or(|(_, m)| n > m) {
             self.most = Some((psn, n));
+        }
+        true
+    }
+}
+
+/// How the requester recovered: NAK to resend, and resends no NAK asked for (timeouts).
+#[derive(Debug, Clone, Default)]
+pub struct Recovery {
+    nak_at: Option<u64>,
+    last_request_ts: Option<u64>,
+    pub nak_to_resend: Samples,
+    pub timeout_resends: u64,
+    pub timeout_interval: Samples,
+}
+
+impl Recovery {
+    pub fn nak(&mut self, ts: u64) {
+        self.nak_at.get_or_insert(ts);
+    }
+
+    /// A request at `ts`; `replay` when it starts a go-back replay.
+    pub fn request(&mut self, ts: u64, replay: bool) {
+        if replay {
+            match self.nak_at.take() {
+                Some(nak) => self.nak_to_resend.add(ts.saturating_sub(nak)),
+                None => {
+                    self.timeout_resends += 1;
+                    if let Some(last) = self.last_request_ts {
+                        self.timeout_interval.add(ts.saturating_sub(last));
+                    }
+                }
+            }
+        }
+        self.last_request_ts = Some(ts);
+    }
+
+    pub fn report(&self) -> RecoveryReport {
+        RecoveryReport {
+            nak_to_retransmit_us: self.nak_to_resend.summary(),
+            timeout_resends: self.timeout_resends,
+            timeout_interval_us: self.timeout_interval.summary(),
         }
     }
 }
@@ -137,6 +178,7 @@ pub struct FlowEvidence {
     pub native_ib: bool,
     pub unacknowledged: Unacknowledged,
     pub nak_without_gap: Evidence,
+    pub longest_gap_ns: u64,
     pub icrc_bad: Evidence,
     pub oversize: Evidence,
 }
@@ -183,6 +225,9 @@ pub struct Flow {
     pub retry: Retries,
     /// PSN-sequence NAKs for a PSN the capture saw go by.
     pub nak_without_gap: Evidence,
+    pub recovery: Recovery,
+    /// The longest silence between two packets of the flow.
+    pub longest_gap_ns: u64,
     pub path_mtu: Option<u32>,
     pub oversize: Evidence,
     pub icrc_bad: Evidence,
@@ -258,6 +303,8 @@ impl Flow {
             acked_max_len: None,
             retry: Retries::default(),
             nak_without_gap: Evidence::default(),
+            recovery: Recovery::default(),
+            longest_gap_ns: 0,
             path_mtu: None,
             oversize: Evidence::default(),
             icrc_bad: Evidence::default(),
@@ -447,6 +494,7 @@ impl Flow {
             native_ib: self.native_ib,
             unacknowledged: self.unacknowledged(acked_by),
             nak_without_gap: self.nak_without_gap.clone(),
+            longest_gap_ns: self.longest_gap_ns,
             icrc_bad: self.icrc_bad.clone(),
             oversize: self.oversize.clone(),
         }

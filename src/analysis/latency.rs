@@ -68,6 +68,7 @@ impl Samples {
             count: self.count,
             p50: Some(pct(50.0)),
             p99: Some(pct(99.0)),
+            p999: Some(pct(99.9)),
             max: Some(self.max_ns as f64 / 1000.0),
         }
     }

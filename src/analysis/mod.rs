@@ -43,6 +43,8 @@ pub struct AnalysisConfig {
     /// Several files read as one, perhaps taken at several points: the same frame seen at
     /// two of them is looked for across clock offsets too.
     pub several_points: bool,
+    /// `--link-speed` was given: the link's speed is known, not assumed.
+    pub link_speed_given: bool,
 }
 
 impl Default for AnalysisConfig {
@@ -57,6 +59,7 @@ impl Default for AnalysisConfig {
             timelines: false,
             bin_ns: None,
             several_points: false,
+            link_speed_given: false,
         }
     }
 }
@@ -387,6 +390,9 @@ impl Analyzer {
             f.packets += 1;
             f.bytes += u64::from(p.len);
             f.payload_bytes += u64::from(r.payload_len);
+            if f.packets > 1 {
+                f.longest_gap_ns = f.longest_gap_ns.max(p.ts_ns.saturating_sub(f.last_ts));
+            }
             f.last_ts = f.last_ts.max(p.ts_ns);
             *f.opcodes.entry(op.0).or_default() += 1;
             f.pcp[p.vlan.map_or(8, |(_, pcp)| usize::from(pcp & 7))] += 1;
@@ -528,7 +534,8 @@ impl Analyzer {
             _ => {}
         }
         if f.transport.is_some_and(Transport::is_reliable) {
-            f.retry.request(r.psn, arrival == Arrival::Retransmitted);
+            let replay = f.retry.request(r.psn, arrival == Arrival::Retransmitted);
+            f.recovery.request(p.ts_ns, replay);
         }
         if arrival == Arrival::InOrder || matches!(arrival, Arrival::Gap(_)) {
             if r.ackreq {
@@ -647,6 +654,7 @@ impl Analyzer {
                 }
             }
             AethKind::RnrNak => {
+                d.recovery.nak(p.ts_ns);
                 d.naks.rnr.add(p.frame_no);
                 d.req.nak(r.psn);
                 d.covered(r.psn, false);
@@ -658,6 +666,7 @@ impl Analyzer {
                             d.nak_without_gap.add(p.frame_no);
                         }
                         d.req.nak(r.psn);
+                        d.recovery.nak(p.ts_ns);
                         &mut d.naks.psn_sequence_error
                     }
                     NakCode::InvalidRequest => &mut d.naks.invalid_request,

@@ -107,11 +107,17 @@ fn role(f: &Flow) -> FlowRole {
 const RATE_MIN_PACKETS: u64 = 10;
 const RATE_MIN_NS: u64 = 100_000;
 
+/// `count` per second over the flow's active time; None for a flow too short to have a rate.
+fn rate(f: &Flow, count: f64) -> Option<f64> {
+    let duration_ns = f.last_ts - f.first_ts;
+    (f.packets >= RATE_MIN_PACKETS && duration_ns >= RATE_MIN_NS)
+        .then(|| count * 1e9 / duration_ns as f64)
+}
+
 /// Wire throughput over the flow's active time; None for a flow too short to have one.
 fn gbps(f: &Flow) -> Option<f64> {
     let duration_ns = f.last_ts - f.first_ts;
-    (f.packets >= RATE_MIN_PACKETS && duration_ns >= RATE_MIN_NS)
-        .then(|| f.bytes as f64 * 8.0 / duration_ns as f64)
+    rate(f, 0.0).map(|_| f.bytes as f64 * 8.0 / duration_ns as f64)
 }
 
 impl Analyzer {
@@ -141,6 +147,8 @@ impl Analyzer {
             last_ts: secs(f.last_ts),
             duration_us: (f.last_ts - f.first_ts) as f64 / 1e3,
             gbps: gbps(f),
+            pps: rate(f, f.packets as f64),
+            messages_per_s: rate(f, f.messages as f64),
             path_mtu: f
                 .path_mtu
                 .or_else(|| f.peer.and_then(|j| self.flows[j].path_mtu)),
@@ -173,6 +181,7 @@ impl Analyzer {
             },
             ack_rtt_us: f.ack_rtt.summary(),
             read_latency_us: f.read_latency.summary(),
+            recovery: f.recovery.report(),
             icrc_bad: f.icrc_bad.count,
             oversize: f.oversize.count,
             peer: f.peer.map(|j| self.flows[j].key.to_string()),
@@ -343,6 +352,7 @@ impl Analyzer {
             mutual_pauses: super::pfc::mutual_pauses(&self.pfc),
             cm_requests: &self.cm_requests,
             icmp_errors: &self.state.icmp_errors,
+            link_gbps: cfg.link_speed_given.then_some(cfg.pfc.link_gbps),
             cm_answered_by: self.state.last_ts.saturating_sub(super::CM_GRACE_NS),
         };
         report.findings = findings::find(&report, &evidence, &facts);

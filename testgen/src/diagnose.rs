@@ -132,6 +132,15 @@ pub fn scenarios() -> Vec<Scenario> {
         scenario("cm_unanswered", cm_unanswered(), &[("cm_unanswered", 1)]),
         scenario("qp_reused", qp_reused(), &[]),
         scenario(
+            "small_path_mtu",
+            small_path_mtu(),
+            &[("small_path_mtu", 20)],
+        ),
+        Scenario {
+            args: &["--link-speed", "100"],
+            ..scenario("host_limited", host_limited(), &[("host_limited", 120)])
+        },
+        scenario(
             "icmp_fragmentation_needed",
             icmp_fragmentation_needed(),
             &[("icmp_unreachable", 3), ("unacknowledged_requests", 3)],
@@ -718,5 +727,34 @@ fn icmp_fragmentation_needed() -> Frames {
         tl.push(t + i * 20 * US, frame);
     }
     bystander(&mut tl, T0_NS, 150);
+    tl.into_frames()
+}
+
+/// Path MTU 1024: five WRITEs of 4096 bytes, four packets each (First, two Middle, Last).
+fn small_path_mtu() -> Frames {
+    let mut tl = Timeline::default();
+    let mut c = conn(host(1), host(2), 0x400, 0x100);
+    c.mtu = 1024;
+    let mut t = T0_NS;
+    for _ in 0..5 {
+        let packets = c.write(4096);
+        let last = packets.last().map_or(0, |p| p.bth.psn);
+        for (i, p) in packets.iter().enumerate() {
+            tl.push(t + i as u64 * US, c.request_frame(p));
+        }
+        tl.push(t + 8 * US, c.response_frame(&c.ack(last)));
+        t += 20 * US;
+    }
+    tl.into_frames()
+}
+
+/// Read with `--link-speed 100`: one WRITE of 1024 bytes every 100 us for 12 ms (about
+/// 0.09 Gb/s), each ACKed, no CE, pause, NAK or loss.
+fn host_limited() -> Frames {
+    let mut tl = Timeline::default();
+    let mut c = conn(host(1), host(2), 0x400, 0x100);
+    for i in 0..120u64 {
+        writes(&mut tl, &mut c, T0_NS + i * 100 * US, 1);
+    }
     tl.into_frames()
 }

@@ -6,6 +6,7 @@ use std::net::IpAddr;
 
 use roce_parsers::link::{is_cooked, LINKTYPE_ETHERNET};
 
+mod capacity;
 mod connections;
 mod pfc_ecn;
 mod qos;
@@ -34,6 +35,8 @@ pub struct CaptureFacts<'a> {
     pub mutual_pauses: Vec<MutualPause>,
     pub cm_requests: &'a super::cm::CmRequests,
     pub icmp_errors: &'a BTreeMap<super::IcmpKey, Evidence>,
+    /// The link speed in Gb/s when `--link-speed` gave it.
+    pub link_gbps: Option<f64>,
     /// CM requests sent before this time should have had their answer by the end.
     pub cm_answered_by: u64,
 }
@@ -155,6 +158,14 @@ pub fn find(report: &Report, evidence: &[FlowEvidence], facts: &CaptureFacts) ->
         pfc_ecn::ecn_heavy(r, f, &mut out);
         connections::unacknowledged_requests(r, f, &mut out);
         connections::nak_without_gap(r, f, &mut out);
+        capacity::small_path_mtu(r, &mut out);
+        if let Some(link) = facts.link_gbps {
+            let paused_here = f
+                .class
+                .and_then(|c| c.0)
+                .is_some_and(|p| paused.contains(&p));
+            capacity::host_limited(r, f, link, paused_here, &mut out);
+        }
         response_findings(r, f, &mut out);
         marking_findings(r, f, &mut out);
         qos::flow_class(r, f, &mut out);
