@@ -179,6 +179,7 @@ pub struct FlowEvidence {
     pub unacknowledged: Unacknowledged,
     pub nak_without_gap: Evidence,
     pub longest_gap_ns: u64,
+    pub read_range_violation: Evidence,
     pub icrc_bad: Evidence,
     pub oversize: Evidence,
 }
@@ -226,6 +227,10 @@ pub struct Flow {
     /// PSN-sequence NAKs for a PSN the capture saw go by.
     pub nak_without_gap: Evidence,
     pub recovery: Recovery,
+    /// The latest READ request of known size: its PSN and the PSNs its responses use.
+    pub last_read: Option<(Psn, u32)>,
+    /// Requests other than READs sent with a PSN inside a READ's response range.
+    pub read_range_violation: Evidence,
     /// The longest silence between two packets of the flow.
     pub longest_gap_ns: u64,
     pub path_mtu: Option<u32>,
@@ -304,6 +309,8 @@ impl Flow {
             retry: Retries::default(),
             nak_without_gap: Evidence::default(),
             recovery: Recovery::default(),
+            last_read: None,
+            read_range_violation: Evidence::default(),
             longest_gap_ns: 0,
             path_mtu: None,
             oversize: Evidence::default(),
@@ -358,6 +365,7 @@ impl Flow {
         self.awaiting_read.clear();
         self.unacked.clear();
         self.retry = Retries::default();
+        self.last_read = None;
         self.recent = [(Psn::default(), 0, 0); RECENT_COPIES];
     }
 
@@ -495,6 +503,7 @@ impl Flow {
             unacknowledged: self.unacknowledged(acked_by),
             nak_without_gap: self.nak_without_gap.clone(),
             longest_gap_ns: self.longest_gap_ns,
+            read_range_violation: self.read_range_violation.clone(),
             icrc_bad: self.icrc_bad.clone(),
             oversize: self.oversize.clone(),
         }

@@ -497,6 +497,18 @@ impl Analyzer {
             },
             _ => (1, None),
         };
+        // The PSNs of a READ's responses are the READ's own: another request there is the
+        // requester's protocol error, not a resend (a READ may be reissued from within).
+        if let Some((read_psn, n)) = f.last_read {
+            let into = r.psn - read_psn;
+            if op.operation() != Operation::ReadRequest && into > 0 && (into as u32) < n {
+                f.read_range_violation.add(p.frame_no);
+                return;
+            }
+        }
+        if op.operation() == Operation::ReadRequest && consumes > 1 {
+            f.last_read = Some((r.psn, consumes));
+        }
         // A UD QP has one PSN sequence for every destination it sends to: track it per sending
         // QP (DETH source QP), not per flow, or each destination would show the others' PSNs
         // as gaps. Multicast is left out: one port sees only some of a sender's groups.

@@ -132,6 +132,11 @@ pub fn scenarios() -> Vec<Scenario> {
         scenario("cm_unanswered", cm_unanswered(), &[("cm_unanswered", 1)]),
         scenario("qp_reused", qp_reused(), &[]),
         scenario(
+            "read_range_violation",
+            read_range_violation(),
+            &[("read_range_violation", 1)],
+        ),
+        scenario(
             "small_path_mtu",
             small_path_mtu(),
             &[("small_path_mtu", 20)],
@@ -756,5 +761,31 @@ fn host_limited() -> Frames {
     for i in 0..120u64 {
         writes(&mut tl, &mut c, T0_NS + i * 100 * US, 1);
     }
+    tl.into_frames()
+}
+
+/// A WRITE of 8192 bytes (PSNs 1000-1001) shows path MTU 4096; a READ of 16384 bytes then
+/// takes PSNs 1002-1005 for its four responses, but the requester sends its next WRITE with
+/// PSN 1003; then it goes on correctly from 1006.
+fn read_range_violation() -> Frames {
+    let mut tl = Timeline::default();
+    let mut c = conn(host(1), host(2), 0x400, 0x100);
+    let mut t = T0_NS;
+    let two = c.write(8192);
+    for (i, p) in two.iter().enumerate() {
+        tl.push(t + i as u64 * US, c.request_frame(p));
+    }
+    tl.push(t + 5 * US, c.response_frame(&c.ack(two[1].bth.psn)));
+    t += 20 * US;
+    let (req, resps) = c.read(16384);
+    tl.push(t, c.request_frame(&req));
+    for (i, r) in resps.iter().enumerate() {
+        tl.push(t + (5 + i as u64) * US, c.response_frame(r));
+    }
+    let wrong = RoceSpec::new(0x0a, c.resp_qpn, req.bth.psn + 1)
+        .payload(256)
+        .reth(0x7f00_0000_0000, 0x1234, 256);
+    tl.push(t + 2 * US, c.request_frame(&wrong));
+    writes(&mut tl, &mut c, t + 20 * US, 5);
     tl.into_frames()
 }

@@ -195,3 +195,24 @@ pub(super) fn icmp_unreachable(errors: &BTreeMap<IcmpKey, Evidence>, out: &mut V
         ));
     }
 }
+
+/// Requests sent with PSNs that a pending READ's responses use.
+pub(super) fn read_range_violation(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
+    let v = &f.read_range_violation;
+    if v.count == 0 {
+        return;
+    }
+    out.push(finding(
+        Severity::Critical,
+        FindingCode::ReadRangeViolation,
+        format!(
+            "{} on {} used PSNs reserved for the responses of a READ",
+            plural(v.count, "request"),
+            r.label()
+        ),
+        "a READ of n packets takes n PSNs, and the next request must follow them; a requester that reuses them breaks the protocol (a NIC or driver bug, or a software RoCE stack miscounting the READ's responses): the responder NAKs or drops them",
+        Some(r.label()),
+        v.count,
+        v.frames.clone(),
+    ));
+}

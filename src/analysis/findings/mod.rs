@@ -158,6 +158,7 @@ pub fn find(report: &Report, evidence: &[FlowEvidence], facts: &CaptureFacts) ->
         pfc_ecn::ecn_heavy(r, f, &mut out);
         connections::unacknowledged_requests(r, f, &mut out);
         connections::nak_without_gap(r, f, &mut out);
+        connections::read_range_violation(r, f, &mut out);
         capacity::small_path_mtu(r, &mut out);
         if let Some(link) = facts.link_gbps {
             let paused_here = f
