@@ -719,6 +719,59 @@ pub enum FindingCode {
 }
 
 impl FindingCode {
+    /// Every code, for documentation checks.
+    pub const ALL: [FindingCode; 49] = [
+        FindingCode::PsnLoss,
+        FindingCode::ReadResponseLoss,
+        FindingCode::Retransmissions,
+        FindingCode::OutOfOrder,
+        FindingCode::Duplicates,
+        FindingCode::NakError,
+        FindingCode::RnrNak,
+        FindingCode::CeWithoutCnp,
+        FindingCode::CeUnanswered,
+        FindingCode::NotEct,
+        FindingCode::Dscp0WithPcp,
+        FindingCode::IcrcBad,
+        FindingCode::ExceedsPathMtu,
+        FindingCode::UntaggedRoce,
+        FindingCode::PfcPauseRocePriority,
+        FindingCode::PfcStorm,
+        FindingCode::Pause8023x,
+        FindingCode::Incast,
+        FindingCode::NoRoce,
+        FindingCode::NoVlanTags,
+        FindingCode::CookedCapture,
+        FindingCode::SnaplenHidesIcrc,
+        FindingCode::CaptureDamaged,
+        FindingCode::MalformedFrames,
+        FindingCode::UnsupportedLinkType,
+        FindingCode::FlowsUntracked,
+        FindingCode::MirrorDrops,
+        FindingCode::CaptureDuplicates,
+        FindingCode::Pcp0WithDscp,
+        FindingCode::DscpMismatch,
+        FindingCode::CnpMarking,
+        FindingCode::VlanMismatch,
+        FindingCode::Rocev1Frames,
+        FindingCode::LinkLocalGid,
+        FindingCode::LosslessClassPolluted,
+        FindingCode::UnacknowledgedRequests,
+        FindingCode::CmUnanswered,
+        FindingCode::CmRejected,
+        FindingCode::IcmpUnreachable,
+        FindingCode::NakWithoutGap,
+        FindingCode::LossOnLosslessPriority,
+        FindingCode::PfcPriorityMismatch,
+        FindingCode::PfcMutual,
+        FindingCode::PfcNotHonoured,
+        FindingCode::PfcBeforeEcn,
+        FindingCode::EcnHeavy,
+        FindingCode::HostLimited,
+        FindingCode::SmallPathMtu,
+        FindingCode::ReadRangeViolation,
+    ];
+
     /// The code as it appears in JSON and in the text report.
     pub fn name(self) -> &'static str {
         match self {
@@ -835,6 +888,19 @@ mod tests {
 
     fn json<T: Serialize>(v: &T) -> String {
         serde_json::to_string(v).unwrap()
+    }
+
+    #[test]
+    fn every_finding_code_is_documented() {
+        let docs = include_str!("../docs/json.md");
+        for code in FindingCode::ALL {
+            assert_eq!(json(&code), format!("\"{}\"", code.name()));
+            assert!(
+                docs.contains(&format!("| `{}` |", code.name())),
+                "docs/json.md does not list {}",
+                code.name()
+            );
+        }
     }
 
     #[test]
