@@ -71,6 +71,9 @@ pub fn run(config: &Config) -> Result<u8, Error> {
     match &config.source {
         Source::ListDevices => live::list_devices(),
         Source::Live(live) => run_live(config, live),
+        Source::Files(paths) if matches!(config.mode, Mode::Correlate { .. }) => {
+            run_correlate(config, paths)
+        }
         Source::Files(paths) => {
             let paths = expand_directories(paths)?;
             let inputs: Vec<&str> = paths.iter().map(String::as_str).collect();
@@ -89,9 +92,41 @@ pub fn run(config: &Config) -> Result<u8, Error> {
                     let mut writer = output::open(opts.json.as_ref())?;
                     report_from_file(source, opts, diagnostics, &file_run(config), &mut writer)
                 }
+                Mode::Correlate { .. } => unreachable!("handled above"),
             }
         }
     }
+}
+
+/// `--correlate`: each -r is a capture point (a directory: its rotated set), in path order.
+fn run_correlate(config: &Config, paths: &[String]) -> Result<u8, Error> {
+    let Mode::Correlate { json, decode } = &config.mode else {
+        unreachable!("called for --correlate");
+    };
+    let mut points = Vec::with_capacity(paths.len());
+    let mut all_inputs = Vec::new();
+    for path in paths {
+        let files = expand_directories(std::slice::from_ref(path))?;
+        all_inputs.extend(files.clone());
+        points.push((path.clone(), open_inputs(&files)?));
+    }
+    if let Some(Output::File(out)) = json {
+        let inputs: Vec<&str> = all_inputs.iter().map(String::as_str).collect();
+        output::refuse_input(out, &inputs)?;
+    }
+    let doc = crate::correlate::correlate(points, *decode, config.max_warnings)?;
+    let mut writer = output::open(json.as_ref())?;
+    let written = if json.is_some() {
+        serde_json::to_writer_pretty(&mut writer, &doc)
+            .map_err(io::Error::from)
+            .and_then(|_| writeln!(writer))
+    } else {
+        writer.write_all(crate::report::correlation::render(&doc).as_bytes())
+    };
+    written
+        .and_then(|_| writer.flush())
+        .map_err(output_error(json.as_ref()))?;
+    Ok(exit::OK)
 }
 
 fn file_run(config: &Config) -> FileRun {
@@ -107,6 +142,7 @@ fn check_outputs(config: &Config, inputs: &[&str]) -> Result<(), Error> {
     let (file, dir) = match &config.mode {
         Mode::Packets { out, .. } => (Some(out), None),
         Mode::Report(opts) => (opts.json.as_ref(), opts.report_dir.as_ref()),
+        Mode::Correlate { json, .. } => (json.as_ref(), None),
     };
     if let Some(Output::File(path)) = file {
         output::refuse_input(path, inputs)?;
@@ -459,6 +495,9 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
             let (report, plots) = finish_report(finished, end, name, &ctx);
             render(&report, plots.as_ref(), opts, &mut out)
         }
+        Mode::Correlate { .. } => Err(Error::Usage(
+            "--correlate reads capture files (-r), one per point".into(),
+        )),
     }
 }
 
@@ -489,6 +528,9 @@ pub fn run_in_memory(data: &[u8], args: &[&str], timelines: bool) -> Result<Vec<
             report_from_file(source, &opts, diagnostics, &file_run(&config), &mut out)?;
             Ok(out)
         }
+        Mode::Correlate { .. } => Err(Error::Usage(
+            "--correlate reads capture files (-r), one per point".into(),
+        )),
     }
 }
 

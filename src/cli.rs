@@ -125,6 +125,12 @@ pub struct Args {
     #[arg(long)]
     pub packets: bool,
 
+    /// Follow the same packets across captures of several points of one path: give each point
+    /// with -r, in path order from the data sender (a directory is one point's rotated set).
+    /// Reports where packets were lost, CE-marked or re-marked, and each hop's delay.
+    #[arg(long)]
+    pub correlate: bool,
+
     /// With --packets, leave out frames that are neither RoCE nor PFC/PAUSE.
     #[arg(long)]
     pub roce_only: bool,
@@ -268,6 +274,11 @@ pub enum Mode {
         settings: PrintSettings,
         out: Output,
     },
+    /// Captures of several points correlated (--correlate), as text or JSON.
+    Correlate {
+        json: Option<Output>,
+        decode: DecodeOptions,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -390,7 +401,9 @@ impl Config {
                 Output::File(PathBuf::from(j))
             }
         });
-        let mode = if a.packets {
+        let mode = if a.correlate {
+            a.correlate_mode(json)?
+        } else if a.packets {
             a.packets_mode(json)?
         } else {
             a.report_mode(json, &source)?
@@ -491,6 +504,30 @@ impl Args {
                 decode: self.decode_options(),
             },
             out: json.unwrap_or(Output::Stdout),
+        })
+    }
+
+    fn correlate_mode(&self, json: Option<Output>) -> Result<Mode, Error> {
+        if self.read.len() < 2 {
+            return Err(usage(
+                "--correlate needs a capture of each point: -r A.pcap -r B.pcap ... in path order",
+            ));
+        }
+        let refused = [
+            (self.packets, "--packets"),
+            (self.report.is_some(), "--report"),
+            (self.expectations()?.any(), "--expect-*"),
+            (!self.filter.is_empty(), "a filter"),
+            (self.qp.is_some(), "--qp"),
+            (self.count.is_some(), "-c"),
+            (self.write.is_some(), "-w"),
+        ];
+        if let Some((_, flag)) = refused.iter().find(|(given, _)| *given) {
+            return Err(usage(&format!("{flag} does not apply to --correlate")));
+        }
+        Ok(Mode::Correlate {
+            json,
+            decode: self.decode_options(),
         })
     }
 

@@ -10,6 +10,7 @@
 pub mod analysis;
 pub mod app;
 pub mod cli;
+pub mod correlate;
 pub mod decode;
 pub mod diagnostics;
 pub mod error;

@@ -10,6 +10,8 @@ use std::fmt::{self, Display};
 use serde::Serialize;
 
 pub const SCHEMA: &str = "roce-sniff.report/1";
+/// The schema of `--correlate --json`.
+pub const CORRELATION_SCHEMA: &str = "roce-sniff.correlation/1";
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
@@ -662,6 +664,94 @@ impl VerifyKind {
     }
 }
 
+/// `--correlate`: the same packets followed across capture points.
+#[derive(Debug, Clone, Serialize)]
+pub struct CorrelationDocument {
+    pub schema: &'static str,
+    pub correlation: CorrelationReport,
+    pub findings: Vec<Finding>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CorrelationReport {
+    pub points: Vec<PointReport>,
+    /// Between neighbouring points, in path order: the data direction (requests).
+    pub hops: Vec<HopReport>,
+    /// The same hops for what travels back (ACKs, NAKs, CNPs, READ responses): `from` is the
+    /// later point.
+    pub reverse_hops: Vec<HopReport>,
+    /// Per data flow (requests), hop by hop.
+    pub flows: Vec<CorrelatedFlow>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PointReport {
+    pub name: String,
+    pub roce_packets: u64,
+    /// This point's clock minus the first point's.
+    pub clock_offset_us: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct DelayStats {
+    pub min: Option<f64>,
+    pub p50: Option<f64>,
+    pub p99: Option<f64>,
+    pub max: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct QueueingStats {
+    pub p50: Option<f64>,
+    pub p99: Option<f64>,
+    pub max: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct HopReport {
+    pub from: String,
+    pub to: String,
+    pub matched: u64,
+    /// Seen at `from`, never at `to`.
+    pub lost: u64,
+    /// Seen at `to` only: `from` missed it.
+    pub appeared: u64,
+    pub ce_marked: u64,
+    pub dscp_changed: u64,
+    pub pcp_changed: u64,
+    /// One-way delay with the clock offset taken out.
+    pub delay_us: DelayStats,
+    /// Delay beyond the hop's minimum: needs no clock offset.
+    pub queueing_us: QueueingStats,
+    /// Frame numbers at `from` of the packets lost (the first 1,000).
+    pub lost_frames: Vec<u64>,
+    /// How the offset between the two clocks was estimated: `two_way` (minimum delays of both
+    /// directions, NTP-style), `forward_only` or `reverse_only` (one direction: the offset then
+    /// includes that direction's minimum delay), `none` (nothing matched).
+    pub clock_method: &'static str,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CorrelatedFlow {
+    pub src: String,
+    pub dst: String,
+    pub dqpn: u32,
+    pub hops: Vec<FlowHop>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FlowHop {
+    pub from: String,
+    pub to: String,
+    pub matched: u64,
+    pub lost: u64,
+    pub ce_marked: u64,
+    pub dscp_changed: u64,
+    pub delay_p50_us: Option<f64>,
+    /// Frame numbers at `from` of this flow's packets lost on the hop (the first 1,000).
+    pub lost_frames: Vec<u64>,
+}
+
 /// Every finding code: part of the JSON contract (docs/json.md lists their meanings).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -716,11 +806,14 @@ pub enum FindingCode {
     HostLimited,
     SmallPathMtu,
     ReadRangeViolation,
+    LossLocated,
+    CeMarkedAt,
+    Remarked,
 }
 
 impl FindingCode {
     /// Every code, for documentation checks.
-    pub const ALL: [FindingCode; 49] = [
+    pub const ALL: [FindingCode; 52] = [
         FindingCode::PsnLoss,
         FindingCode::ReadResponseLoss,
         FindingCode::Retransmissions,
@@ -770,6 +863,9 @@ impl FindingCode {
         FindingCode::HostLimited,
         FindingCode::SmallPathMtu,
         FindingCode::ReadRangeViolation,
+        FindingCode::LossLocated,
+        FindingCode::CeMarkedAt,
+        FindingCode::Remarked,
     ];
 
     /// The code as it appears in JSON and in the text report.
@@ -824,6 +920,9 @@ impl FindingCode {
             FindingCode::HostLimited => "host_limited",
             FindingCode::SmallPathMtu => "small_path_mtu",
             FindingCode::ReadRangeViolation => "read_range_violation",
+            FindingCode::LossLocated => "loss_located",
+            FindingCode::CeMarkedAt => "ce_marked_at",
+            FindingCode::Remarked => "remarked",
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The renderers: text, JSON, the verification table, HTML, plots and the report directory.
 //! They read the report model (`crate::model`) and nothing else of the analysis.
 
+pub mod correlation;
 pub mod dir;
 pub mod html;
 pub mod plots;

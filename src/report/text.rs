@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use crate::error::shown;
-use crate::model::{CaptureReport, FlowReport, Report, Severity};
+use crate::model::{CaptureReport, Finding, FlowReport, Report, Severity};
 use crate::words::plural;
 
 fn human_bytes(b: u64) -> String {
@@ -88,25 +88,28 @@ fn capture_summary(o: &mut String, c: &CaptureReport) {
 }
 
 fn findings(o: &mut String, r: &Report) {
-    let crit = r
-        .findings
+    findings_text(o, &r.findings);
+}
+
+/// The findings section, as the report and the correlation show it.
+pub fn findings_text(o: &mut String, findings: &[Finding]) {
+    let crit = findings
         .iter()
         .filter(|f| f.severity == Severity::Critical)
         .count();
-    let warn = r
-        .findings
+    let warn = findings
         .iter()
         .filter(|f| f.severity == Severity::Warning)
         .count();
-    let info = r.findings.len() - crit - warn;
+    let info = findings.len() - crit - warn;
     let _ = writeln!(
         o,
         "\nFindings: {crit} critical, {warn} warning, {info} info"
     );
-    if r.findings.is_empty() {
+    if findings.is_empty() {
         let _ = writeln!(o, "  nothing looks wrong");
     }
-    for f in &r.findings {
+    for f in findings {
         let head = format!("  {:<8} {:<24} ", f.severity.name().to_uppercase(), f.code);
         wrap_into(o, &head, &f.message);
         wrap_into(o, &" ".repeat(head.len()), &format!("cause: {}", f.cause));

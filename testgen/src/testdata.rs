@@ -527,6 +527,12 @@ pub fn all() -> Vec<(String, Vec<u8>)> {
             ),
         ));
     }
+    for (name, frames) in super::correlate::points() {
+        files.push((
+            format!("correlate/{name}"),
+            pcap_bytes(&frames, PcapFlavor::NANO_LE, LINKTYPE_ETHERNET, 65535),
+        ));
+    }
     for s in super::diagnose::scenarios() {
         files.push((
             format!("diagnose/{}.pcap", s.name),

@@ -1,0 +1,171 @@
+//! `--correlate` on captures of one path taken at three points (testgen/src/correlate.rs tells
+//! what happened on each hop): every count, delay and clock offset as crafted; a capture
+//! correlated with itself loses nothing in no time.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+
+fn correlate(points: &[&str]) -> Value {
+    let mut args = vec!["--correlate", "--json"];
+    let paths: Vec<String> = points
+        .iter()
+        .map(|p| testdata(p).to_str().unwrap().to_string())
+        .collect();
+    for p in &paths {
+        args.push("-r");
+        args.push(p);
+    }
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    serde_json::from_slice(&out.stdout).expect("one JSON document")
+}
+
+const PATH: [&str; 3] = [
+    "correlate/leaf.pcap",
+    "correlate/spine.pcap",
+    "correlate/receiver.pcap",
+];
+
+#[test]
+fn three_points_locate_loss_marking_and_delay() {
+    let r = correlate(&PATH);
+    assert_eq!(r["schema"], "roce-sniff.correlation/1");
+    let c = &r["correlation"];
+    let points: Vec<(u64, f64)> = c["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let n = p["roce_packets"].as_u64().unwrap();
+            (n, p["clock_offset_us"].as_f64().unwrap())
+        })
+        .collect();
+    assert_eq!(points, vec![(110, 0.0), (109, 300.0), (108, -200.0)]);
+    let hop = |list: &str, i: usize| c[list][i].clone();
+    let counts = |h: &Value| {
+        [
+            "matched",
+            "lost",
+            "appeared",
+            "ce_marked",
+            "dscp_changed",
+            "pcp_changed",
+        ]
+        .map(|k| h[k].as_u64().unwrap())
+    };
+    let (first, second) = (hop("hops", 0), hop("hops", 1));
+    assert_eq!(counts(&first), [53, 1, 0, 0, 0, 0]);
+    assert_eq!(counts(&second), [52, 1, 0, 4, 10, 0]);
+    assert_eq!(
+        first["delay_us"],
+        json!({"min": 2.0, "p50": 2.0, "p99": 2.0, "max": 2.0})
+    );
+    assert_eq!(
+        second["delay_us"],
+        json!({"min": 3.0, "p50": 3.0, "p99": 13.0, "max": 13.0})
+    );
+    assert_eq!(
+        second["queueing_us"],
+        json!({"p50": 0.0, "p99": 10.0, "max": 10.0})
+    );
+    assert_eq!(first["clock_method"], "two_way");
+    for i in 0..2 {
+        assert_eq!(counts(&hop("reverse_hops", i)), [56, 0, 0, 0, 0, 0]);
+    }
+    // The original of PSN 1005, lost before the spine: its frame at the leaf.
+    assert_eq!(first["lost_frames"], json!([21]));
+    let leaf = run(&[
+        "-r",
+        testdata(PATH[0]).to_str().unwrap(),
+        "--packets",
+        "--json",
+    ]);
+    let frame21: Value = serde_json::from_str(stdout(&leaf).lines().nth(20).unwrap()).unwrap();
+    assert_eq!(frame21["bth"]["psn"], 1005);
+    // Per flow, and the findings.
+    let flow = |dqpn: u64| {
+        c["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["dqpn"] == dqpn)
+            .unwrap()["hops"]
+            .clone()
+    };
+    let f1 = flow(0x100);
+    assert_eq!(
+        (f1[0]["matched"].as_u64(), f1[0]["lost"].as_u64()),
+        (Some(43), Some(1))
+    );
+    assert_eq!(
+        (f1[1]["lost"].as_u64(), f1[1]["ce_marked"].as_u64()),
+        (Some(1), Some(4))
+    );
+    assert_eq!(flow(0x101)[1]["dscp_changed"], 10);
+    let mut codes: Vec<(String, u64)> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["code"].as_str().unwrap().to_string(),
+                f["count"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    codes.sort();
+    let expected = [
+        ("ce_marked_at", 4),
+        ("loss_located", 1),
+        ("loss_located", 1),
+        ("remarked", 10),
+    ];
+    assert_eq!(codes, expected.map(|(c, n)| (c.to_string(), n)));
+}
+
+#[test]
+fn a_capture_correlated_with_itself_loses_nothing_in_no_time() {
+    let r = correlate(&["sample.pcap", "sample.pcap"]);
+    let c = &r["correlation"];
+    for list in ["hops", "reverse_hops"] {
+        let h = &c[list][0];
+        assert_eq!(h["lost"], 0);
+        assert_eq!(h["appeared"], 0);
+        assert!(h["matched"].as_u64().unwrap() > 1000);
+        assert_eq!(h["delay_us"]["max"], 0.0);
+    }
+    assert_eq!(c["points"][1]["clock_offset_us"], 0.0);
+    assert_eq!(r["findings"], json!([]));
+}
+
+#[test]
+fn the_text_view_has_a_hop_table_and_bad_uses_are_refused() {
+    let paths: Vec<String> = PATH
+        .iter()
+        .map(|p| testdata(p).to_str().unwrap().into())
+        .collect();
+    let out = run(&[
+        "--correlate",
+        "-r",
+        &paths[0],
+        "-r",
+        &paths[1],
+        "-r",
+        &paths[2],
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    assert!(text.contains("Hops, data direction"), "{text}");
+    assert!(text.contains("loss_located"), "{text}");
+    let one = run(&["--correlate", "-r", &paths[0]]);
+    assert_eq!(one.status.code(), Some(2));
+    assert!(
+        stderr(&one).contains("--correlate needs"),
+        "{}",
+        stderr(&one)
+    );
+    let with_packets = run(&["--correlate", "--packets", "-r", &paths[0], "-r", &paths[1]]);
+    assert_eq!(with_packets.status.code(), Some(2));
+}
