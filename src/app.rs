@@ -103,18 +103,26 @@ fn run_correlate(config: &Config, paths: &[String]) -> Result<u8, Error> {
     let Mode::Correlate { json, decode } = &config.mode else {
         unreachable!("called for --correlate");
     };
+    if paths.iter().any(|p| p == "-") {
+        return Err(Error::Usage(
+            "--correlate reads each capture twice: give files, not standard input".into(),
+        ));
+    }
     let mut points = Vec::with_capacity(paths.len());
     let mut all_inputs = Vec::new();
     for path in paths {
         let files = expand_directories(std::slice::from_ref(path))?;
         all_inputs.extend(files.clone());
-        points.push((path.clone(), open_inputs(&files)?));
+        points.push(crate::correlate::PointFiles {
+            name: path.clone(),
+            files,
+        });
     }
     if let Some(Output::File(out)) = json {
         let inputs: Vec<&str> = all_inputs.iter().map(String::as_str).collect();
         output::refuse_input(out, &inputs)?;
     }
-    let doc = crate::correlate::correlate(points, *decode, config.max_warnings)?;
+    let doc = crate::correlate::correlate(&points, *decode, config.max_warnings)?;
     let mut writer = output::open(json.as_ref())?;
     let written = if json.is_some() {
         serde_json::to_writer_pretty(&mut writer, &doc)

@@ -10,6 +10,8 @@ pub struct Samples {
     count: u64,
     max_ns: u64,
     kept: Vec<u64>,
+    /// Samples kept at most.
+    reservoir: usize,
     /// Deterministic generator for reservoir replacement, so results never depend on timing.
     rng: u64,
 }
@@ -20,16 +22,25 @@ impl Default for Samples {
             count: 0,
             max_ns: 0,
             kept: Vec::new(),
+            reservoir: RESERVOIR,
             rng: 0x9e37_79b9_7f4a_7c15,
         }
     }
 }
 
 impl Samples {
+    /// Samples that keep at most `reservoir` values (exact percentiles below that).
+    pub fn with_reservoir(reservoir: usize) -> Self {
+        Samples {
+            reservoir: reservoir.max(1),
+            ..Samples::default()
+        }
+    }
+
     pub fn add(&mut self, ns: u64) {
         self.count += 1;
         self.max_ns = self.max_ns.max(ns);
-        if self.kept.len() < RESERVOIR {
+        if self.kept.len() < self.reservoir {
             self.kept.push(ns);
         } else {
             // xorshift64*
@@ -38,7 +49,7 @@ impl Samples {
             self.rng ^= self.rng >> 27;
             let r = self.rng.wrapping_mul(0x2545_f491_4f6c_dd1d);
             let slot = r % self.count;
-            if (slot as usize) < RESERVOIR {
+            if (slot as usize) < self.reservoir {
                 self.kept[slot as usize] = ns;
             }
         }

@@ -1,35 +1,148 @@
-//! One hop: the packets of two neighbouring points paired, the clocks' offset estimated, and
-//! what the hop did to the packets counted.
+//! One hop: the packets of two neighbouring points paired as the two captures stream by, the
+//! clocks' offset, and what the hop did to the packets.
 //!
 //! Clocks: the minimum delay of packets seen exactly once at both points is the hop's
 //! propagation plus the clocks' offset one way, and propagation minus the offset the other way;
 //! half their difference is the offset (NTP's estimate, exact when both directions take the
 //! same minimum time). Queueing (delay beyond the minimum) needs no offset.
+//!
+//! Streaming: every sighting becomes an event at a time on the first point's clock: a packet
+//! leaving (`from`) at its own time, a packet arriving (`to`) at the latest time its upstream
+//! copy can have left (its time minus the minimum delay, plus a little slack). Events are
+//! handled in that order, so when an arrival is handled, every upstream copy that can explain
+//! it is already waiting. Copies that wait longer than `MATCH_WINDOW_NS` were lost.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::net::IpAddr;
+use std::sync::mpsc::Receiver;
 
+use roce_parsers::DecodeOptions;
 use rustc_hash::FxHashMap;
 
-use super::{Flows, Point, Sighting};
+use super::reader::{self, Message};
+use super::{PointFiles, Sighting};
+use crate::analysis::latency::Samples;
+use crate::diagnostics::Diagnostics;
+use crate::error::Error;
 use crate::model::{DelayStats, FlowHop, HopReport, QueueingStats};
 
-/// Timestamps of two points may disagree by this much beyond the minimum delay (the capture
-/// devices' timestamping jitter) and still explain each other.
-const TIMESTAMP_SLACK_NS: i64 = 1_000;
-/// Lost packets listed by frame number per hop.
+/// Two captures' timestamps may disagree by this much beyond the minimum delay (timestamping
+/// jitter, a minimum estimated from a sample) and still explain each other.
+const SLACK_NS: i64 = 5_000;
+/// A packet waits this long (beyond the hop's minimum delay) for its copy downstream before
+/// it counts as lost: the most queueing a hop can add.
+pub const MATCH_WINDOW_NS: i64 = 50_000_000;
+/// Lost packets listed by frame number, per hop and per flow.
 const LOST_FRAMES_LISTED: usize = 1_000;
+/// Delay samples kept per flow for its median.
+const FLOW_SAMPLES: usize = 256;
 
-pub struct Hop {
-    pub forward: HopReport,
-    pub reverse: HopReport,
-    /// Per flow (by `Flows` index): its forward packets on this hop, when it had any.
-    pub flows: Vec<Option<FlowHop>>,
-    /// The later point's clock minus the earlier's.
-    pub offset_us: f64,
+/// Every flow of the correlation, numbered.
+#[derive(Default)]
+pub struct Flows {
+    index: HashMap<(IpAddr, IpAddr, u32), u32>,
+    pub keys: Vec<(IpAddr, IpAddr, u32)>,
 }
 
-/// What one direction of a hop saw, accumulated.
-#[derive(Default)]
+impl Flows {
+    fn id(&mut self, key: (IpAddr, IpAddr, u32)) -> u32 {
+        *self.index.entry(key).or_insert_with(|| {
+            self.keys.push(key);
+            (self.keys.len() - 1) as u32
+        })
+    }
+}
+
+/// The two clocks of a hop: each direction's minimum raw delay (later timestamp minus
+/// earlier, clocks as they are) and the offset of the later point's clock.
+#[derive(Debug, Clone, Copy)]
+pub struct Clocks {
+    min_fwd: i64,
+    min_rev: i64,
+    offset: i64,
+    method: &'static str,
+}
+
+impl Clocks {
+    /// From packets seen exactly once in both samples.
+    pub fn estimate(a: &[Sighting], b: &[Sighting]) -> Clocks {
+        let mut groups: FxHashMap<u64, (Vec<&Sighting>, Vec<&Sighting>)> = FxHashMap::default();
+        for s in a {
+            groups.entry(s.group).or_default().0.push(s);
+        }
+        for s in b {
+            groups.entry(s.group).or_default().1.push(s);
+        }
+        let (mut fwd, mut rev): (Option<i64>, Option<i64>) = (None, None);
+        for (xa, xb) in groups.values() {
+            if let ([sa], [sb]) = (xa.as_slice(), xb.as_slice()) {
+                if sa.forward {
+                    let raw = sb.ts as i64 - sa.ts as i64;
+                    fwd = Some(fwd.map_or(raw, |m| m.min(raw)));
+                } else {
+                    let raw = sa.ts as i64 - sb.ts as i64;
+                    rev = Some(rev.map_or(raw, |m| m.min(raw)));
+                }
+            }
+        }
+        // With one direction only, its minimum delay is taken as zero.
+        match (fwd, rev) {
+            (Some(f), Some(r)) => Clocks {
+                min_fwd: f,
+                min_rev: r,
+                offset: (f - r) / 2,
+                method: "two_way",
+            },
+            (Some(f), None) => Clocks {
+                min_fwd: f,
+                min_rev: -f,
+                offset: f,
+                method: "forward_only",
+            },
+            (None, Some(r)) => Clocks {
+                min_fwd: -r,
+                min_rev: r,
+                offset: -r,
+                method: "reverse_only",
+            },
+            (None, None) => Clocks {
+                min_fwd: 0,
+                min_rev: 0,
+                offset: 0,
+                method: "none",
+            },
+        }
+    }
+
+    /// Nothing was seen once at both points: the sample tells nothing.
+    pub fn is_unknown(&self) -> bool {
+        self.method == "none"
+    }
+
+    /// When an event of this sighting is handled, on the first point's clock. `at_b`: seen at
+    /// the later point. Whether it is a departure (`from`).
+    fn event(&self, s: &Sighting, at_b: bool) -> (i64, bool) {
+        let t = s.ts as i64;
+        match (at_b, s.forward) {
+            (false, true) => (t, true),
+            (false, false) => (t - self.min_rev - self.offset + SLACK_NS, false),
+            (true, true) => (t - self.min_fwd + SLACK_NS, false),
+            (true, false) => (t - self.offset, true),
+        }
+    }
+
+    /// The earliest event time a sighting of stream `at_b` at time `t` or later can have.
+    fn earliest(&self, t: i64, at_b: bool) -> i64 {
+        if at_b {
+            (t - self.min_fwd + SLACK_NS).min(t - self.offset)
+        } else {
+            t.min(t - self.min_rev - self.offset + SLACK_NS)
+        }
+    }
+}
+
+/// What one direction (or one flow) of a hop saw.
 struct Tally {
     matched: u64,
     lost: u64,
@@ -37,18 +150,38 @@ struct Tally {
     ce_marked: u64,
     dscp_changed: u64,
     pcp_changed: u64,
-    /// Raw delays (the later timestamp minus the earlier, clocks as they are).
-    raw_ns: Vec<i64>,
+    /// Delay beyond the estimated minimum, ns.
+    queueing: Samples,
+    min_raw: Option<i64>,
+    max_raw: Option<i64>,
     lost_frames: Vec<u64>,
 }
 
 impl Tally {
-    fn pair(&mut self, from: &Sighting, to: &Sighting) {
+    fn new(samples: Samples) -> Self {
+        Tally {
+            matched: 0,
+            lost: 0,
+            appeared: 0,
+            ce_marked: 0,
+            dscp_changed: 0,
+            pcp_changed: 0,
+            queueing: samples,
+            min_raw: None,
+            max_raw: None,
+            lost_frames: Vec::new(),
+        }
+    }
+
+    fn pair(&mut self, from: &Sighting, to: &Sighting, min_raw: i64) {
+        let raw = to.ts as i64 - from.ts as i64;
         self.matched += 1;
         self.ce_marked += u64::from(from.ecn != 3 && to.ecn == 3);
         self.dscp_changed += u64::from(from.dscp != to.dscp);
         self.pcp_changed += u64::from(from.pcp != 8 && to.pcp != 8 && from.pcp != to.pcp);
-        self.raw_ns.push(to.ts as i64 - from.ts as i64);
+        self.queueing.add((raw - min_raw).max(0) as u64);
+        self.min_raw = Some(self.min_raw.map_or(raw, |m| m.min(raw)));
+        self.max_raw = Some(self.max_raw.map_or(raw, |m| m.max(raw)));
     }
 
     fn lose(&mut self, from: &Sighting) {
@@ -57,50 +190,354 @@ impl Tally {
             self.lost_frames.push(from.frame);
         }
     }
+
+    /// Delays with the offset `offset` taken out, and queueing, in us; `min_raw` is the
+    /// minimum the queueing samples were measured from.
+    fn delays(&self, min_raw: i64, offset: i64) -> (DelayStats, QueueingStats) {
+        let (Some(lo), Some(hi)) = (self.min_raw, self.max_raw) else {
+            return Default::default();
+        };
+        let q = self.queueing.summary();
+        let us = |ns: i64| ns as f64 / 1e3;
+        // Percentiles come in us from the samples: back to delays and to queueing beyond the
+        // smallest delay actually seen.
+        let delay = |p: Option<f64>| p.map(|v| v + us(min_raw - offset));
+        let queue = |p: Option<f64>| p.map(|v| v + us(min_raw - lo));
+        (
+            DelayStats {
+                min: Some(us(lo - offset)),
+                p50: delay(q.p50),
+                p99: delay(q.p99),
+                max: Some(us(hi - offset)),
+            },
+            QueueingStats {
+                p50: queue(q.p50),
+                p99: queue(q.p99),
+                max: Some(us(hi - lo)),
+            },
+        )
+    }
 }
 
-/// Nearest-rank percentile of sorted values.
-fn percentile(sorted: &[i64], p: f64) -> Option<i64> {
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
-    sorted.get(rank.min(sorted.len()).checked_sub(1)?).copied()
+/// A departure waiting for its arrival downstream.
+#[derive(Clone, Copy)]
+struct Waiting {
+    seq: u64,
+    sighting: Sighting,
 }
 
-fn us(ns: i64) -> f64 {
-    ns as f64 / 1e3
+/// Which flows of the hop's report a sighting's flow is, per stream.
+#[derive(Default)]
+struct FlowMap {
+    global: Vec<u32>,
 }
 
-/// Delay percentiles with the clock offset `offset_ns` taken out, and queueing.
-fn delays(raw: &mut [i64], offset_ns: i64) -> (DelayStats, QueueingStats) {
-    raw.sort_unstable();
-    let Some(&min) = raw.first() else {
-        return Default::default();
-    };
-    let at = |p| percentile(raw, p);
-    let delay = |v: Option<i64>| v.map(|v| us(v - offset_ns));
-    let queue = |v: Option<i64>| v.map(|v| us(v - min));
-    (
-        DelayStats {
-            min: delay(Some(min)),
-            p50: delay(at(50.0)),
-            p99: delay(at(99.0)),
-            max: delay(raw.last().copied()),
-        },
-        QueueingStats {
-            p50: queue(at(50.0)),
-            p99: queue(at(99.0)),
-            max: queue(raw.last().copied()),
-        },
-    )
+/// One stream of sightings: a point's reader, and what was taken from it.
+struct Stream {
+    rx: Receiver<Message>,
+    at_b: bool,
+    batch: VecDeque<Sighting>,
+    flows: FlowMap,
+    ended: bool,
+    /// RoCE packets read.
+    packets: u64,
+    /// Where the point's damage is told: None when another hop tells it.
+    diagnostics: Option<Diagnostics>,
+}
+
+impl Stream {
+    /// The next sighting's time, reading a batch when needed; None at the end.
+    fn peek(&mut self, flows: &mut Flows) -> Result<Option<u64>, Error> {
+        while self.batch.is_empty() && !self.ended {
+            match self.rx.recv() {
+                Ok(Message::Batch(b)) => {
+                    for key in b.new_flows {
+                        self.flows.global.push(flows.id(key));
+                    }
+                    self.packets += b.sightings.len() as u64;
+                    self.batch.extend(b.sightings);
+                }
+                Ok(Message::End(end)) => {
+                    let end = end?;
+                    if let Some(mut d) = self.diagnostics.take() {
+                        for p in end.problems {
+                            d.warn_with_hint(p.kind, p.message, &p.hint);
+                        }
+                        d.finish();
+                    }
+                    self.ended = true;
+                }
+                Err(_) => self.ended = true,
+            }
+        }
+        Ok(self.batch.front().map(|s| s.ts))
+    }
+}
+
+pub struct Hop {
+    pub forward: HopReport,
+    pub reverse: HopReport,
+    /// Per flow (by `Flows` index) with forward packets on this hop, in flow order.
+    pub flows: Vec<(u32, FlowHop)>,
+    /// The later point's clock minus the earlier's.
+    pub offset_us: f64,
+    /// RoCE packets of each point.
+    pub roce_packets: [u64; 2],
+}
+
+/// The matching of one hop as events come.
+struct Matcher {
+    clocks: Clocks,
+    waiting: FxHashMap<u64, VecDeque<Waiting>>,
+    /// Departures in event order, to give up on those that waited too long.
+    queue: VecDeque<(i64, u64, u64)>,
+    seq: u64,
+    fwd: Tally,
+    rev: Tally,
+    per_flow: HashMap<u32, Tally>,
+}
+
+impl Matcher {
+    fn new(clocks: Clocks) -> Self {
+        Matcher {
+            clocks,
+            waiting: FxHashMap::default(),
+            queue: VecDeque::new(),
+            seq: 0,
+            fwd: Tally::new(Samples::default()),
+            rev: Tally::new(Samples::default()),
+            per_flow: HashMap::new(),
+        }
+    }
+
+    fn handle(&mut self, time: i64, departure: bool, s: Sighting, flow: u32) {
+        self.give_up_before(time - MATCH_WINDOW_NS);
+        if departure {
+            self.seq += 1;
+            let w = Waiting {
+                seq: self.seq,
+                sighting: s,
+            };
+            self.waiting.entry(s.group).or_default().push_back(w);
+            self.queue.push_back((time, s.group, self.seq));
+        } else {
+            self.arrive(s, flow);
+        }
+    }
+
+    /// An arrival: paired with the latest waiting copy that left early enough to explain it
+    /// (by the minimum delay), or failing that the first within the slack; the copies waiting
+    /// before it were lost.
+    fn arrive(&mut self, to: Sighting, flow: u32) {
+        let Matcher {
+            clocks,
+            waiting,
+            fwd,
+            rev,
+            per_flow,
+            ..
+        } = self;
+        let min_raw = if to.forward {
+            clocks.min_fwd
+        } else {
+            clocks.min_rev
+        };
+        let (tally, mut flow_tally) = tallies(fwd, rev, per_flow, to.forward, flow);
+        let t = to.ts as i64;
+        let chosen = waiting.get(&to.group).and_then(|copies| {
+            let fits = |limit: i64| {
+                copies
+                    .iter()
+                    .take_while(|w| (w.sighting.ts as i64) <= limit)
+                    .count()
+                    .checked_sub(1)
+            };
+            fits(t - min_raw).or_else(|| fits(t - min_raw + SLACK_NS).map(|_| 0))
+        });
+        let Some(chosen) = chosen else {
+            tally.appeared += 1;
+            if let Some(f) = flow_tally {
+                f.appeared += 1;
+            }
+            return;
+        };
+        let copies = waiting.get_mut(&to.group).expect("chosen from them");
+        for w in copies.drain(..chosen) {
+            tally.lose(&w.sighting);
+            if let Some(f) = flow_tally.as_deref_mut() {
+                f.lose(&w.sighting);
+            }
+        }
+        let from = copies.pop_front().expect("chosen").sighting;
+        if copies.is_empty() {
+            waiting.remove(&to.group);
+        }
+        tally.pair(&from, &to, min_raw);
+        if let Some(f) = flow_tally {
+            f.pair(&from, &to, min_raw);
+        }
+    }
+
+    /// Departures handled before `time` that are still waiting were lost.
+    fn give_up_before(&mut self, time: i64) {
+        while let Some(&(t, group, seq)) = self.queue.front() {
+            if t >= time {
+                break;
+            }
+            self.queue.pop_front();
+            let Some(copies) = self.waiting.get_mut(&group) else {
+                continue;
+            };
+            if copies.front().is_some_and(|w| w.seq == seq) {
+                let w = copies.pop_front().expect("front");
+                if copies.is_empty() {
+                    self.waiting.remove(&group);
+                }
+                let (tally, flow_tally) = tallies(
+                    &mut self.fwd,
+                    &mut self.rev,
+                    &mut self.per_flow,
+                    w.sighting.forward,
+                    w.sighting.flow,
+                );
+                tally.lose(&w.sighting);
+                if let Some(f) = flow_tally {
+                    f.lose(&w.sighting);
+                }
+            }
+        }
+    }
+}
+
+/// The tallies a packet counts in: its direction's, and its flow's when it goes forward.
+fn tallies<'a>(
+    fwd: &'a mut Tally,
+    rev: &'a mut Tally,
+    per_flow: &'a mut HashMap<u32, Tally>,
+    forward: bool,
+    flow: u32,
+) -> (&'a mut Tally, Option<&'a mut Tally>) {
+    if forward {
+        let f = per_flow
+            .entry(flow)
+            .or_insert_with(|| Tally::new(Samples::with_reservoir(FLOW_SAMPLES)));
+        (fwd, Some(f))
+    } else {
+        (rev, None)
+    }
+}
+
+/// Streams points `a` and `b` side by side and pairs their packets.
+pub fn stream_hop(
+    a: &PointFiles,
+    b: &PointFiles,
+    clocks: Clocks,
+    options: DecodeOptions,
+    flows: &mut Flows,
+    warn: [Option<u32>; 2],
+) -> Result<Hop, Error> {
+    let diagnostics = |p: &PointFiles, w: Option<u32>| w.map(|max| Diagnostics::new(&p.name, max));
+    let mut streams = [
+        stream(
+            reader::spawn(a.files.clone(), options),
+            false,
+            diagnostics(a, warn[0]),
+        ),
+        stream(
+            reader::spawn(b.files.clone(), options),
+            true,
+            diagnostics(b, warn[1]),
+        ),
+    ];
+    let mut matcher = Matcher::new(clocks);
+    let mut events: BinaryHeap<Reverse<Event>> = BinaryHeap::new();
+    let mut n = 0u64;
+    loop {
+        let mut next = [None, None];
+        for (i, s) in streams.iter_mut().enumerate() {
+            next[i] = s
+                .peek(flows)?
+                .map(|t| (clocks.earliest(t as i64, s.at_b), i));
+        }
+        let earliest = next.iter().flatten().min().copied();
+        // Every event not later than what the streams can still bring is final.
+        let horizon = earliest.map_or(i64::MAX, |(t, _)| t);
+        while events.peek().is_some_and(|Reverse(e)| e.time <= horizon) {
+            let Reverse(e) = events.pop().expect("peeked");
+            matcher.handle(e.time, e.departure, e.sighting, e.sighting.flow);
+        }
+        let Some((_, i)) = earliest else { break };
+        let st = &mut streams[i];
+        let mut s = st.batch.pop_front().expect("peeked");
+        s.flow = st.flows.global[s.flow as usize];
+        let (time, departure) = clocks.event(&s, st.at_b);
+        n += 1;
+        events.push(Reverse(Event {
+            time,
+            stream: i as u8,
+            seq: n,
+            departure,
+            sighting: s,
+        }));
+    }
+    matcher.give_up_before(i64::MAX);
+    Ok(finish(a, b, matcher, streams.map(|s| s.packets)))
+}
+
+fn stream(rx: Receiver<Message>, at_b: bool, diagnostics: Option<Diagnostics>) -> Stream {
+    Stream {
+        rx,
+        at_b,
+        batch: VecDeque::new(),
+        flows: FlowMap::default(),
+        ended: false,
+        packets: 0,
+        diagnostics,
+    }
+}
+
+/// A sighting to handle at `time` (first point's clock); ordered by time, then stream and
+/// reading order, so that every run handles them alike.
+struct Event {
+    time: i64,
+    stream: u8,
+    seq: u64,
+    departure: bool,
+    sighting: Sighting,
+}
+
+impl Event {
+    fn order(&self) -> (i64, u8, u64) {
+        (self.time, self.stream, self.seq)
+    }
+}
+
+impl PartialEq for Event {
+    fn eq(&self, other: &Self) -> bool {
+        self.order() == other.order()
+    }
+}
+impl Eq for Event {}
+impl PartialOrd for Event {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Event {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.order().cmp(&other.order())
+    }
 }
 
 fn hop_report(
     from: &str,
     to: &str,
-    mut t: Tally,
-    offset_ns: i64,
+    t: &mut Tally,
+    min_raw: i64,
+    offset: i64,
     method: &'static str,
 ) -> HopReport {
-    let (delay_us, queueing_us) = delays(&mut t.raw_ns, offset_ns);
+    let (delay_us, queueing_us) = t.delays(min_raw, offset);
     t.lost_frames.sort_unstable();
     HopReport {
         from: from.to_string(),
@@ -113,166 +550,41 @@ fn hop_report(
         pcp_changed: t.pcp_changed,
         delay_us,
         queueing_us,
-        lost_frames: t.lost_frames,
+        lost_frames: std::mem::take(&mut t.lost_frames),
         clock_method: method,
     }
 }
 
-/// For each copy at the later point (times `to`), the copy at the earlier point (times
-/// `from`) it is: the latest one not yet used that is early enough, by the hop's minimum
-/// delay, to explain it. Without a known minimum, the k-th copy pairs with the k-th.
-fn pair_copies(from: &[u64], to: &[u64], min_raw: Option<i64>) -> Vec<Option<usize>> {
-    let mut next = 0;
-    to.iter()
-        .map(|&t| {
-            let chosen = match min_raw {
-                Some(m) => {
-                    let limit = t as i64 - m + TIMESTAMP_SLACK_NS;
-                    (next..from.len())
-                        .take_while(|&j| from[j] as i64 <= limit)
-                        .last()
-                }
-                None => (next < from.len()).then_some(next),
+fn finish(a: &PointFiles, b: &PointFiles, mut m: Matcher, roce_packets: [u64; 2]) -> Hop {
+    let c = m.clocks;
+    let forward = hop_report(&a.name, &b.name, &mut m.fwd, c.min_fwd, c.offset, c.method);
+    let reverse = hop_report(&b.name, &a.name, &mut m.rev, c.min_rev, -c.offset, c.method);
+    let mut flows: Vec<(u32, FlowHop)> = m
+        .per_flow
+        .into_iter()
+        .map(|(id, mut t)| {
+            let (delay, _) = t.delays(c.min_fwd, c.offset);
+            t.lost_frames.sort_unstable();
+            let hop = FlowHop {
+                from: a.name.clone(),
+                to: b.name.clone(),
+                matched: t.matched,
+                lost: t.lost,
+                ce_marked: t.ce_marked,
+                dscp_changed: t.dscp_changed,
+                delay_p50_us: delay.p50,
+                lost_frames: t.lost_frames,
             };
-            if let Some(c) = chosen {
-                next = c + 1;
-            }
-            chosen
-        })
-        .collect()
-}
-
-/// Indices of each packet group's sightings at the two points, in time order.
-type Groups = FxHashMap<u64, (Vec<u32>, Vec<u32>)>;
-
-fn groups(a: &Point, b: &Point) -> Groups {
-    let mut g: Groups = FxHashMap::default();
-    for (i, s) in a.sightings.iter().enumerate() {
-        g.entry(s.group).or_default().0.push(i as u32);
-    }
-    for (i, s) in b.sightings.iter().enumerate() {
-        g.entry(s.group).or_default().1.push(i as u32);
-    }
-    g
-}
-
-/// The minimum raw delay of each direction, from packets seen exactly once at both points.
-fn minimum_delays(a: &Point, b: &Point, groups: &Groups) -> (Option<i64>, Option<i64>) {
-    let (mut fwd, mut rev): (Option<i64>, Option<i64>) = (None, None);
-    for (xa, xb) in groups.values() {
-        if let ([i], [j]) = (xa.as_slice(), xb.as_slice()) {
-            let (sa, sb) = (&a.sightings[*i as usize], &b.sightings[*j as usize]);
-            if sa.forward {
-                let raw = sb.ts as i64 - sa.ts as i64;
-                fwd = Some(fwd.map_or(raw, |m| m.min(raw)));
-            } else {
-                let raw = sa.ts as i64 - sb.ts as i64;
-                rev = Some(rev.map_or(raw, |m| m.min(raw)));
-            }
-        }
-    }
-    (fwd, rev)
-}
-
-/// Pairs the packets of points `a` and `b` (a before b on the path).
-pub fn match_hop(a: &Point, b: &Point, flows: &Flows) -> Hop {
-    let groups = groups(a, b);
-    let (min_fwd, min_rev) = minimum_delays(a, b, &groups);
-    let (offset_ns, method) = match (min_fwd, min_rev) {
-        (Some(f), Some(r)) => ((f - r) / 2, "two_way"),
-        (Some(f), None) => (f, "forward_only"),
-        (None, Some(r)) => (-r, "reverse_only"),
-        (None, None) => (0, "none"),
-    };
-    let (mut fwd, mut rev) = (Tally::default(), Tally::default());
-    let mut per_flow: HashMap<u32, Tally> = HashMap::new();
-    // Groups in the order of their first sighting, so that every list comes out the same on
-    // every run.
-    let mut order: Vec<(u64, u64)> = groups
-        .iter()
-        .map(|(&g, (xa, xb))| {
-            let first = xa
-                .first()
-                .map(|&i| a.sightings[i as usize].ts)
-                .into_iter()
-                .chain(xb.first().map(|&j| b.sightings[j as usize].ts))
-                .min()
-                .unwrap_or(0);
-            (first, g)
+            (id, hop)
         })
         .collect();
-    order.sort_unstable();
-    for (_, g) in order {
-        let (xa, xb) = &groups[&g];
-        let first = xa
-            .first()
-            .map(|&i| &a.sightings[i as usize])
-            .or_else(|| xb.first().map(|&j| &b.sightings[j as usize]));
-        let Some(forward) = first.map(|s| s.forward) else {
-            continue;
-        };
-        let (from_pt, from_ix, to_pt, to_ix, min_raw, tally) = if forward {
-            (a, xa, b, xb, min_fwd, &mut fwd)
-        } else {
-            (b, xb, a, xa, min_rev, &mut rev)
-        };
-        let from: Vec<&Sighting> = from_ix
-            .iter()
-            .map(|&i| &from_pt.sightings[i as usize])
-            .collect();
-        let to: Vec<&Sighting> = to_ix
-            .iter()
-            .map(|&i| &to_pt.sightings[i as usize])
-            .collect();
-        let from_ts: Vec<u64> = from.iter().map(|s| s.ts).collect();
-        let to_ts: Vec<u64> = to.iter().map(|s| s.ts).collect();
-        let mut used = vec![false; from.len()];
-        let flow = forward.then(|| per_flow.entry(first.map_or(0, |s| s.flow)).or_default());
-        let mut flow = flow;
-        for (k, m) in pair_copies(&from_ts, &to_ts, min_raw)
-            .into_iter()
-            .enumerate()
-        {
-            match m {
-                Some(j) => {
-                    used[j] = true;
-                    tally.pair(from[j], to[k]);
-                    if let Some(f) = flow.as_deref_mut() {
-                        f.pair(from[j], to[k]);
-                    }
-                }
-                None => tally.appeared += 1,
-            }
-        }
-        for (j, _) in used.iter().enumerate().filter(|(_, u)| !**u) {
-            tally.lose(from[j]);
-            if let Some(f) = flow.as_deref_mut() {
-                f.lose(from[j]);
-            }
-        }
-    }
-    let mut flow_hops = vec![None; flows.keys.len()];
-    for (id, mut t) in per_flow {
-        let (delay, _) = delays(&mut t.raw_ns, offset_ns);
-        flow_hops[id as usize] = Some(FlowHop {
-            from: a.name.clone(),
-            to: b.name.clone(),
-            matched: t.matched,
-            lost: t.lost,
-            ce_marked: t.ce_marked,
-            dscp_changed: t.dscp_changed,
-            delay_p50_us: delay.p50,
-            lost_frames: {
-                t.lost_frames.sort_unstable();
-                t.lost_frames
-            },
-        });
-    }
+    flows.sort_by_key(|(id, _)| *id);
     Hop {
-        forward: hop_report(&a.name, &b.name, fwd, offset_ns, method),
-        reverse: hop_report(&b.name, &a.name, rev, -offset_ns, method),
-        flows: flow_hops,
-        offset_us: us(offset_ns),
+        forward,
+        reverse,
+        flows,
+        offset_us: c.offset as f64 / 1e3,
+        roce_packets,
     }
 }
 
@@ -280,30 +592,71 @@ pub fn match_hop(a: &Point, b: &Point, flows: &Flows) -> Hop {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_lost_original_is_not_paired_with_its_resend() {
-        // Upstream: the original at 0 and its resend at 500 us; downstream only the resend,
-        // 2 us later. The hop's minimum delay is 2 us.
-        assert_eq!(
-            pair_copies(&[0, 500_000], &[502_000], Some(2_000)),
-            vec![Some(1)]
-        );
-        // Both arrived: each pairs with its own.
-        assert_eq!(
-            pair_copies(&[0, 500_000], &[2_000, 502_000], Some(2_000)),
-            vec![Some(0), Some(1)]
-        );
-        // A copy downstream that nothing upstream explains appeared.
-        assert_eq!(pair_copies(&[10_000], &[5_000], Some(2_000)), vec![None]);
-        // Without a minimum: in order.
-        assert_eq!(pair_copies(&[1, 2], &[5], None), vec![Some(0)]);
+    fn sighting(group: u64, ts: u64, forward: bool) -> Sighting {
+        Sighting {
+            group,
+            ts,
+            frame: ts,
+            flow: 0,
+            dscp: 26,
+            ecn: 2,
+            pcp: 3,
+            forward,
+        }
+    }
+
+    fn clocks(min: i64) -> Clocks {
+        Clocks {
+            min_fwd: min,
+            min_rev: min,
+            offset: 0,
+            method: "two_way",
+        }
     }
 
     #[test]
-    fn percentiles_are_nearest_rank() {
-        let v: Vec<i64> = (1..=100).collect();
-        assert_eq!(percentile(&v, 50.0), Some(50));
-        assert_eq!(percentile(&v, 99.0), Some(99));
-        assert_eq!(percentile(&[], 50.0), None);
+    fn a_lost_original_is_not_paired_with_its_resend() {
+        // Upstream the original at 0 and its resend at 500 us; downstream only the resend,
+        // 2 us later. The hop's minimum delay is 2 us.
+        let mut m = Matcher::new(clocks(2_000));
+        m.handle(0, true, sighting(7, 0, true), 0);
+        m.handle(500_000, true, sighting(7, 500_000, true), 0);
+        m.handle(505_000, false, sighting(7, 502_000, true), 0);
+        m.give_up_before(i64::MAX);
+        assert_eq!((m.fwd.matched, m.fwd.lost, m.fwd.appeared), (1, 1, 0));
+        assert_eq!(m.fwd.lost_frames, vec![0]);
+    }
+
+    #[test]
+    fn identical_copies_pair_in_order_and_strays_appear() {
+        let mut m = Matcher::new(clocks(0));
+        m.handle(0, true, sighting(7, 0, true), 0);
+        m.handle(500, true, sighting(7, 500, true), 0);
+        m.handle(5_000, false, sighting(7, 0, true), 0);
+        m.handle(5_500, false, sighting(7, 500, true), 0);
+        // Downstream only, and nothing upstream can explain it.
+        m.handle(9_000, false, sighting(8, 4_000, true), 0);
+        m.give_up_before(i64::MAX);
+        assert_eq!((m.fwd.matched, m.fwd.lost, m.fwd.appeared), (2, 0, 1));
+        assert_eq!(m.fwd.max_raw, Some(0));
+    }
+
+    #[test]
+    fn departures_that_wait_past_the_window_are_lost() {
+        let mut m = Matcher::new(clocks(0));
+        m.handle(0, true, sighting(7, 0, true), 0);
+        m.handle(MATCH_WINDOW_NS + 1, true, sighting(9, 1, true), 0);
+        assert_eq!(m.fwd.lost, 1);
+        assert!(!m.waiting.contains_key(&7));
+    }
+
+    #[test]
+    fn the_offset_is_half_the_difference_of_the_minimum_delays() {
+        // Forward 2 us, back 2 us; the later clock 300 us ahead.
+        let a = [sighting(1, 0, true), sighting(2, 10_000, false)];
+        let b = [sighting(1, 302_000, true), sighting(2, 308_000, false)];
+        let c = Clocks::estimate(&a, &b);
+        assert_eq!((c.offset, c.method), (300_000, "two_way"));
+        assert_eq!((c.min_fwd, c.min_rev), (302_000, -298_000));
     }
 }

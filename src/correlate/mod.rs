@@ -6,35 +6,36 @@
 //! source and destination, UDP source port, destination QP, opcode and PSN (the ICRC and the
 //! payload would too, but a mirror's snap length may cut them at one point and not the other).
 //! Copies of one packet (resends, byte-identical when the NIC leaves the IP ID at 0) pair in
-//! time order, each with the latest copy upstream early enough to explain it (see `matching`),
-//! so a lost original is never paired with its later resend.
+//! time order, each with the latest copy upstream early enough to explain it, so a lost
+//! original is never paired with its later resend.
 //!
-//! Every point's packets are held in memory while matching: about 48 bytes per RoCE packet.
+//! Two passes. The first reads the start of every point (its first 2^18 RoCE packets; the whole
+//! capture, one packet group in 16, when the starts share no packet): from packets seen exactly
+//! once at two neighbouring points come each direction's minimum delay and the clocks' offset.
+//! The second streams each pair of neighbouring points side by side in time order and pairs
+//! packets as they come: memory holds only the packets waiting for their match (at most
+//! `MATCH_WINDOW_NS` of traffic), not the captures.
 
 mod findings;
 mod matching;
+mod reader;
 
-use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
 use std::net::IpAddr;
 
-use roce_parsers::{DecodeOptions, RoceVersion};
-use rustc_hash::FxHasher;
+use roce_parsers::DecodeOptions;
 
-use crate::decode::decode;
-use crate::diagnostics::Diagnostics;
 use crate::error::Error;
-use crate::model::{CorrelationDocument, CorrelationReport, PointReport, CORRELATION_SCHEMA};
-use crate::source::Input;
+use crate::model::CORRELATION_SCHEMA;
+use crate::model::{CorrelatedFlow, CorrelationDocument, CorrelationReport, PointReport};
 
 /// One RoCEv2 packet seen at one point.
 #[derive(Debug, Clone, Copy)]
-struct Sighting {
+pub struct Sighting {
     /// Hash of what identifies the packet at every point (see the module doc).
     group: u64,
     ts: u64,
     frame: u64,
-    /// Index of its flow (source, destination, destination QP) in `Flows`.
+    /// Its flow (source, destination, destination QP), numbered by the point's reader.
     flow: u32,
     dscp: u8,
     ecn: u8,
@@ -44,85 +45,74 @@ struct Sighting {
     forward: bool,
 }
 
-/// The flows seen at any point, numbered.
-#[derive(Default)]
-struct Flows {
-    index: HashMap<(IpAddr, IpAddr, u32), u32>,
-    keys: Vec<(IpAddr, IpAddr, u32)>,
+/// A capture point: its name (the -r argument) and its files (a rotated set, or one).
+#[derive(Debug, Clone)]
+pub struct PointFiles {
+    pub name: String,
+    pub files: Vec<String>,
 }
 
-impl Flows {
-    fn id(&mut self, key: (IpAddr, IpAddr, u32)) -> u32 {
-        *self.index.entry(key).or_insert_with(|| {
-            self.keys.push(key);
-            (self.keys.len() - 1) as u32
-        })
-    }
-}
+/// RoCE packets of each point's start the clocks are estimated from.
+const PREFIX: usize = 1 << 18;
+/// When the starts share no packet, the whole captures are sampled: one packet group in this
+/// many.
+const SAMPLE_ONE_IN: u64 = 16;
 
-/// A capture point: its name and what it saw.
-struct Point {
-    name: String,
-    sightings: Vec<Sighting>,
-}
-
-/// Correlates the captures `points` (name and input, in path order).
+/// Correlates the captures of `points`, in path order.
 pub fn correlate(
-    points: Vec<(String, Input)>,
-    decode_options: DecodeOptions,
+    points: &[PointFiles],
+    options: DecodeOptions,
     max_warnings: u32,
 ) -> Result<CorrelationDocument, Error> {
-    let mut flows = Flows::default();
-    let mut read = Vec::with_capacity(points.len());
-    for (name, input) in points {
-        read.push(read_point(
-            name,
-            input,
-            decode_options,
-            &mut flows,
-            max_warnings,
-        )?);
-    }
+    let samples = sample_all(points, options, Some(PREFIX), 1)?;
+    let mut flows = matching::Flows::default();
     let mut hops = Vec::new();
     let mut reverse_hops = Vec::new();
-    let mut flow_hops = vec![Vec::new(); flows.keys.len()];
     let mut offsets = vec![0.0f64];
-    for pair in read.windows(2) {
-        let hop = matching::match_hop(&pair[0], &pair[1], &flows);
+    let mut flow_hops: Vec<Vec<crate::model::FlowHop>> = Vec::new();
+    let mut roce_packets = Vec::with_capacity(points.len());
+    for i in 0..points.len() - 1 {
+        let mut clocks = matching::Clocks::estimate(&samples[i], &samples[i + 1]);
+        if clocks.is_unknown() {
+            let whole = sample_all(&points[i..i + 2], options, None, SAMPLE_ONE_IN)?;
+            clocks = matching::Clocks::estimate(&whole[0], &whole[1]);
+        }
+        // Each point's damage is told once, on the first hop that reads it.
+        let warn = [i == 0, true].map(|w| w.then_some(max_warnings));
+        let hop = matching::stream_hop(
+            &points[i],
+            &points[i + 1],
+            clocks,
+            options,
+            &mut flows,
+            warn,
+        )?;
+        if i == 0 {
+            roce_packets.push(hop.roce_packets[0]);
+        }
+        roce_packets.push(hop.roce_packets[1]);
         offsets.push(offsets.last().copied().unwrap_or(0.0) + hop.offset_us);
-        for (i, fh) in hop.flows.into_iter().enumerate() {
-            if let Some(fh) = fh {
-                flow_hops[i].push(fh);
-            }
+        flow_hops.resize_with(flows.keys.len(), Vec::new);
+        for (id, fh) in hop.flows {
+            flow_hops[id as usize].push(fh);
         }
         hops.push(hop.forward);
         reverse_hops.push(hop.reverse);
     }
-    let correlated_flows = flows
-        .keys
-        .iter()
-        .zip(flow_hops)
-        .filter(|(_, h)| !h.is_empty())
-        .map(|(&(src, dst, dqpn), hops)| crate::model::CorrelatedFlow {
-            src: src.to_string(),
-            dst: dst.to_string(),
-            dqpn,
-            hops,
-        })
-        .collect();
     let report = CorrelationReport {
-        points: read
+        points: points
             .iter()
+            .zip(&roce_packets)
             .zip(&offsets)
-            .map(|(p, &off)| PointReport {
+            .map(|((p, &n), &off)| PointReport {
                 name: p.name.clone(),
-                roce_packets: p.sightings.len() as u64,
+                roce_packets: n,
                 clock_offset_us: off,
             })
             .collect(),
         hops,
         reverse_hops,
-        flows: correlated_flows,
+        flows: correlated_flows(&flows.keys, flow_hops),
     };
     let findings = findings::find(&report);
     Ok(CorrelationDocument {
@@ -132,59 +122,62 @@ pub fn correlate(
     })
 }
 
-/// Reads one point: every RoCEv2 packet, in capture order. Damage is warned about (and what
-/// came before it kept), as for any read.
-fn read_point(
-    name: String,
-    input: Input,
-    options: DecodeOptions,
-    flows: &mut Flows,
-    max_warnings: u32,
-) -> Result<Point, Error> {
-    let mut diagnostics = Diagnostics::new(&name, max_warnings);
-    let mut sightings = Vec::new();
-    let mut frame_no = 0u64;
-    let end = input.for_each_batch(|records, _| {
-        for rec in records {
-            frame_no += 1;
-            if let Some(s) = sighting(rec, frame_no, options, flows) {
-                sightings.push(s);
-            }
-        }
-        Ok(())
-    })?;
-    for p in end.problems {
-        diagnostics.warn_with_hint(p.kind, p.message, &p.hint);
-    }
-    diagnostics.finish();
-    // Files of a rotated set, or a capture that steps back: matching wants time order.
-    sightings.sort_by_key(|s| (s.ts, s.frame));
-    Ok(Point { name, sightings })
+fn correlated_flows(
+    keys: &[(IpAddr, IpAddr, u32)],
+    hops: Vec<Vec<crate::model::FlowHop>>,
+) -> Vec<CorrelatedFlow> {
+    keys.iter()
+        .zip(hops)
+        .filter(|(_, h)| !h.is_empty())
+        .map(|(&(src, dst, dqpn), hops)| CorrelatedFlow {
+            src: src.to_string(),
+            dst: dst.to_string(),
+            dqpn,
+            hops,
+        })
+        .collect()
 }
 
-fn sighting(
-    rec: &roce_parsers::capture::Record<'_>,
-    frame_no: u64,
+/// Sightings of every point to estimate clocks from, the points read at the same time.
+fn sample_all(
+    points: &[PointFiles],
     options: DecodeOptions,
-    flows: &mut Flows,
-) -> Option<Sighting> {
-    let f = decode(rec, options);
-    let r = f.roce.as_ref().filter(|r| r.version == RoceVersion::V2)?;
-    let (ip, udp) = (f.ip?, f.udp?);
-    if f.is_malformed() {
-        return None;
+    limit: Option<usize>,
+    one_in: u64,
+) -> Result<Vec<Vec<Sighting>>, Error> {
+    let readers: Vec<_> = points
+        .iter()
+        .map(|p| reader::spawn(p.files.clone(), options))
+        .collect();
+    readers
+        .into_iter()
+        .map(|rx| sample(rx, limit, one_in))
+        .collect()
+}
+
+/// The sightings a reader sends: the first `limit` (or all), keeping one packet group in
+/// `one_in`.
+fn sample(
+    rx: std::sync::mpsc::Receiver<reader::Message>,
+    limit: Option<usize>,
+    one_in: u64,
+) -> Result<Vec<Sighting>, Error> {
+    let mut kept = Vec::new();
+    let mut seen = 0usize;
+    for message in rx {
+        match message {
+            reader::Message::Batch(b) => {
+                seen += b.sightings.len();
+                kept.extend(b.sightings.iter().filter(|x| x.group % one_in == 0));
+                if limit.is_some_and(|l| seen >= l) {
+                    // Dropping the receiver stops the reader.
+                    break;
+                }
+            }
+            reader::Message::End(end) => {
+                end?;
+            }
+        }
     }
-    let b = &r.bth;
-    let mut h = FxHasher::default();
-    (ip.src, ip.dst, udp.sport, b.dqpn, b.opcode.0, b.psn).hash(&mut h);
-    Some(Sighting {
-        group: h.finish(),
-        ts: rec.ts_ns,
-        frame: frame_no,
-        flow: flows.id((ip.src, ip.dst, b.dqpn)),
-        dscp: ip.dscp,
-        ecn: ip.ecn,
-        pcp: f.inner_vlan().map_or(8, |v| v.pcp),
-        forward: b.opcode.is_request() && b.opcode != roce_parsers::Opcode::CNP,
-    })
+    Ok(kept)
 }

@@ -1,0 +1,124 @@
+//! One capture point read on a thread of its own: its RoCEv2 packets decoded into sightings and
+//! sent in batches, with the flows they belong to numbered as they first appear.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::net::IpAddr;
+use std::sync::mpsc::{self, Receiver};
+
+use roce_parsers::capture::Record;
+use roce_parsers::{DecodeOptions, Opcode, RoceVersion};
+use rustc_hash::FxHasher;
+
+use super::Sighting;
+use crate::decode::decode;
+use crate::error::Error;
+use crate::source::file::FileSource;
+use crate::source::merge::MergedFiles;
+use crate::source::{Input, SourceEnd};
+
+/// Sightings per batch handed over.
+const BATCH: usize = 8192;
+
+/// A flow: source, destination, destination QP.
+pub type FlowKey = (IpAddr, IpAddr, u32);
+
+pub struct Batch {
+    pub sightings: Vec<Sighting>,
+    /// Flows first seen in this batch, numbered on from those of earlier batches.
+    pub new_flows: Vec<FlowKey>,
+}
+
+pub enum Message {
+    Batch(Batch),
+    End(Result<SourceEnd, Error>),
+}
+
+/// The files of one point as one input (several: a rotated set, merged by time).
+fn open(files: &[String]) -> Result<Input, Error> {
+    if let [one] = files {
+        return Ok(Input::One(FileSource::open(one)?));
+    }
+    let sources = files
+        .iter()
+        .map(|f| FileSource::open(f))
+        .collect::<Result<Vec<_>, Error>>()?;
+    Ok(Input::Merged(MergedFiles::new(sources)))
+}
+
+/// Reads `files` (one point) on a thread.
+pub fn spawn(files: Vec<String>, options: DecodeOptions) -> Receiver<Message> {
+    let (tx, rx) = mpsc::sync_channel(4);
+    std::thread::spawn(move || {
+        let input = match open(&files) {
+            Ok(i) => i,
+            Err(e) => {
+                let _ = tx.send(Message::End(Err(e)));
+                return;
+            }
+        };
+        let mut flows: HashMap<FlowKey, u32> = HashMap::new();
+        let mut batch = Batch {
+            sightings: Vec::with_capacity(BATCH),
+            new_flows: Vec::new(),
+        };
+        let mut frame_no = 0u64;
+        let end = input.for_each_batch(|records, _| {
+            for rec in records {
+                frame_no += 1;
+                if let Some(s) = sighting(rec, frame_no, options, &mut flows, &mut batch) {
+                    batch.sightings.push(s);
+                }
+                if batch.sightings.len() == BATCH {
+                    let full = std::mem::replace(
+                        &mut batch,
+                        Batch {
+                            sightings: Vec::with_capacity(BATCH),
+                            new_flows: Vec::new(),
+                        },
+                    );
+                    tx.send(Message::Batch(full))
+                        .map_err(|_| std::io::Error::other("the correlation stopped"))?;
+                }
+            }
+            Ok(())
+        });
+        let _ = tx.send(Message::Batch(batch));
+        let _ = tx.send(Message::End(end));
+    });
+    rx
+}
+
+fn sighting(
+    rec: &Record<'_>,
+    frame_no: u64,
+    options: DecodeOptions,
+    flows: &mut HashMap<FlowKey, u32>,
+    batch: &mut Batch,
+) -> Option<Sighting> {
+    let f = decode(rec, options);
+    let r = f.roce.as_ref().filter(|r| r.version == RoceVersion::V2)?;
+    let (ip, udp) = (f.ip?, f.udp?);
+    if f.is_malformed() {
+        return None;
+    }
+    let b = &r.bth;
+    let mut h = FxHasher::default();
+    (ip.src, ip.dst, udp.sport, b.dqpn, b.opcode.0, b.psn).hash(&mut h);
+    let key = (ip.src, ip.dst, b.dqpn);
+    let next = flows.len() as u32;
+    let flow = *flows.entry(key).or_insert_with(|| {
+        batch.new_flows.push(key);
+        next
+    });
+    Some(Sighting {
+        group: h.finish(),
+        ts: rec.ts_ns,
+        frame: frame_no,
+        flow,
+        dscp: ip.dscp,
+        ecn: ip.ecn,
+        pcp: f.inner_vlan().map_or(8, |v| v.pcp),
+        forward: b.opcode.is_request() && b.opcode != Opcode::CNP,
+    })
+}
