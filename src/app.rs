@@ -100,7 +100,12 @@ pub fn run(config: &Config) -> Result<u8, Error> {
 
 /// `--correlate`: each -r is a capture point (a directory: its rotated set), in path order.
 fn run_correlate(config: &Config, paths: &[String]) -> Result<u8, Error> {
-    let Mode::Correlate { json, decode } = &config.mode else {
+    let Mode::Correlate {
+        json,
+        decode,
+        report_dir,
+    } = &config.mode
+    else {
         unreachable!("called for --correlate");
     };
     if paths.iter().any(|p| p == "-") {
@@ -118,11 +123,28 @@ fn run_correlate(config: &Config, paths: &[String]) -> Result<u8, Error> {
             files,
         });
     }
+    let inputs: Vec<&str> = all_inputs.iter().map(String::as_str).collect();
     if let Some(Output::File(out)) = json {
-        let inputs: Vec<&str> = all_inputs.iter().map(String::as_str).collect();
         output::refuse_input(out, &inputs)?;
     }
+    if let Some(dir) = report_dir {
+        let err = |source| Error::Output {
+            path: dir.clone(),
+            source,
+        };
+        std::fs::create_dir_all(dir).map_err(err)?;
+        for name in crate::report::correlation_dir::FILES {
+            output::refuse_input(&dir.join(name), &inputs)?;
+        }
+    }
     let doc = crate::correlate::correlate(&points, *decode, config.max_warnings)?;
+    if let Some(dir) = report_dir {
+        crate::report::correlation_dir::write_dir(dir, &doc)?;
+        eprintln!(
+            "roce-sniff: report written to {}",
+            crate::error::shown(&dir.join("index.html").to_string_lossy())
+        );
+    }
     let mut writer = output::open(json.as_ref())?;
     let written = if json.is_some() {
         serde_json::to_writer_pretty(&mut writer, &doc)
@@ -150,7 +172,7 @@ fn check_outputs(config: &Config, inputs: &[&str]) -> Result<(), Error> {
     let (file, dir) = match &config.mode {
         Mode::Packets { out, .. } => (Some(out), None),
         Mode::Report(opts) => (opts.json.as_ref(), opts.report_dir.as_ref()),
-        Mode::Correlate { json, .. } => (json.as_ref(), None),
+        Mode::Correlate { json, .. } => (json.as_ref(), None::<&std::path::PathBuf>),
     };
     if let Some(Output::File(path)) = file {
         output::refuse_input(path, inputs)?;

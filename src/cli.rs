@@ -278,6 +278,8 @@ pub enum Mode {
     Correlate {
         json: Option<Output>,
         decode: DecodeOptions,
+        /// --report: the plots and the page.
+        report_dir: Option<PathBuf>,
     },
 }
 
@@ -515,7 +517,6 @@ impl Args {
         }
         let refused = [
             (self.packets, "--packets"),
-            (self.report.is_some(), "--report"),
             (self.expectations()?.any(), "--expect-*"),
             (!self.filter.is_empty(), "a filter"),
             (self.qp.is_some(), "--qp"),
@@ -525,9 +526,20 @@ impl Args {
         if let Some((_, flag)) = refused.iter().find(|(given, _)| *given) {
             return Err(usage(&format!("{flag} does not apply to --correlate")));
         }
+        let report_dir = self.report.as_ref().map(|d| {
+            if d.is_empty() {
+                let stem = std::path::Path::new(&self.read[0])
+                    .file_stem()
+                    .map_or("capture".into(), |s| s.to_string_lossy().into_owned());
+                PathBuf::from("reports").join(format!("{stem}-correlation"))
+            } else {
+                PathBuf::from(d)
+            }
+        });
         Ok(Mode::Correlate {
             json,
             decode: self.decode_options(),
+            report_dir,
         })
     }
 

@@ -169,3 +169,43 @@ fn the_text_view_has_a_hop_table_and_bad_uses_are_refused() {
     let with_packets = run(&["--correlate", "--packets", "-r", &paths[0], "-r", &paths[1]]);
     assert_eq!(with_packets.status.code(), Some(2));
 }
+
+#[test]
+fn report_adds_the_hop_delay_plot_and_the_loss_location_chart() {
+    let dir = std::env::temp_dir().join(format!("roce-sniff-corr-{}", std::process::id()));
+    let paths: Vec<String> = PATH
+        .iter()
+        .map(|p| testdata(p).to_str().unwrap().into())
+        .collect();
+    let report = format!("--report={}", dir.display());
+    let out = run(&[
+        "--correlate",
+        "-r",
+        &paths[0],
+        "-r",
+        &paths[1],
+        "-r",
+        &paths[2],
+        &report,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    for name in [
+        "hop_delay.png",
+        "hop_delay.svg",
+        "loss_location.png",
+        "loss_location.svg",
+    ] {
+        let bytes = std::fs::read(dir.join(name)).unwrap();
+        assert!(bytes.len() > 1000, "{name}");
+    }
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert!(
+        html.contains("<svg") && html.contains("loss_located"),
+        "{html}"
+    );
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("correlation.json")).unwrap())
+            .unwrap();
+    assert_eq!(saved, correlate(&PATH));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -2,6 +2,7 @@
 //! They read the report model (`crate::model`) and nothing else of the analysis.
 
 pub mod correlation;
+pub mod correlation_dir;
 pub mod dir;
 pub mod html;
 pub mod plots;

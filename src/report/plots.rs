@@ -43,7 +43,7 @@ pub fn css_color(c: RGBColor) -> String {
 static FONT: Once = Once::new();
 
 /// The bitmap backend draws text with a font shipped in the binary (no system fonts needed).
-fn register_fonts() {
+pub fn register_fonts() {
     FONT.call_once(|| {
         let bytes: &'static [u8] = include_bytes!("fonts/DejaVuSans.ttf");
         for style in [FontStyle::Normal, FontStyle::Bold] {
@@ -92,9 +92,9 @@ impl TimeAxis {
     }
 }
 
-type DrawResult = Result<(), String>;
+pub type DrawResult = Result<(), String>;
 
-fn err<E: std::fmt::Debug>(e: E) -> String {
+pub fn err<E: std::fmt::Debug>(e: E) -> String {
     format!("{e:?}")
 }
 

@@ -1,0 +1,275 @@
+//! `--correlate --report DIR`: the correlation as a page: a plot of each hop's delay, a chart
+//! of where packets were lost, the text view, and `correlation.json`.
+
+use std::path::Path;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::plots::{err, register_fonts, DrawResult, HEIGHT, WIDTH};
+use crate::error::Error;
+use crate::model::{CorrelationDocument, HopReport};
+
+/// The files the directory holds.
+pub const FILES: [&str; 6] = [
+    "index.html",
+    "correlation.json",
+    "hop_delay.png",
+    "hop_delay.svg",
+    "loss_location.png",
+    "loss_location.svg",
+];
+
+const FORWARD: RGBColor = RGBColor(31, 119, 180);
+const BACK: RGBColor = RGBColor(255, 127, 14);
+const APPEARED: RGBColor = RGBColor(160, 160, 160);
+
+/// Hop names for the x axis, short enough to read.
+fn hop_name(h: &HopReport) -> String {
+    let short = |p: &str| {
+        Path::new(p)
+            .file_name()
+            .map_or(p.to_string(), |n| n.to_string_lossy().into_owned())
+    };
+    format!("{} > {}", short(&h.from), short(&h.to))
+}
+
+/// Per hop: the delay's range (min to max), its median and 99th percentile, both directions.
+fn hop_delay<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    d: &CorrelationDocument,
+) -> DrawResult {
+    root.fill(&WHITE).map_err(err)?;
+    let c = &d.correlation;
+    let n = c.hops.len();
+    let top = c
+        .hops
+        .iter()
+        .chain(&c.reverse_hops)
+        .filter_map(|h| h.delay_us.max)
+        .fold(1.0f64, f64::max)
+        * 1.1;
+    let bottom = c
+        .hops
+        .iter()
+        .chain(&c.reverse_hops)
+        .filter_map(|h| h.delay_us.min)
+        .fold(0.0f64, f64::min);
+    let mut chart = ChartBuilder::on(root)
+        .caption(
+            "One-way delay per hop (us): min to max, p50 (dot), p99 (bar)",
+            ("sans-serif", 22),
+        )
+        .margin(15)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(-0.5f64..n as f64 - 0.5, bottom..top)
+        .map_err(err)?;
+    let names: Vec<String> = c.hops.iter().map(hop_name).collect();
+    chart
+        .configure_mesh()
+        .x_labels(n.max(1))
+        .x_label_formatter(&|x| {
+            let i = x.round();
+            if (x - i).abs() < 0.01 && i >= 0.0 {
+                names.get(i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        })
+        .y_desc("delay (us)")
+        .label_style(("sans-serif", 14))
+        .draw()
+        .map_err(err)?;
+    for (list, color, shift, label) in [
+        (&c.hops, FORWARD, -0.12, "requests"),
+        (&c.reverse_hops, BACK, 0.12, "ACKs, NAKs, CNPs, responses"),
+    ] {
+        let at = |i: usize| i as f64 + shift;
+        let spans = list.iter().enumerate().filter_map(|(i, h)| {
+            Some(PathElement::new(
+                vec![(at(i), h.delay_us.min?), (at(i), h.delay_us.max?)],
+                color.stroke_width(2),
+            ))
+        });
+        chart
+            .draw_series(spans)
+            .map_err(err)?
+            .label(label)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3))
+            });
+        let p50 = list
+            .iter()
+            .enumerate()
+            .filter_map(|(i, h)| Some(Circle::new((at(i), h.delay_us.p50?), 5, color.filled())));
+        chart.draw_series(p50).map_err(err)?;
+        let p99 = list.iter().enumerate().filter_map(|(i, h)| {
+            let y = h.delay_us.p99?;
+            Some(PathElement::new(
+                vec![(at(i) - 0.06, y), (at(i) + 0.06, y)],
+                color.stroke_width(3),
+            ))
+        });
+        chart.draw_series(p99).map_err(err)?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .draw()
+        .map_err(err)
+}
+
+/// Per hop: packets lost (requests, and what travels back) and packets the earlier point
+/// missed.
+fn loss_location<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    d: &CorrelationDocument,
+) -> DrawResult {
+    root.fill(&WHITE).map_err(err)?;
+    let c = &d.correlation;
+    let n = c.hops.len();
+    let top = c
+        .hops
+        .iter()
+        .chain(&c.reverse_hops)
+        .map(|h| h.lost.max(h.appeared))
+        .max()
+        .unwrap_or(0)
+        .max(1) as f64
+        * 1.15;
+    let mut chart = ChartBuilder::on(root)
+        .caption("Where packets were lost (per hop)", ("sans-serif", 22))
+        .margin(15)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(-0.5f64..n as f64 - 0.5, 0.0..top)
+        .map_err(err)?;
+    let names: Vec<String> = c.hops.iter().map(hop_name).collect();
+    chart
+        .configure_mesh()
+        .x_labels(n.max(1))
+        .x_label_formatter(&|x| {
+            let i = x.round();
+            if (x - i).abs() < 0.01 && i >= 0.0 {
+                names.get(i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        })
+        .y_desc("packets")
+        .label_style(("sans-serif", 14))
+        .draw()
+        .map_err(err)?;
+    let back = |i: usize| c.reverse_hops.get(i);
+    let values: Vec<[u64; 3]> = (0..n)
+        .map(|i| {
+            let h = &c.hops[i];
+            let appeared = h.appeared + back(i).map_or(0, |r| r.appeared);
+            [h.lost, back(i).map_or(0, |r| r.lost), appeared]
+        })
+        .collect();
+    let bars = [
+        ("lost: requests", FORWARD, -0.25),
+        ("lost: travelling back", BACK, 0.0),
+        ("appeared (missed upstream)", APPEARED, 0.25),
+    ];
+    for (k, (label, color, shift)) in bars.into_iter().enumerate() {
+        let rects = values.iter().enumerate().map(|(i, v)| {
+            let x = i as f64 + shift;
+            Rectangle::new([(x - 0.11, 0.0), (x + 0.11, v[k] as f64)], color.filled())
+        });
+        chart
+            .draw_series(rects)
+            .map_err(err)?
+            .label(label)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 15, y + 5)], color.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .draw()
+        .map_err(err)
+}
+
+#[derive(Clone, Copy)]
+enum Plot {
+    HopDelay,
+    LossLocation,
+}
+
+impl Plot {
+    fn name(self) -> &'static str {
+        match self {
+            Plot::HopDelay => "hop_delay",
+            Plot::LossLocation => "loss_location",
+        }
+    }
+
+    fn draw<DB: DrawingBackend>(
+        self,
+        root: &DrawingArea<DB, Shift>,
+        d: &CorrelationDocument,
+    ) -> DrawResult {
+        match self {
+            Plot::HopDelay => hop_delay(root, d),
+            Plot::LossLocation => loss_location(root, d),
+        }
+    }
+}
+
+/// Draws `plot` to its PNG and SVG files; returns the SVG text.
+fn draw_both(dir: &Path, plot: Plot, d: &CorrelationDocument) -> Result<String, String> {
+    let name = plot.name();
+    let png = dir.join(format!("{name}.png"));
+    {
+        let root = BitMapBackend::new(&png, (WIDTH, HEIGHT)).into_drawing_area();
+        plot.draw(&root, d)
+            .map_err(|e| format!("{}: {e}", png.display()))?;
+    }
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        plot.draw(&root, d)
+            .map_err(|e| format!("{name}.svg: {e}"))?;
+    }
+    std::fs::write(dir.join(format!("{name}.svg")), &svg)
+        .map_err(|e| format!("{name}.svg: {e}"))?;
+    Ok(svg)
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// Writes the directory: plots, `correlation.json`, and `index.html` with the text view.
+pub fn write_dir(dir: &Path, d: &CorrelationDocument) -> Result<(), Error> {
+    let out_err = |e: String| Error::Output {
+        path: dir.to_path_buf(),
+        source: std::io::Error::other(e),
+    };
+    register_fonts();
+    let delay = draw_both(dir, Plot::HopDelay, d).map_err(out_err)?;
+    let loss = draw_both(dir, Plot::LossLocation, d).map_err(out_err)?;
+    let json = serde_json::to_string_pretty(d).map_err(|e| out_err(e.to_string()))?;
+    let write = |name: &str, bytes: &[u8]| {
+        std::fs::write(dir.join(name), bytes).map_err(|source| Error::Output {
+            path: dir.join(name),
+            source,
+        })
+    };
+    write("correlation.json", format!("{json}\n").as_bytes())?;
+    let html = format!(
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>roce-sniff correlation</title></head>\n<body style=\"font-family: sans-serif\">\n<h1>roce-sniff correlation</h1>\n<h2>Delay per hop</h2>\n{delay}\n<h2>Where packets were lost</h2>\n{loss}\n<h2>Report</h2>\n<pre>{}</pre>\n<p><a href=\"correlation.json\">correlation.json</a></p>\n</body></html>\n",
+        escape(&super::correlation::render(d))
+    );
+    write("index.html", html.as_bytes())
+}
