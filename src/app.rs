@@ -290,7 +290,10 @@ fn report_from_file(
         several_points: matches!(source, Input::Merged(_)),
         ..opts.analysis
     };
-    let sink = ReportSink::new(analysis, opts.expect, opts.decode);
+    let mut sink = ReportSink::new(analysis, opts.expect, opts.decode);
+    if let Some(cfg) = &opts.parquet {
+        sink = sink.with_export(crate::export::Exporter::new(cfg.clone())?);
+    }
     let mut pipeline = Pipeline::new(sink, diagnostics, run.threads);
     let end = feed(source, &mut pipeline, &run.select);
     let end = match end {
@@ -303,7 +306,7 @@ fn report_from_file(
     let finished = pipeline
         .finish()
         .map_err(output_error(opts.json.as_ref()))?;
-    let (report, plots) = finish_report(finished, end, name, &CaptureContext::default());
+    let (report, plots) = finish_report(finished, end, name, &CaptureContext::default())?;
     render(&report, plots.as_ref(), opts, out)
 }
 
@@ -352,7 +355,7 @@ fn finish_report(
     mut end: SourceEnd,
     file: String,
     ctx: &CaptureContext,
-) -> (Report, Option<PlotData>) {
+) -> Result<(Report, Option<PlotData>), Error> {
     let mut diagnostics = finished.diagnostics;
     let live = end.live.take();
     let (format, snaplen) = (end.format, end.snaplen);
@@ -364,9 +367,9 @@ fn finish_report(
         counts: finished.counts,
         warnings: diagnostics.finish(),
     };
-    let (mut report, plots) = finished.sink.finish(meta, ctx);
+    let (mut report, plots) = finished.sink.finish(meta, ctx)?;
     report.capture.live = live;
-    (report, plots)
+    Ok((report, plots))
 }
 
 /// Writes the report directory, then the JSON report, the verification table or the text
@@ -522,7 +525,7 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
                 .finish()
                 .map_err(output_error(opts.json.as_ref()))?;
             let name = format!("live capture on {iface}");
-            let (report, plots) = finish_report(finished, end, name, &ctx);
+            let (report, plots) = finish_report(finished, end, name, &ctx)?;
             render(&report, plots.as_ref(), opts, &mut out)
         }
         Mode::Correlate { .. } => Err(Error::Usage(

@@ -204,6 +204,15 @@ pub struct Args {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Report directory")]
     pub bin: Option<Duration>,
 
+    /// Also write the capture as Parquet tables (packets, flows, timeline, pfc, findings) into
+    /// DIR/<table>/capture=<name>/: one dataset for many captures, for DuckDB or Spark.
+    #[arg(long, value_name = "DIR", help_heading = "Parquet export")]
+    pub parquet: Option<PathBuf>,
+
+    /// The capture's name in the Parquet dataset (default: the file's stem).
+    #[arg(long, value_name = "NAME", help_heading = "Parquet export")]
+    pub capture_name: Option<String>,
+
     /// Decoding threads (0: one per core; more than the cores are not used). The report is
     /// the same whatever the number.
     #[arg(long, value_name = "N", default_value_t = 0)]
@@ -292,6 +301,8 @@ pub struct ReportOptions {
     pub json: Option<Output>,
     /// Where to write the report directory.
     pub report_dir: Option<PathBuf>,
+    /// `--parquet`: where the tables go.
+    pub parquet: Option<crate::export::ExportConfig>,
 }
 
 #[derive(Debug, Clone)]
@@ -482,6 +493,7 @@ impl Args {
             (self.storm_ms.is_some(), "--storm-ms"),
             (self.storm_fps.is_some(), "--storm-fps"),
             (self.max_flows.is_some(), "--max-flows"),
+            (self.parquet.is_some(), "--parquet"),
         ];
         if let Some((_, flag)) = report_only.iter().find(|(given, _)| *given) {
             return Err(Error::Usage(format!(
@@ -522,6 +534,7 @@ impl Args {
             (self.qp.is_some(), "--qp"),
             (self.count.is_some(), "-c"),
             (self.write.is_some(), "-w"),
+            (self.parquet.is_some(), "--parquet"),
         ];
         if let Some((_, flag)) = refused.iter().find(|(given, _)| *given) {
             return Err(usage(&format!("{flag} does not apply to --correlate")));
@@ -560,6 +573,47 @@ impl Args {
             expect: self.expectations()?,
             json,
             report_dir,
+            parquet: self.parquet_export(source)?,
+        }))
+    }
+
+    fn parquet_export(
+        &self,
+        source: &Source,
+    ) -> Result<Option<crate::export::ExportConfig>, Error> {
+        let Some(dir) = &self.parquet else {
+            if self.capture_name.is_some() {
+                return Err(usage("--capture-name applies to --parquet"));
+            }
+            return Ok(None);
+        };
+        let Source::Files(paths) = source else {
+            return Err(usage(
+                "--parquet exports capture files (-r FILE), not a live capture",
+            ));
+        };
+        let name = match &self.capture_name {
+            Some(n) => n.clone(),
+            None => std::path::Path::new(&paths[0])
+                .file_stem()
+                .map_or("stdin".into(), |s| s.to_string_lossy().into_owned()),
+        };
+        let name = if name == "-" {
+            "stdin".to_string()
+        } else {
+            name
+        };
+        if name.is_empty() || name.contains(['/', '\\', '=']) || name.starts_with('.') {
+            return Err(usage(&format!(
+                "capture name {name:?} cannot be a partition directory: give --capture-name without '/', '=' or a leading '.'"
+            )));
+        }
+        Ok(Some(crate::export::ExportConfig {
+            dir: dir.clone(),
+            capture: name,
+            bin_ns: self.bin.map_or(crate::export::DEFAULT_BIN_NS, |d| {
+                d.as_nanos().clamp(1, u128::from(u64::MAX)) as u64
+            }),
         }))
     }
 

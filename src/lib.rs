@@ -15,6 +15,7 @@ pub mod decode;
 pub mod diagnostics;
 pub mod error;
 pub mod exit;
+pub mod export;
 pub mod interrupt;
 pub mod live_status;
 pub mod model;

@@ -9,6 +9,8 @@ use roce_parsers::DecodeOptions;
 use crate::analysis::report_build::CaptureMeta;
 use crate::analysis::{AnalysisConfig, Analyzer};
 use crate::decode::summarize;
+use crate::error::Error;
+use crate::export::Exporter;
 use crate::model::{Expectations, PlotData, Report};
 use crate::pipeline::{Position, Sink};
 use crate::summary::PacketSummary;
@@ -18,6 +20,8 @@ pub struct ReportSink {
     analyzer: Analyzer,
     verifier: Option<Verifier>,
     decode: DecodeOptions,
+    /// `--parquet`: every frame and the report's tables.
+    exporter: Option<Exporter>,
 }
 
 impl ReportSink {
@@ -26,7 +30,14 @@ impl ReportSink {
             analyzer: Analyzer::new(analysis),
             verifier: expect.any().then(|| Verifier::new(expect)),
             decode,
+            exporter: None,
         }
+    }
+
+    /// Exports the capture as Parquet tables too.
+    pub fn with_export(mut self, exporter: Exporter) -> Self {
+        self.exporter = Some(exporter);
+        self
     }
 
     /// The analysis so far (live status view).
@@ -36,10 +47,18 @@ impl ReportSink {
 
     /// Ends the analysis and the verification: the report, and what the plots need when
     /// timelines were collected.
-    pub fn finish(self, meta: CaptureMeta, ctx: &CaptureContext) -> (Report, Option<PlotData>) {
-        let (mut report, plots) = self.analyzer.finish_with_plots(meta);
+    pub fn finish(
+        self,
+        meta: CaptureMeta,
+        ctx: &CaptureContext,
+    ) -> Result<(Report, Option<PlotData>), Error> {
+        let end = self.analyzer.finish_all(meta);
+        let mut report = end.report;
         report.verify = self.verifier.map(|v| v.finish(ctx));
-        (report, plots)
+        if let Some(e) = self.exporter {
+            e.finish(&report, &end.order, &end.pauses)?;
+        }
+        Ok((report, end.plots))
     }
 }
 
@@ -68,6 +87,10 @@ impl Sink for ReportSink {
             self.analyzer.feed(s);
             if let Some(v) = self.verifier.as_mut() {
                 v.feed(s);
+            }
+            if let Some(e) = self.exporter.as_mut() {
+                e.frame(s, self.analyzer.last_outcome())
+                    .map_err(|e| io::Error::other(e.to_string()))?;
             }
         }
         Ok(())

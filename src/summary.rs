@@ -20,6 +20,10 @@ pub struct RoceSummary {
     pub aeth: Option<(u8, u32)>,
     /// RETH DMA length.
     pub dma_len: Option<u32>,
+    /// RETH virtual address and R_Key.
+    pub reth_target: Option<(u64, u32)>,
+    /// UDP source port (0 for RoCEv1 and native InfiniBand).
+    pub sport: u16,
     /// UD source QP (DETH).
     pub sqpn: Option<Qpn>,
     pub payload_len: u32,
@@ -96,6 +100,8 @@ impl PacketSummary {
                 becn: b.becn,
                 aeth: r.ext.aeth.map(|a| (a.syndrome, a.msn)),
                 dma_len: r.ext.reth.map(|x| x.dlen),
+                reth_target: r.ext.reth.map(|x| (x.va, x.rkey)),
+                sport: f.udp.map_or(0, |u| u.sport),
                 sqpn: r.ext.deth.map(|d| Qpn(d.sqpn)),
                 payload_len: r.payload_len,
                 icrc: r.icrc.status,

@@ -300,6 +300,8 @@ mod tests {
                 fecn: false,
                 becn: false,
                 aeth: None,
+                reth_target: None,
+                sport: 0,
                 dma_len: None,
                 sqpn: None,
                 payload_len: 10,

@@ -197,6 +197,39 @@ pub struct Analyzer {
     ud_senders: FxHashMap<(IpAddr, Qpn), psn::PsnTracker>,
     /// Frames seen at several capture points (with `several_points`).
     point_copies: Option<copies::PointCopies>,
+    /// What the latest frame fed did: its flow and its PSN event.
+    last: Outcome,
+}
+
+/// What one frame did in the analysis: the flow it counted in (an index of the analyzer's
+/// flows), and how its PSN was judged.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Outcome {
+    pub flow: Option<usize>,
+    pub psn: Option<PsnEvent>,
+    /// A CNP: the data flow it tells to slow down.
+    pub cnp_for: Option<usize>,
+    /// A NAK (sequence, error or RNR): the data flow it answers.
+    pub nak_for: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PsnEvent {
+    Gap,
+    Retransmitted,
+    Duplicate,
+    OutOfOrder,
+}
+
+impl PsnEvent {
+    pub fn name(self) -> &'static str {
+        match self {
+            PsnEvent::Gap => "gap",
+            PsnEvent::Retransmitted => "retransmitted",
+            PsnEvent::Duplicate => "duplicate",
+            PsnEvent::OutOfOrder => "out_of_order",
+        }
+    }
 }
 
 impl Analyzer {
@@ -214,6 +247,7 @@ impl Analyzer {
             ud_senders: FxHashMap::default(),
             data_by_hosts: FxHashMap::default(),
             point_copies: cfg.several_points.then(Default::default),
+            last: Outcome::default(),
             timelines: cfg.timelines.then(|| {
                 let mut t = Timelines::default();
                 if let Some(w) = cfg.bin_ns {
@@ -239,8 +273,14 @@ impl Analyzer {
         }
     }
 
+    /// What the latest frame fed did.
+    pub fn last_outcome(&self) -> Outcome {
+        self.last
+    }
+
     /// Feeds one packet. Packets must come in capture order.
     pub fn feed(&mut self, p: &PacketSummary) {
+        self.last = Outcome::default();
         if let Some(t) = self.timelines.as_mut() {
             t.start(p.ts_ns);
         }
@@ -383,6 +423,7 @@ impl Analyzer {
             self.state.capture_duplicates += 1;
             return;
         }
+        self.last.flow = Some(fi);
         let op = r.opcode;
         let ce = p.tclass.is_some_and(|t| t.ecn() == Ecn::Ce);
         {
@@ -545,6 +586,13 @@ impl Analyzer {
             Arrival::Duplicate => f.dups.add(p.frame_no),
             _ => {}
         }
+        self.last.psn = match arrival {
+            Arrival::Gap(_) => Some(PsnEvent::Gap),
+            Arrival::Retransmitted => Some(PsnEvent::Retransmitted),
+            Arrival::Duplicate => Some(PsnEvent::Duplicate),
+            Arrival::OutOfOrder => Some(PsnEvent::OutOfOrder),
+            Arrival::InOrder => None,
+        };
         if f.transport.is_some_and(Transport::is_reliable) {
             let replay = f.retry.request(r.psn, arrival == Arrival::Retransmitted);
             f.recovery.request(p.ts_ns, replay);
@@ -695,6 +743,7 @@ impl Analyzer {
             AethKind::Reserved => {}
         }
         if matches!(aeth.kind(), AethKind::Nak | AethKind::RnrNak) {
+            self.last.nak_for = Some(di);
             self.timeline(
                 di,
                 p.ts_ns,
@@ -734,6 +783,7 @@ impl Analyzer {
             self.state.cnps_unattributed += 1;
             return;
         };
+        self.last.cnp_for = Some(di);
         let d = &mut self.flows[di];
         d.cnps.add(p.frame_no);
         let (pcp, dscp) = (p.vlan.map(|v| v.1), p.tclass.map(|t| t.dscp()));

@@ -16,6 +16,16 @@ use crate::model::{
     PauseReport, PfcReport, PfcRow, PlotData, PriorityReport, Report, SCHEMA,
 };
 
+/// The end of an analysis: the report, the plots' data, and what an export needs.
+pub struct AnalysisEnd {
+    pub report: Report,
+    pub plots: Option<PlotData>,
+    /// The analyzer's flow index of each report flow, in report order.
+    pub order: Vec<usize>,
+    /// Pause intervals per (source MAC, priority).
+    pub pauses: BTreeMap<(MacAddr, u8), Vec<(u64, u64)>>,
+}
+
 /// What the reader and decoder know about the file, beyond the packets.
 #[derive(Debug, Clone, Default)]
 pub struct CaptureMeta {
@@ -323,7 +333,14 @@ impl Analyzer {
     }
 
     /// Ends the analysis; with timelines enabled, also returns what the plots need.
-    pub fn finish_with_plots(mut self, meta: CaptureMeta) -> (Report, Option<PlotData>) {
+    pub fn finish_with_plots(self, meta: CaptureMeta) -> (Report, Option<PlotData>) {
+        let all = self.finish_all(meta);
+        (all.report, all.plots)
+    }
+
+    /// Ends the analysis, with what an export needs beyond the report: the analyzer's flow
+    /// index of each report flow, and the pause intervals.
+    pub fn finish_all(mut self, meta: CaptureMeta) -> AnalysisEnd {
         let cfg = self.cfg;
         for t in self.pfc.values_mut().chain(self.pause.values_mut()) {
             t.finish(&cfg.pfc);
@@ -357,7 +374,17 @@ impl Analyzer {
         };
         report.findings = findings::find(&report, &evidence, &facts);
         let plots = self.plot_data(&order, &report);
-        (report, plots)
+        let pauses = self
+            .pfc
+            .iter()
+            .map(|(&k, t)| (k, t.intervals().to_vec()))
+            .collect();
+        AnalysisEnd {
+            report,
+            plots,
+            order,
+            pauses,
+        }
     }
 
     fn pfc_rows(&self, roce_priorities: &[u8]) -> Vec<PfcRow> {

@@ -1,0 +1,249 @@
+//! `--parquet DIR`: the capture as Parquet tables that DuckDB and Spark query, one dataset for
+//! many captures: `DIR/<table>/capture=<name>/part-0.parquet` (Hive partitioning), tables
+//! `packets`, `flows`, `timeline`, `pfc`, `findings` (docs/parquet.md describes them).
+//!
+//! Packets and timeline rows name their flow by the JSON report's flow `id`, which is known
+//! only when the analysis ends (flows are numbered troubled first). They are spilled to a
+//! file in DIR as they come (fixed-size records, so memory stays bounded on any capture) and
+//! written out with their ids at the end.
+
+mod rows;
+mod table;
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use roce_parsers::MacAddr;
+
+use crate::analysis::{Outcome, PsnEvent};
+use crate::error::Error;
+use crate::model::Report;
+use crate::summary::{PacketSummary, Payload};
+use rows::{PacketRow, TimelineRow};
+use table::Table;
+
+/// The version of the tables' layout (docs/parquet.md), in every file's key-value metadata
+/// (`roce_sniff_schema`).
+pub const PARQUET_SCHEMA: &str = "roce-sniff.parquet/1";
+
+/// Default width of the timeline and PFC bins: 1 ms.
+pub const DEFAULT_BIN_NS: u64 = 1_000_000;
+
+/// Where a capture's tables go, and its name in the dataset.
+#[derive(Debug, Clone)]
+pub struct ExportConfig {
+    pub dir: PathBuf,
+    pub capture: String,
+    pub bin_ns: u64,
+}
+
+impl ExportConfig {
+    fn table_path(&self, table: &str) -> PathBuf {
+        self.dir
+            .join(table)
+            .join(format!("capture={}", self.capture))
+            .join("part-0.parquet")
+    }
+}
+
+/// A flow's current timeline bin.
+#[derive(Default, Clone, Copy)]
+struct OpenBin {
+    start: Option<u64>,
+    row: TimelineRow,
+}
+
+/// PFC frames per (source, priority, bin): XOFF and XON.
+type PfcBins = BTreeMap<(MacAddr, u8, u64), (u64, u64)>;
+
+/// The export as frames are analysed.
+pub struct Exporter {
+    cfg: ExportConfig,
+    packets: BufWriter<File>,
+    packets_path: PathBuf,
+    timeline: BufWriter<File>,
+    timeline_path: PathBuf,
+    open_bins: HashMap<usize, OpenBin>,
+    pfc: PfcBins,
+    record: Vec<u8>,
+}
+
+fn io_err(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |source| Error::Output {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+impl Exporter {
+    pub fn new(cfg: ExportConfig) -> Result<Exporter, Error> {
+        std::fs::create_dir_all(&cfg.dir).map_err(io_err(&cfg.dir))?;
+        let spill = |what: &str| cfg.dir.join(format!(".{}-{what}.spill", cfg.capture));
+        let (packets_path, timeline_path) = (spill("packets"), spill("timeline"));
+        let open = |p: &Path| File::create(p).map(BufWriter::new).map_err(io_err(p));
+        Ok(Exporter {
+            packets: open(&packets_path)?,
+            timeline: open(&timeline_path)?,
+            packets_path,
+            timeline_path,
+            open_bins: HashMap::new(),
+            pfc: BTreeMap::new(),
+            record: Vec::with_capacity(256),
+            cfg,
+        })
+    }
+
+    /// One frame, and what the analysis made of it.
+    pub fn frame(&mut self, p: &PacketSummary, o: Outcome) -> Result<(), Error> {
+        let row = PacketRow::new(p, o);
+        self.record.clear();
+        row.encode(&mut self.record);
+        self.packets
+            .write_all(&self.record)
+            .map_err(io_err(&self.packets_path))?;
+        if let Some(flow) = o.flow {
+            let ce = p.tclass.is_some_and(|t| t.ecn() == roce_parsers::Ecn::Ce);
+            self.count(flow, p.ts_ns, |r| {
+                r.packets += 1;
+                r.bytes += i64::from(p.len);
+                r.ce += i64::from(ce);
+                match o.psn {
+                    Some(PsnEvent::Gap) => r.gaps += 1,
+                    Some(PsnEvent::Retransmitted) => r.retransmitted += 1,
+                    _ => {}
+                }
+            })?;
+        }
+        if let Some(flow) = o.cnp_for {
+            self.count(flow, p.ts_ns, |r| r.cnps += 1)?;
+        }
+        if let Some(flow) = o.nak_for {
+            self.count(flow, p.ts_ns, |r| r.naks += 1)?;
+        }
+        if let Payload::Pfc { cev, quanta } = p.payload {
+            let mac = p.src_mac.unwrap_or_default();
+            let bin = p.ts_ns - p.ts_ns % self.cfg.bin_ns;
+            for (prio, &q) in quanta.iter().enumerate() {
+                if cev & (1 << prio) != 0 {
+                    let e = self.pfc.entry((mac, prio as u8, bin)).or_default();
+                    if q > 0 {
+                        e.0 += 1;
+                    } else {
+                        e.1 += 1;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds to flow `flow`'s bin at `ts`, closing the bin before it.
+    fn count(
+        &mut self,
+        flow: usize,
+        ts: u64,
+        add: impl FnOnce(&mut TimelineRow),
+    ) -> Result<(), Error> {
+        let start = ts - ts % self.cfg.bin_ns;
+        let open = self.open_bins.entry(flow).or_default();
+        if open.start != Some(start) {
+            if let Some(s) = open.start {
+                let done = TimelineRow {
+                    flow: flow as i64,
+                    bin_start_ns: s as i64,
+                    ..open.row
+                };
+                self.record.clear();
+                done.encode(&mut self.record);
+                self.timeline
+                    .write_all(&self.record)
+                    .map_err(io_err(&self.timeline_path))?;
+            }
+            *open = OpenBin {
+                start: Some(start),
+                row: TimelineRow::default(),
+            };
+        }
+        add(&mut open.row);
+        Ok(())
+    }
+
+    /// Writes every table. `order[i]` is the analyzer's flow index of the report's flow `i+1`;
+    /// `pauses` the pause intervals per (source, priority).
+    pub fn finish(
+        mut self,
+        report: &Report,
+        order: &[usize],
+        pauses: &BTreeMap<(MacAddr, u8), Vec<(u64, u64)>>,
+    ) -> Result<(), Error> {
+        let open: Vec<(usize, OpenBin)> = self.open_bins.drain().collect();
+        for (flow, b) in open {
+            if let Some(s) = b.start {
+                let done = TimelineRow {
+                    flow: flow as i64,
+                    bin_start_ns: s as i64,
+                    ..b.row
+                };
+                self.record.clear();
+                done.encode(&mut self.record);
+                self.timeline
+                    .write_all(&self.record)
+                    .map_err(io_err(&self.timeline_path))?;
+            }
+        }
+        self.packets.flush().map_err(io_err(&self.packets_path))?;
+        self.timeline.flush().map_err(io_err(&self.timeline_path))?;
+        let mut id_of = vec![0i64; order.iter().max().map_or(0, |m| m + 1)];
+        for (pos, &fi) in order.iter().enumerate() {
+            id_of[fi] = pos as i64 + 1;
+        }
+        self.write_packets(&id_of)?;
+        self.write_timeline(&id_of)?;
+        rows::write_flows(&self.cfg.table_path("flows"), report)?;
+        rows::write_findings(&self.cfg.table_path("findings"), report)?;
+        rows::write_pfc(
+            &self.cfg.table_path("pfc"),
+            &self.pfc,
+            pauses,
+            self.cfg.bin_ns,
+        )?;
+        let _ = std::fs::remove_file(&self.packets_path);
+        let _ = std::fs::remove_file(&self.timeline_path);
+        Ok(())
+    }
+
+    fn write_packets(&self, id_of: &[i64]) -> Result<(), Error> {
+        let path = self.cfg.table_path("packets");
+        let mut t = Table::create(&path, "packets", rows::PACKET_COLUMNS)?;
+        let mut input =
+            BufReader::new(File::open(&self.packets_path).map_err(io_err(&self.packets_path))?);
+        let mut rec = [0u8; PacketRow::SIZE];
+        while read_record(&mut input, &mut rec).map_err(io_err(&self.packets_path))? {
+            PacketRow::decode(&rec).write(&mut t, id_of)?;
+        }
+        t.close()
+    }
+
+    fn write_timeline(&self, id_of: &[i64]) -> Result<(), Error> {
+        let path = self.cfg.table_path("timeline");
+        let mut t = Table::create(&path, "timeline", rows::TIMELINE_COLUMNS)?;
+        let mut input =
+            BufReader::new(File::open(&self.timeline_path).map_err(io_err(&self.timeline_path))?);
+        let mut rec = [0u8; TimelineRow::SIZE];
+        while read_record(&mut input, &mut rec).map_err(io_err(&self.timeline_path))? {
+            TimelineRow::decode(&rec).write(&mut t, id_of, self.cfg.bin_ns)?;
+        }
+        t.close()
+    }
+}
+
+/// Reads one fixed-size record; false at the end.
+fn read_record(input: &mut impl Read, rec: &mut [u8]) -> std::io::Result<bool> {
+    match input.read_exact(rec) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
+        Err(e) => Err(e),
+    }
+}

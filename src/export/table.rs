@@ -1,0 +1,253 @@
+//! One Parquet table of the export: typed column buffers filled a row at a time, written as a
+//! row group (zstd) whenever `ROW_GROUP` rows are buffered, so memory stays bounded.
+//!
+//! Types are the ones DuckDB and Spark both read naturally: signed INT32/INT64 (no unsigned:
+//! Spark turns UINT64 into decimals), DOUBLE, BOOLEAN, UTF-8 strings, and timestamps as INT64
+//! nanoseconds plus a TIMESTAMP(MICROS) companion where a time is shown.
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::data_type::{BoolType, ByteArray, ByteArrayType, DoubleType, Int32Type, Int64Type};
+use parquet::file::metadata::KeyValue;
+use parquet::file::properties::WriterProperties;
+use parquet::file::writer::SerializedFileWriter;
+use parquet::schema::parser::parse_message_type;
+
+use crate::error::Error;
+
+/// Rows per row group.
+const ROW_GROUP: usize = 65_536;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    I32,
+    I64,
+    F64,
+    Bool,
+    Str,
+    /// INT64 microseconds, TIMESTAMP(MICROS, UTC).
+    TimestampMicros,
+}
+
+/// A column: its name, type, and whether it may be null.
+#[derive(Debug, Clone, Copy)]
+pub struct Column {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub nullable: bool,
+}
+
+pub const fn col(name: &'static str, kind: Kind, nullable: bool) -> Column {
+    Column {
+        name,
+        kind,
+        nullable,
+    }
+}
+
+enum Values {
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    F64(Vec<f64>),
+    Bool(Vec<bool>),
+    Str(Vec<ByteArray>),
+}
+
+struct Buffer {
+    values: Values,
+    /// Definition levels (1 present, 0 null) of a nullable column.
+    defs: Vec<i16>,
+}
+
+pub struct Table {
+    columns: &'static [Column],
+    buffers: Vec<Buffer>,
+    rows: usize,
+    writer: SerializedFileWriter<File>,
+    path: std::path::PathBuf,
+}
+
+fn schema_text(name: &str, columns: &[Column]) -> String {
+    let mut s = format!("message {name} {{\n");
+    for c in columns {
+        let rep = if c.nullable { "OPTIONAL" } else { "REQUIRED" };
+        let ty = match c.kind {
+            Kind::I32 => "INT32".to_string(),
+            Kind::I64 => "INT64".to_string(),
+            Kind::F64 => "DOUBLE".to_string(),
+            Kind::Bool => "BOOLEAN".to_string(),
+            Kind::Str => "BYTE_ARRAY".to_string(),
+            Kind::TimestampMicros => "INT64".to_string(),
+        };
+        let logical = match c.kind {
+            Kind::Str => " (STRING)",
+            Kind::TimestampMicros => " (TIMESTAMP(MICROS,true))",
+            _ => "",
+        };
+        s.push_str(&format!("  {rep} {ty} {}{logical};\n", c.name));
+    }
+    s.push('}');
+    s
+}
+
+impl Table {
+    /// Creates `path` (its directory too) for a table of `columns`.
+    pub fn create(path: &Path, name: &str, columns: &'static [Column]) -> Result<Table, Error> {
+        let out_err = |e: String| Error::Output {
+            path: path.to_path_buf(),
+            source: std::io::Error::other(e),
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| out_err(e.to_string()))?;
+        }
+        let schema =
+            parse_message_type(&schema_text(name, columns)).map_err(|e| out_err(e.to_string()))?;
+        let props = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(ZstdLevel::default()))
+            .set_created_by(format!("roce-sniff {}", env!("CARGO_PKG_VERSION")))
+            .set_key_value_metadata(Some(vec![KeyValue::new(
+                "roce_sniff_schema".to_string(),
+                super::PARQUET_SCHEMA.to_string(),
+            )]))
+            .build();
+        let file = File::create(path).map_err(|e| out_err(e.to_string()))?;
+        let writer = SerializedFileWriter::new(file, Arc::new(schema), Arc::new(props))
+            .map_err(|e| out_err(e.to_string()))?;
+        let buffers = columns
+            .iter()
+            .map(|c| Buffer {
+                values: match c.kind {
+                    Kind::I32 => Values::I32(Vec::new()),
+                    Kind::I64 | Kind::TimestampMicros => Values::I64(Vec::new()),
+                    Kind::F64 => Values::F64(Vec::new()),
+                    Kind::Bool => Values::Bool(Vec::new()),
+                    Kind::Str => Values::Str(Vec::new()),
+                },
+                defs: Vec::new(),
+            })
+            .collect();
+        Ok(Table {
+            columns,
+            buffers,
+            rows: 0,
+            writer,
+            path: path.to_path_buf(),
+        })
+    }
+
+    fn present(&mut self, i: usize, present: bool) -> bool {
+        if self.columns[i].nullable {
+            self.buffers[i].defs.push(i16::from(present));
+        } else {
+            debug_assert!(present, "{} is not nullable", self.columns[i].name);
+        }
+        present
+    }
+
+    pub fn i32(&mut self, i: usize, v: Option<i32>) {
+        if self.present(i, v.is_some()) {
+            if let Values::I32(b) = &mut self.buffers[i].values {
+                b.push(v.unwrap_or(0));
+            }
+        }
+    }
+
+    pub fn i64(&mut self, i: usize, v: Option<i64>) {
+        if self.present(i, v.is_some()) {
+            if let Values::I64(b) = &mut self.buffers[i].values {
+                b.push(v.unwrap_or(0));
+            }
+        }
+    }
+
+    pub fn f64(&mut self, i: usize, v: Option<f64>) {
+        if self.present(i, v.is_some()) {
+            if let Values::F64(b) = &mut self.buffers[i].values {
+                b.push(v.unwrap_or(0.0));
+            }
+        }
+    }
+
+    pub fn bool(&mut self, i: usize, v: Option<bool>) {
+        if self.present(i, v.is_some()) {
+            if let Values::Bool(b) = &mut self.buffers[i].values {
+                b.push(v.unwrap_or(false));
+            }
+        }
+    }
+
+    pub fn str(&mut self, i: usize, v: Option<&str>) {
+        if self.present(i, v.is_some()) {
+            if let Values::Str(b) = &mut self.buffers[i].values {
+                b.push(ByteArray::from(v.unwrap_or_default()));
+            }
+        }
+    }
+
+    /// Ends a row: every column must have been given a value (or null).
+    pub fn end_row(&mut self) -> Result<(), Error> {
+        self.rows += 1;
+        if self.rows >= ROW_GROUP {
+            self.flush()?;
+        }
+        Ok(())
+    }
+}
+
+fn out_err(path: &Path, e: impl std::fmt::Display) -> Error {
+    Error::Output {
+        path: path.to_path_buf(),
+        source: std::io::Error::other(e.to_string()),
+    }
+}
+
+impl Table {
+    /// Writes the buffered rows as a row group.
+    fn flush(&mut self) -> Result<(), Error> {
+        if self.rows == 0 {
+            return Ok(());
+        }
+        let path = self.path.clone();
+        let mut group = self
+            .writer
+            .next_row_group()
+            .map_err(|e| out_err(&path, e))?;
+        let mut i = 0;
+        while let Some(mut w) = group.next_column().map_err(|e| out_err(&path, e))? {
+            let b = &mut self.buffers[i];
+            let defs = self.columns[i].nullable.then_some(b.defs.as_slice());
+            let written = match &b.values {
+                Values::I32(v) => w.typed::<Int32Type>().write_batch(v, defs, None),
+                Values::I64(v) => w.typed::<Int64Type>().write_batch(v, defs, None),
+                Values::F64(v) => w.typed::<DoubleType>().write_batch(v, defs, None),
+                Values::Bool(v) => w.typed::<BoolType>().write_batch(v, defs, None),
+                Values::Str(v) => w.typed::<ByteArrayType>().write_batch(v, defs, None),
+            };
+            written.map_err(|e| out_err(&path, e))?;
+            w.close().map_err(|e| out_err(&path, e))?;
+            b.defs.clear();
+            match &mut b.values {
+                Values::I32(v) => v.clear(),
+                Values::I64(v) => v.clear(),
+                Values::F64(v) => v.clear(),
+                Values::Bool(v) => v.clear(),
+                Values::Str(v) => v.clear(),
+            }
+            i += 1;
+        }
+        group.close().map_err(|e| out_err(&path, e))?;
+        self.rows = 0;
+        Ok(())
+    }
+
+    /// Writes what is buffered and the file's footer.
+    pub fn close(mut self) -> Result<(), Error> {
+        self.flush()?;
+        let path = self.path.clone();
+        self.writer.close().map_err(|e| out_err(&path, e))?;
+        Ok(())
+    }
+}
