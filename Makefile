@@ -5,7 +5,7 @@ SAMPLE ?= testdata/sample.pcap
 APT_PACKAGES := libpcap-dev tshark tcpdump tcpreplay chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps demo test build sample-report testdata
+.PHONY: deps pydeps demo test build sample-report testdata
 
 # Debian packages: libpcap (live capture), tshark (the agreement tests), tcpdump and tcpreplay
 # (live tests), chromium (the headless screenshot of the HTML report). Installed only when missing.
@@ -19,13 +19,18 @@ deps:
 	fi
 	@command -v cargo >/dev/null || { echo "cargo not found: install Rust from https://rustup.rs"; exit 1; }
 
+# Python packages the Parquet tests read the export back with: DuckDB, and Spark in local mode
+# (pyspark; it needs Java 17). Installed only when missing.
+pydeps:
+	@python3 -c "import duckdb, pyspark" 2>/dev/null || python3 -m pip install -q duckdb pyspark
+
 build: deps
 	cargo build --release
 
 demo: build
 	./target/release/roce-sniff -r $(SAMPLE)
 
-test: deps
+test: deps pydeps
 	cargo test --workspace --all-targets
 
 # The committed sample report (README shows its plots).

@@ -1,0 +1,98 @@
+//! `--parquet`: two captures exported into one dataset, read back with DuckDB and with Spark
+//! in local mode (tests/parquet/check.py; `make test` installs both Python packages), and
+//! checked against each capture's JSON report: packet counts, per-flow counters, timeline sums
+//! per flow, PFC counts, findings.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+
+fn export(dir: &Path, capture: &str, name: Option<&str>) -> PathBuf {
+    let json = dir.join(format!("{}.json", name.unwrap_or("sample")));
+    let mut args = vec![
+        "-r".to_string(),
+        testdata(capture).to_str().unwrap().to_string(),
+        format!("--json={}", json.display()),
+        "--parquet".into(),
+        dir.join("dataset").to_str().unwrap().into(),
+    ];
+    if let Some(n) = name {
+        args.push("--capture-name".into());
+        args.push(n.into());
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    json
+}
+
+fn check(engine: &str, dir: &Path, reports: &[(&str, &Path)]) {
+    let mut cmd = Command::new("python3");
+    cmd.arg(repo().join("tests/parquet/check.py"))
+        .arg(engine)
+        .arg(dir.join("dataset"));
+    for (name, path) in reports {
+        cmd.arg(format!("{name}={}", path.display()));
+    }
+    let out = cmd.output().expect("python3 runs");
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "ok",
+        "{engine}: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_fleet_dataset_reads_back_equal_to_the_reports_in_duckdb_and_spark() {
+    let dir = std::env::temp_dir().join(format!("roce-sniff-parquet-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let sample = export(&dir, "sample.pcap", None);
+    let psn = export(&dir, "analysis_psn.pcap", Some("host-b"));
+    let congestion = export(&dir, "analysis_congestion.pcap", Some("host-c"));
+    for p in ["packets", "flows", "timeline", "pfc", "findings"] {
+        for c in ["sample", "host-b", "host-c"] {
+            let f = dir
+                .join("dataset")
+                .join(p)
+                .join(format!("capture={c}"))
+                .join("part-0.parquet");
+            assert!(f.is_file(), "{}", f.display());
+        }
+    }
+    let reports = [
+        ("sample", sample.as_path()),
+        ("host-b", psn.as_path()),
+        ("host-c", congestion.as_path()),
+    ];
+    check("duckdb", &dir, &reports);
+    check("spark", &dir, &reports);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn parquet_is_refused_where_it_does_not_apply() {
+    let sample = testdata("sample.pcap");
+    let out = run(&[
+        "-r",
+        sample.to_str().unwrap(),
+        "--packets",
+        "--parquet",
+        "/tmp/x",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = run(&[
+        "-r",
+        sample.to_str().unwrap(),
+        "--parquet",
+        "/tmp/x",
+        "--capture-name",
+        "a/b",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--capture-name"), "{}", stderr(&out));
+}
