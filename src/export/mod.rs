@@ -10,7 +10,9 @@
 mod rows;
 mod table;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -28,6 +30,9 @@ use table::Table;
 /// (`roce_sniff_schema`).
 pub const PARQUET_SCHEMA: &str = "roce-sniff.parquet/1";
 
+/// The tables, each a directory of the dataset.
+pub const TABLES: [&str; 5] = ["packets", "flows", "timeline", "pfc", "findings"];
+
 /// Default width of the timeline and PFC bins: 1 ms.
 pub const DEFAULT_BIN_NS: u64 = 1_000_000;
 
@@ -41,10 +46,14 @@ pub struct ExportConfig {
 
 impl ExportConfig {
     fn table_path(&self, table: &str) -> PathBuf {
+        self.part_path(table, 0)
+    }
+
+    fn part_path(&self, table: &str, part: usize) -> PathBuf {
         self.dir
             .join(table)
             .join(format!("capture={}", self.capture))
-            .join("part-0.parquet")
+            .join(format!("part-{part}.parquet"))
     }
 }
 
@@ -80,15 +89,26 @@ fn io_err(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
 impl Exporter {
     pub fn new(cfg: ExportConfig) -> Result<Exporter, Error> {
         std::fs::create_dir_all(&cfg.dir).map_err(io_err(&cfg.dir))?;
+        // The capture exported again replaces its partition (it may have had more parts).
+        for table in TABLES {
+            let partition = cfg.dir.join(table).join(format!("capture={}", cfg.capture));
+            if partition.exists() {
+                std::fs::remove_dir_all(&partition).map_err(io_err(&partition))?;
+            }
+        }
         let spill = |what: &str| cfg.dir.join(format!(".{}-{what}.spill", cfg.capture));
         let (packets_path, timeline_path) = (spill("packets"), spill("timeline"));
-        let open = |p: &Path| File::create(p).map(BufWriter::new).map_err(io_err(p));
+        let open = |p: &Path| {
+            File::create(p)
+                .map(|f| BufWriter::with_capacity(1 << 20, f))
+                .map_err(io_err(p))
+        };
         Ok(Exporter {
             packets: open(&packets_path)?,
             timeline: open(&timeline_path)?,
             packets_path,
             timeline_path,
-            open_bins: HashMap::new(),
+            open_bins: HashMap::default(),
             pfc: BTreeMap::new(),
             record: Vec::with_capacity(256),
             cfg,
@@ -214,14 +234,49 @@ impl Exporter {
         Ok(())
     }
 
+    /// The packets table, in as many parts as there are cores, written side by side: each
+    /// part is a range of the spilled rows, in capture order.
     fn write_packets(&self, id_of: &[i64]) -> Result<(), Error> {
-        let path = self.cfg.table_path("packets");
+        let bytes = std::fs::metadata(&self.packets_path)
+            .map_err(io_err(&self.packets_path))?
+            .len();
+        let rows = bytes / PacketRow::SIZE as u64;
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+        // Parts of at least a million rows: small captures stay one file.
+        let parts = cores.min(rows.div_ceil(1 << 20)).max(1);
+        let per_part = rows.div_ceil(parts);
+        std::thread::scope(|scope| {
+            let jobs: Vec<_> = (0..parts)
+                .map(|k| {
+                    let range = k * per_part..((k + 1) * per_part).min(rows);
+                    scope.spawn(move || self.write_packet_part(k as usize, range, id_of))
+                })
+                .collect();
+            jobs.into_iter()
+                .map(|j| j.join().expect("a part writer panicked"))
+                .collect::<Result<Vec<()>, Error>>()
+        })?;
+        Ok(())
+    }
+
+    fn write_packet_part(
+        &self,
+        part: usize,
+        range: std::ops::Range<u64>,
+        id_of: &[i64],
+    ) -> Result<(), Error> {
+        use std::io::{Seek, SeekFrom};
+        let path = self.cfg.part_path("packets", part);
         let mut t = Table::create(&path, "packets", rows::PACKET_COLUMNS)?;
-        let mut input =
-            BufReader::new(File::open(&self.packets_path).map_err(io_err(&self.packets_path))?);
+        let mut file = File::open(&self.packets_path).map_err(io_err(&self.packets_path))?;
+        file.seek(SeekFrom::Start(range.start * PacketRow::SIZE as u64))
+            .map_err(io_err(&self.packets_path))?;
+        let mut input = BufReader::with_capacity(1 << 20, file)
+            .take((range.end - range.start) * PacketRow::SIZE as u64);
         let mut rec = [0u8; PacketRow::SIZE];
+        let mut cache = rows::TextCache::default();
         while read_record(&mut input, &mut rec).map_err(io_err(&self.packets_path))? {
-            PacketRow::decode(&rec).write(&mut t, id_of)?;
+            PacketRow::decode(&rec).write(&mut t, id_of, &mut cache)?;
         }
         t.close()
     }
@@ -229,8 +284,10 @@ impl Exporter {
     fn write_timeline(&self, id_of: &[i64]) -> Result<(), Error> {
         let path = self.cfg.table_path("timeline");
         let mut t = Table::create(&path, "timeline", rows::TIMELINE_COLUMNS)?;
-        let mut input =
-            BufReader::new(File::open(&self.timeline_path).map_err(io_err(&self.timeline_path))?);
+        let mut input = BufReader::with_capacity(
+            1 << 20,
+            File::open(&self.timeline_path).map_err(io_err(&self.timeline_path))?,
+        );
         let mut rec = [0u8; TimelineRow::SIZE];
         while read_record(&mut input, &mut rec).map_err(io_err(&self.timeline_path))? {
             TimelineRow::decode(&rec).write(&mut t, id_of, self.cfg.bin_ns)?;

@@ -3,9 +3,12 @@
 //! from the report.
 
 use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::Path;
 
+use parquet::data_type::ByteArray;
 use roce_parsers::{Aeth, IcrcStatus, MacAddr, NakCode, Opcode, TrafficClass};
 
 use super::table::{col, Column, Kind, Table};
@@ -327,24 +330,24 @@ impl PacketRow {
     }
 
     /// Writes the row; `id_of` maps the analyzer's flow index to the report's flow id.
-    pub fn write(&self, t: &mut Table, id_of: &[i64]) -> Result<(), Error> {
+    pub fn write(&self, t: &mut Table, id_of: &[i64], cache: &mut TextCache) -> Result<(), Error> {
         let r = self.roce.as_ref();
         t.i64(0, Some(self.frame as i64));
         t.i64(1, Some((self.ts / 1000) as i64));
         t.i64(2, Some(self.ts as i64));
         t.i32(3, Some(self.len as i32));
         t.i32(4, Some(self.caplen as i32));
-        t.str(5, Some(KINDS[usize::from(self.kind)]));
+        t.name(5, Some(KINDS[usize::from(self.kind)]));
         t.i32(6, self.vlan.map(|v| i32::from(v.0)));
         t.i32(7, self.vlan.map(|v| i32::from(v.1)));
-        t.str(8, self.src.map(|a| a.to_string()).as_deref());
-        t.str(9, self.dst.map(|a| a.to_string()).as_deref());
+        t.bytes(8, self.src.map(|a| cache.ip(a)).as_ref());
+        t.bytes(9, self.dst.map(|a| cache.ip(a)).as_ref());
         let tc = self.tclass.map(TrafficClass);
         t.i32(10, tc.map(|c| i32::from(c.dscp())));
-        t.str(11, tc.map(|c| c.ecn().name()));
+        t.name(11, tc.map(|c| c.ecn().name()));
         t.i32(12, r.filter(|_| self.kind == 0).map(|r| i32::from(r.sport)));
         t.i32(13, r.map(|r| i32::from(r.opcode)));
-        t.str(14, r.map(|r| Opcode(r.opcode).to_string()).as_deref());
+        t.bytes(14, r.map(|r| cache.op(r.opcode)).as_ref());
         t.i32(15, r.map(|r| r.dqpn as i32));
         t.i32(16, r.map(|r| r.psn as i32));
         t.bool(17, r.map(|r| r.flags & 1 != 0));
@@ -354,21 +357,44 @@ impl PacketRow {
         let aeth = r
             .and_then(|r| r.aeth)
             .map(|(syndrome, msn)| Aeth { syndrome, msn });
-        t.str(21, aeth.map(|a| a.kind().name()));
+        t.name(21, aeth.map(|a| a.kind().name()));
         let nak = aeth.filter(|a| a.kind() == roce_parsers::AethKind::Nak);
-        t.str(22, nak.map(|a| NakCode::from_value(a.value()).name()));
+        t.name(22, nak.map(|a| NakCode::from_value(a.value()).name()));
         t.i32(23, aeth.map(|a| a.msn as i32));
         let reth = r.and_then(|r| r.reth);
         t.i64(24, reth.map(|x| x.0 as i64));
         t.i64(25, reth.map(|x| i64::from(x.1)));
         t.i64(26, reth.map(|x| i64::from(x.2)));
-        t.str(27, r.map(|r| ICRC[usize::from(r.icrc)]));
+        t.name(27, r.map(|r| ICRC[usize::from(r.icrc)]));
         let id = self.flow.and_then(|f| id_of.get(f as usize)).copied();
         t.i64(28, id);
         let event =
             (self.psn_event > 0).then(|| PSN_EVENTS[usize::from(self.psn_event - 1)].name());
-        t.str(29, event);
+        t.name(29, event);
         t.end_row()
+    }
+}
+
+/// Text columns' values made once: addresses and opcode names repeat on every packet.
+#[derive(Default)]
+pub struct TextCache {
+    ips: HashMap<IpAddr, ByteArray>,
+    ops: HashMap<u8, ByteArray>,
+}
+
+impl TextCache {
+    fn ip(&mut self, a: IpAddr) -> ByteArray {
+        self.ips
+            .entry(a)
+            .or_insert_with(|| ByteArray::from(a.to_string().as_str()))
+            .clone()
+    }
+
+    fn op(&mut self, op: u8) -> ByteArray {
+        self.ops
+            .entry(op)
+            .or_insert_with(|| ByteArray::from(Opcode(op).to_string().as_str()))
+            .clone()
     }
 }
 

@@ -5,6 +5,7 @@
 //! Spark turns UINT64 into decimals), DOUBLE, BOOLEAN, UTF-8 strings, and timestamps as INT64
 //! nanoseconds plus a TIMESTAMP(MICROS) companion where a time is shown.
 
+use rustc_hash::FxHashMap as HashMap;
 use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
@@ -12,9 +13,10 @@ use std::sync::Arc;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::data_type::{BoolType, ByteArray, ByteArrayType, DoubleType, Int32Type, Int64Type};
 use parquet::file::metadata::KeyValue;
-use parquet::file::properties::WriterProperties;
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::parser::parse_message_type;
+use parquet::schema::types::ColumnPath;
 
 use crate::error::Error;
 
@@ -68,6 +70,8 @@ pub struct Table {
     rows: usize,
     writer: SerializedFileWriter<File>,
     path: std::path::PathBuf,
+    /// `name` values made so far.
+    names: HashMap<&'static str, ByteArray>,
 }
 
 fn schema_text(name: &str, columns: &[Column]) -> String {
@@ -105,7 +109,13 @@ impl Table {
         }
         let schema =
             parse_message_type(&schema_text(name, columns)).map_err(|e| out_err(e.to_string()))?;
-        let props = WriterProperties::builder()
+        let mut props = WriterProperties::builder();
+        // Min/max of strings cost a comparison of every value and rarely prune anything.
+        for c in columns.iter().filter(|c| c.kind == Kind::Str) {
+            props = props
+                .set_column_statistics_enabled(ColumnPath::from(c.name), EnabledStatistics::None);
+        }
+        let props = props
             .set_compression(Compression::ZSTD(ZstdLevel::default()))
             .set_created_by(format!("roce-sniff {}", env!("CARGO_PKG_VERSION")))
             .set_key_value_metadata(Some(vec![KeyValue::new(
@@ -135,6 +145,7 @@ impl Table {
             rows: 0,
             writer,
             path: path.to_path_buf(),
+            names: HashMap::default(),
         })
     }
 
@@ -177,6 +188,26 @@ impl Table {
                 b.push(v.unwrap_or(false));
             }
         }
+    }
+
+    /// A string value already made (shared, not copied: for the values that repeat).
+    pub fn bytes(&mut self, i: usize, v: Option<&ByteArray>) {
+        if self.present(i, v.is_some()) {
+            if let (Values::Str(b), Some(v)) = (&mut self.buffers[i].values, v) {
+                b.push(v.clone());
+            }
+        }
+    }
+
+    /// A string from a small fixed set (a name): made once, shared after.
+    pub fn name(&mut self, i: usize, v: Option<&'static str>) {
+        let v = v.map(|s| {
+            self.names
+                .entry(s)
+                .or_insert_with(|| ByteArray::from(s))
+                .clone()
+        });
+        self.bytes(i, v.as_ref());
     }
 
     pub fn str(&mut self, i: usize, v: Option<&str>) {
