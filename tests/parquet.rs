@@ -96,3 +96,17 @@ fn parquet_is_refused_where_it_does_not_apply() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--capture-name"), "{}", stderr(&out));
 }
+
+#[test]
+fn a_capture_exported_again_replaces_its_partition() {
+    let dir = std::env::temp_dir().join(format!("roce-sniff-parquet-again-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    export(&dir, "sample.pcap", None);
+    let partition = dir.join("dataset/packets/capture=sample");
+    std::fs::write(partition.join("part-9.parquet"), b"left over").unwrap();
+    export(&dir, "sample.pcap", None);
+    assert!(!partition.join("part-9.parquet").exists());
+    assert!(partition.join("part-0.parquet").is_file());
+    let _ = std::fs::remove_dir_all(&dir);
+}
