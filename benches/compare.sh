@@ -48,6 +48,9 @@ run "roce-sniff (report, all cores)" "$BIN -r $CAP --json=$DIR/report.json"
 run "roce-sniff (report, --threads 1)" "$BIN -r $CAP --threads 1 --json=$DIR/report-1.json"
 run "roce-sniff --packets --json" "$BIN -r $CAP --packets --json > $DIR/frames.ndjson"
 if cmp -s "$DIR/report.json" "$DIR/report-1.json"; then IDENT=yes; else IDENT=NO; fi
+# The Parquet export next to the analysis (the same JSON report).
+rm -rf "$DIR/parquet"
+run "roce-sniff --parquet" "rm -rf $DIR/parquet; $BIN -r $CAP --json=$DIR/report-pq.json --parquet $DIR/parquet"
 # Two capture points: the capture correlated with itself (every packet matched, no delay).
 run "roce-sniff --correlate (the capture twice)" "$BIN --correlate -r $CAP -r $CAP --json=$DIR/correlation.json"
 
@@ -63,11 +66,13 @@ awk -v n="$NFRAMES" -v cat="${WALL[cat > /dev/null]}" -v rs="${WALL[roce-sniff (
     -v rs1="${WALL[roce-sniff (report, --threads 1)]}" -v nd="${WALL[roce-sniff --packets --json]}" \
     -v tf="${WALL[tshark -T fields (200k slice)]}" -v tj="${WALL[tshark -T json (20k slice)]}" \
     -v rss="${RSS[roce-sniff (report, all cores)]}" -v ident="$IDENT" \
-    -v cr="${WALL[roce-sniff --correlate (the capture twice)]}" -v crss="${RSS[roce-sniff --correlate (the capture twice)]}" 'BEGIN {
+    -v cr="${WALL[roce-sniff --correlate (the capture twice)]}" -v crss="${RSS[roce-sniff --correlate (the capture twice)]}" \
+    -v pq="${WALL[roce-sniff --parquet]}" -v pqss="${RSS[roce-sniff --parquet]}" 'BEGIN {
     tf_full = tf * n / 200000; tj_full = tj * n / 20000
     printf "\nfull analysis: %.2f s = %.2fx cat (target <= 2x); %.0f frames/s; %.2fx faster than --threads 1\n", rs, rs / cat, n / rs, rs1 / rs
     printf "tshark field extraction scaled to the whole file: %.1f s: roce-sniff is %.0fx faster (target ~90x)\n", tf_full, tf_full / rs
     printf "NDJSON: %.0f frames/s vs tshark -T json %.0f frames/s: %.0fx (target >= 100x)\n", n / nd, 20000 / tj, (n / nd) / (20000 / tj)
     printf "peak memory of the analysis: %.1f MB (target < 100 MB); parallel report identical to --threads 1: %s\n", rss / 1024, ident
+    printf "Parquet export: %.2f s = %.2fx the analysis (target <= 3x), %.1f MB (target < 200 MB)\n", pq, pq / rs, pqss / 1024
     printf "correlation of two points (the capture twice): %.2f s = %.2fx one analysis, %.1f MB\n", cr, cr / rs, crss / 1024
 }'

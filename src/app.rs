@@ -81,11 +81,16 @@ pub fn run(config: &Config) -> Result<u8, Error> {
             let source = open_inputs(&paths)?;
             let diagnostics = Diagnostics::new(&source.name(), config.max_warnings);
             match &config.mode {
-                Mode::Packets { settings, out } => {
+                Mode::Packets {
+                    settings,
+                    out,
+                    export,
+                } => {
                     let writer = output::open(Some(out))?;
                     let mut settings = settings.clone();
                     settings.inputs = source.names();
-                    packets_from_file(source, settings, writer, diagnostics, &file_run(config))
+                    let run = file_run(config);
+                    packets_from_file(source, settings, writer, diagnostics, &run, export.as_ref())
                         .map(|_| exit::OK)
                 }
                 Mode::Report(opts) => {
@@ -266,15 +271,38 @@ fn packets_from_file<W: Write + Send>(
     out: W,
     diagnostics: Diagnostics,
     run: &FileRun,
+    export: Option<&crate::cli::PacketsExport>,
 ) -> Result<W, Error> {
-    let printer = PacketPrinter::new(settings, out);
+    let name = source.name();
+    let mut printer = PacketPrinter::new(settings, out);
+    if let Some(e) = export {
+        let analysis = AnalysisConfig {
+            several_points: matches!(source, Input::Merged(_)),
+            ..e.analysis
+        };
+        let exporter = crate::export::Exporter::new(e.parquet.clone())?;
+        printer = printer.with_export(crate::analysis::Analyzer::new(analysis), exporter);
+    }
     let mut pipeline = Pipeline::new(printer, diagnostics, run.threads);
     let end = feed(source, &mut pipeline, &run.select)?;
     let finished = pipeline.finish().map_err(output_error(None))?;
-    let (_, mut diagnostics) = (finished.counts, finished.diagnostics);
+    let (counts, mut diagnostics) = (finished.counts, finished.diagnostics);
+    let (format, snaplen) = (end.format, end.snaplen);
     record_problems(&mut diagnostics, end);
-    diagnostics.finish();
-    finished.sink.into_output().map_err(output_error(None))
+    let warnings = diagnostics.finish();
+    let (out, export) = finished.sink.into_parts().map_err(output_error(None))?;
+    if let Some((analyzer, exporter)) = export {
+        let meta = CaptureMeta {
+            file: name,
+            format,
+            snaplen,
+            counts,
+            warnings,
+        };
+        let end = analyzer.finish_all(meta);
+        exporter.finish(&end.report, &end.order, &end.pauses)?;
+    }
+    Ok(out)
 }
 
 /// The report of a file, rendered to `out` (and the report directory).
@@ -486,7 +514,7 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
     let stop = crate::interrupt::flag();
     let iface = source.interface.clone();
     match &config.mode {
-        Mode::Packets { settings, out } => {
+        Mode::Packets { settings, out, .. } => {
             let printer = PacketPrinter::new(settings.clone(), output::open(Some(out))?);
             let mut pipeline = Pipeline::new(printer, diagnostics, config.threads);
             let end = source.for_each_batch(stop, |batch, status| {
@@ -500,7 +528,7 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
             diagnostics.finish();
             finished
                 .sink
-                .into_output()
+                .into_parts()
                 .map_err(output_error(Some(out)))?;
             Ok(exit::OK)
         }
@@ -553,6 +581,7 @@ pub fn run_in_memory(data: &[u8], args: &[&str], timelines: bool) -> Result<Vec<
             Vec::new(),
             diagnostics,
             &file_run(&config),
+            None,
         ),
         Mode::Report(opts) => {
             let mut opts = opts.clone();

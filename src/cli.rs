@@ -282,6 +282,8 @@ pub enum Mode {
     Packets {
         settings: PrintSettings,
         out: Output,
+        /// --parquet: the frames analysed and exported too.
+        export: Option<PacketsExport>,
     },
     /// Captures of several points correlated (--correlate), as text or JSON.
     Correlate {
@@ -290,6 +292,13 @@ pub enum Mode {
         /// --report: the plots and the page.
         report_dir: Option<PathBuf>,
     },
+}
+
+/// `--packets --parquet`: the analysis the export needs, and where it goes.
+#[derive(Debug, Clone)]
+pub struct PacketsExport {
+    pub parquet: crate::export::ExportConfig,
+    pub analysis: AnalysisConfig,
 }
 
 #[derive(Debug, Clone)]
@@ -417,7 +426,7 @@ impl Config {
         let mode = if a.correlate {
             a.correlate_mode(json)?
         } else if a.packets {
-            a.packets_mode(json)?
+            a.packets_mode(json, &source)?
         } else {
             a.report_mode(json, &source)?
         };
@@ -485,15 +494,16 @@ impl Args {
         }
     }
 
-    fn packets_mode(&self, json: Option<Output>) -> Result<Mode, Error> {
+    fn packets_mode(&self, json: Option<Output>, source: &Source) -> Result<Mode, Error> {
+        // With --parquet the analysis runs too (the export needs it): its options apply.
+        let analysing = self.parquet.is_some();
         let report_only = [
             (self.report.is_some(), "--report"),
-            (self.bin.is_some(), "--bin"),
-            (self.link_speed.is_some(), "--link-speed"),
-            (self.storm_ms.is_some(), "--storm-ms"),
-            (self.storm_fps.is_some(), "--storm-fps"),
-            (self.max_flows.is_some(), "--max-flows"),
-            (self.parquet.is_some(), "--parquet"),
+            (self.bin.is_some() && !analysing, "--bin"),
+            (self.link_speed.is_some() && !analysing, "--link-speed"),
+            (self.storm_ms.is_some() && !analysing, "--storm-ms"),
+            (self.storm_fps.is_some() && !analysing, "--storm-fps"),
+            (self.max_flows.is_some() && !analysing, "--max-flows"),
         ];
         if let Some((_, flag)) = report_only.iter().find(|(given, _)| *given) {
             return Err(Error::Usage(format!(
@@ -518,6 +528,13 @@ impl Args {
                 decode: self.decode_options(),
             },
             out: json.unwrap_or(Output::Stdout),
+            export: match self.parquet_export(source)? {
+                Some(parquet) => Some(PacketsExport {
+                    parquet,
+                    analysis: self.analysis()?,
+                }),
+                None => None,
+            },
         })
     }
 

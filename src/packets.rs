@@ -15,7 +15,9 @@ use roce_parsers::{
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
+use crate::analysis::Analyzer;
 use crate::decode::decode;
+use crate::export::Exporter;
 use crate::pipeline::{Position, Sink};
 use crate::summary::PacketSummary;
 
@@ -793,17 +795,29 @@ pub struct PrintSettings {
 pub struct PacketPrinter<W> {
     settings: PrintSettings,
     out: W,
+    /// `--parquet`: the analysis, and the export it feeds.
+    export: Option<(Analyzer, Exporter)>,
 }
 
 impl<W: Write + Send> PacketPrinter<W> {
     pub fn new(settings: PrintSettings, out: W) -> Self {
-        PacketPrinter { settings, out }
+        PacketPrinter {
+            settings,
+            out,
+            export: None,
+        }
     }
 
-    /// Flushes the output and hands it back.
-    pub fn into_output(mut self) -> io::Result<W> {
+    /// Analyses the frames too, and exports them.
+    pub fn with_export(mut self, analyzer: Analyzer, exporter: Exporter) -> Self {
+        self.export = Some((analyzer, exporter));
+        self
+    }
+
+    /// Flushes the output and hands it back, with the analysis and export when there is one.
+    pub fn into_parts(mut self) -> io::Result<(W, Option<(Analyzer, Exporter)>)> {
         self.out.flush()?;
-        Ok(self.out)
+        Ok((self.out, self.export))
     }
 }
 
@@ -869,6 +883,15 @@ impl<W: Write + Send> Sink for PacketPrinter<W> {
     }
 
     fn consume(&mut self, chunk: PrintedChunk) -> io::Result<()> {
-        self.out.write_all(&chunk.text)
+        self.out.write_all(&chunk.text)?;
+        if let Some((analyzer, exporter)) = self.export.as_mut() {
+            for s in &chunk.summaries {
+                analyzer.feed(s);
+                exporter
+                    .frame(s, analyzer.last_outcome())
+                    .map_err(|e| io::Error::other(e.to_string()))?;
+            }
+        }
+        Ok(())
     }
 }

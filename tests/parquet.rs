@@ -77,14 +77,13 @@ fn a_fleet_dataset_reads_back_equal_to_the_reports_in_duckdb_and_spark() {
 #[test]
 fn parquet_is_refused_where_it_does_not_apply() {
     let sample = testdata("sample.pcap");
-    let out = run(&[
-        "-r",
-        sample.to_str().unwrap(),
-        "--packets",
-        "--parquet",
-        "/tmp/x",
-    ]);
+    let out = run(&["-i", "lo", "--parquet", "/tmp/x"]);
     assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--parquet exports capture files"),
+        "{}",
+        stderr(&out)
+    );
     let out = run(&[
         "-r",
         sample.to_str().unwrap(),
@@ -108,5 +107,38 @@ fn a_capture_exported_again_replaces_its_partition() {
     export(&dir, "sample.pcap", None);
     assert!(!partition.join("part-9.parquet").exists());
     assert!(partition.join("part-0.parquet").is_file());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_packets_mode_exports_the_same_tables() {
+    let dir =
+        std::env::temp_dir().join(format!("roce-sniff-parquet-packets-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let report = export(&dir, "analysis_psn.pcap", Some("psn"));
+    std::fs::remove_dir_all(dir.join("dataset")).unwrap();
+    let out = run(&[
+        "-r",
+        testdata("analysis_psn.pcap").to_str().unwrap(),
+        "--packets",
+        "--json",
+        "--parquet",
+        dir.join("dataset").to_str().unwrap(),
+        "--capture-name",
+        "psn",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let frames =
+        serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(&report).unwrap())
+            .unwrap()["capture"]["packets"]
+            .as_u64()
+            .unwrap();
+    assert_eq!(
+        stdout(&out).lines().count() as u64,
+        frames,
+        "the frames are printed too"
+    );
+    check("duckdb", &dir, &[("psn", report.as_path())]);
     let _ = std::fs::remove_dir_all(&dir);
 }
