@@ -83,6 +83,11 @@ pub struct Args {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Live capture")]
     pub duration: Option<Duration>,
 
+    /// The kernel's capture buffer, in KiB, as tcpdump's -B (default 65536: 64 MiB). A
+    /// larger buffer rides out longer bursts without drops.
+    #[arg(short = 'B', long = "buffer-size", value_name = "KiB", value_parser = clap::value_parser!(u32).range(1..=2_097_151), help_heading = "Live capture")]
+    pub buffer_size: Option<u32>,
+
     /// Also write the frames to this pcap file: what a live capture sees, or what is kept of
     /// a file (with a filter or --qp: one connection to hand to Wireshark).
     #[arg(
@@ -471,6 +476,9 @@ impl Args {
         if self.duration.is_some() && self.interface.is_none() {
             return Err(usage("--duration applies to live capture (-i IFACE)"));
         }
+        if self.buffer_size.is_some() && self.interface.is_none() {
+            return Err(usage("-B/--buffer-size applies to live capture (-i IFACE)"));
+        }
         if self.qp.is_some() && self.read.is_empty() {
             return Err(usage("--qp selects from a capture file (-r FILE)"));
         }
@@ -486,6 +494,7 @@ impl Args {
                 count: self.count,
                 duration: self.duration,
                 write: self.write.clone(),
+                buffer_kib: self.buffer_size,
             }))
         } else if self.list_interfaces {
             Ok(Source::ListDevices)
@@ -757,6 +766,7 @@ mod tests {
                 count: Some(10),
                 duration: None,
                 write: None,
+                buffer_kib: None,
             })
         );
         // -c, -w and a filter select from a file too; --duration is live only.

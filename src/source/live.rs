@@ -5,6 +5,7 @@
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use pcap::{Active, Capture, Device, Precision, Savefile};
@@ -24,11 +25,15 @@ const DEFAULT_FILTER: &str = "(udp dst port 4791 or ether proto 0x8915 or ether 
 /// The same for Linux cooked captures (`-i any`), where libpcap has no `vlan` (the kernel
 /// strips the tags there anyway).
 const DEFAULT_FILTER_COOKED: &str = "udp dst port 4791 or ether proto 0x8915 or ether proto 0x8808";
+/// The kernel's capture buffer without -B.
+const DEFAULT_BUFFER_BYTES: i32 = 64 << 20;
 /// Pause when the capture buffer is empty (the kernel keeps buffering meanwhile).
 const IDLE_SLEEP: Duration = Duration::from_millis(1);
 /// A batch is handed on at least this often, even when small or empty, so that the status
 /// view and -c/--duration stay responsive at low rates.
 const BATCH_AGE: Duration = Duration::from_millis(50);
+/// Batches (up to 2 MB each) waiting between the capture thread and the analysis.
+const QUEUED_BATCHES: usize = 64;
 
 /// What to capture: from the flags.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +44,8 @@ pub struct LiveConfig {
     pub count: Option<u64>,
     pub duration: Option<Duration>,
     pub write: Option<PathBuf>,
+    /// -B: the kernel's capture buffer in KiB.
+    pub buffer_kib: Option<u32>,
 }
 
 /// `-D`: the interfaces libpcap can open, numbered like `tcpdump -D`.
@@ -147,7 +154,10 @@ impl LiveSource {
             );
             iface.to_string()
         });
-        let mut cap = open_capture(iface, device)?;
+        let buffer = live
+            .buffer_kib
+            .map_or(DEFAULT_BUFFER_BYTES, |k| k as i32 * 1024);
+        let mut cap = open_capture(iface, device, buffer)?;
         let linktype = cap.get_datalink().0 as u32;
         let filter = live
             .filter
@@ -187,36 +197,72 @@ impl LiveSource {
     }
 
     /// Captures until -c, --duration or `stop` (Ctrl-C), calling `consume` with batches of
-    /// records in capture order, at least every `BATCH_AGE`.
+    /// records in capture order, at least every `BATCH_AGE`. The capture runs on a thread of
+    /// its own that only copies frames into batches (a busy analysis must not keep it from
+    /// emptying the kernel's buffer); `consume` runs on this one. At most `QUEUED_BATCHES`
+    /// wait between them.
     pub fn for_each_batch(
-        mut self,
+        self,
         stop: &AtomicBool,
         mut consume: impl FnMut(&[Record<'_>], &SourceStatus) -> io::Result<()>,
     ) -> Result<SourceEnd, Error> {
+        let (tx, rx) = mpsc::sync_channel::<(CopiedBatch, SourceStatus)>(QUEUED_BATCHES);
+        // Set when the consumer failed (an output that cannot be written): capturing stops.
+        let consumer_failed = AtomicBool::new(false);
+        let (source, failure, consumed) = std::thread::scope(|scope| {
+            let capture = scope.spawn(|| {
+                let mut source = self;
+                let failure = source.capture_loop(stop, &consumer_failed, &tx);
+                drop(tx);
+                (source, failure)
+            });
+            let mut consumed = Ok(());
+            for (batch, status) in rx.iter() {
+                if consumed.is_ok() {
+                    consumed = consume(&batch.records(), &status);
+                    if consumed.is_err() {
+                        consumer_failed.store(true, Ordering::SeqCst);
+                    }
+                }
+            }
+            let (source, failure) = capture.join().expect("the capture thread panicked");
+            (source, failure, consumed)
+        });
+        consumed.map_err(|source| Error::Output {
+            path: "<output>".into(),
+            source,
+        })?;
+        Ok(source.end(failure))
+    }
+
+    /// The capture thread: frames copied into batches sent to `tx`; what stopped the
+    /// capture, if it failed.
+    fn capture_loop(
+        &mut self,
+        stop: &AtomicBool,
+        consumer_failed: &AtomicBool,
+        tx: &mpsc::SyncSender<(CopiedBatch, SourceStatus)>,
+    ) -> Option<String> {
         let started = Instant::now();
         let mut batch = CopiedBatch::default();
         let mut last_handed = Instant::now();
-        let mut delivered = 0u64;
-        let mut failure = None;
-        let output_err = |source| Error::Output {
-            path: "<output>".into(),
-            source,
-        };
+        let mut captured = 0u64;
         loop {
-            let limit_reached = self
-                .count
-                .is_some_and(|n| delivered + batch.len() as u64 >= n);
+            let limit_reached = self.count.is_some_and(|n| captured >= n);
             let timed_out = self.duration.is_some_and(|d| started.elapsed() >= d);
-            let done = limit_reached || timed_out || stop.load(Ordering::SeqCst);
+            let done = limit_reached
+                || timed_out
+                || stop.load(Ordering::SeqCst)
+                || consumer_failed.load(Ordering::SeqCst);
             if done || batch.is_full() || last_handed.elapsed() >= BATCH_AGE {
                 let status = self.status();
-                consume(&batch.records(), &status).map_err(output_err)?;
-                delivered += batch.len() as u64;
-                batch.clear();
+                if tx.send((std::mem::take(&mut batch), status)).is_err() {
+                    return None;
+                }
                 last_handed = Instant::now();
             }
             if done {
-                break;
+                return None;
             }
             match self.cap.next_packet() {
                 Ok(packet) => {
@@ -224,17 +270,16 @@ impl LiveSource {
                         sf.write(&packet);
                     }
                     batch.push(&record_of(&packet, self.linktype));
+                    captured += 1;
                 }
                 Err(pcap::Error::TimeoutExpired) => std::thread::sleep(IDLE_SLEEP),
                 Err(e) => {
-                    failure = Some(format!("capture stopped: {e}"));
                     let status = self.status();
-                    consume(&batch.records(), &status).map_err(output_err)?;
-                    break;
+                    let _ = tx.send((std::mem::take(&mut batch), status));
+                    return Some(format!("capture stopped: {e}"));
                 }
             }
         }
-        Ok(self.end(failure))
     }
 
     fn end(mut self, failure: Option<String>) -> SourceEnd {
@@ -302,12 +347,12 @@ fn find_device(iface: &str) -> Result<Device, Error> {
     Ok(device)
 }
 
-fn open_capture(iface: &str, device: Device) -> Result<Capture<Active>, Error> {
+fn open_capture(iface: &str, device: Device, buffer_bytes: i32) -> Result<Capture<Active>, Error> {
     let inactive = Capture::from_device(device)
         .map_err(|e| open_error(iface, e))?
         .promisc(true)
         .immediate_mode(true)
-        .buffer_size(64 << 20)
+        .buffer_size(buffer_bytes)
         .snaplen(65535)
         .timeout(100)
         .precision(Precision::Nano);
