@@ -76,3 +76,6 @@ awk -v n="$NFRAMES" -v cat="${WALL[cat > /dev/null]}" -v rs="${WALL[roce-sniff (
     printf "Parquet export: %.2f s = %.2fx the analysis (target <= 3x), %.1f MB (target < 200 MB)\n", pq, pq / rs, pqss / 1024
     printf "correlation of two points (the capture twice): %.2f s = %.2fx one analysis, %.1f MB\n", cr, cr / rs, crss / 1024
 }'
+
+# Live capture against tcpdump (root only: a veth pair in a network namespace, tcpreplay).
+benches/live_compare.sh "$SLICE"

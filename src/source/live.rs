@@ -207,23 +207,28 @@ impl LiveSource {
         mut consume: impl FnMut(&[Record<'_>], &SourceStatus) -> io::Result<()>,
     ) -> Result<SourceEnd, Error> {
         let (tx, rx) = mpsc::sync_channel::<(CopiedBatch, SourceStatus)>(QUEUED_BATCHES);
+        // Batches go back empty to be filled again.
+        let (recycle_tx, recycle_rx) = mpsc::channel::<CopiedBatch>();
         // Set when the consumer failed (an output that cannot be written): capturing stops.
         let consumer_failed = AtomicBool::new(false);
         let (source, failure, consumed) = std::thread::scope(|scope| {
-            let capture = scope.spawn(|| {
+            let failed = &consumer_failed;
+            let capture = scope.spawn(move || {
                 let mut source = self;
-                let failure = source.capture_loop(stop, &consumer_failed, &tx);
+                let failure = source.capture_loop(stop, failed, &tx, &recycle_rx);
                 drop(tx);
                 (source, failure)
             });
             let mut consumed = Ok(());
-            for (batch, status) in rx.iter() {
+            for (mut batch, status) in rx.iter() {
                 if consumed.is_ok() {
                     consumed = consume(&batch.records(), &status);
                     if consumed.is_err() {
                         consumer_failed.store(true, Ordering::SeqCst);
                     }
                 }
+                batch.clear();
+                let _ = recycle_tx.send(batch);
             }
             let (source, failure) = capture.join().expect("the capture thread panicked");
             (source, failure, consumed)
@@ -242,9 +247,15 @@ impl LiveSource {
         stop: &AtomicBool,
         consumer_failed: &AtomicBool,
         tx: &mpsc::SyncSender<(CopiedBatch, SourceStatus)>,
+        recycled: &mpsc::Receiver<CopiedBatch>,
     ) -> Option<String> {
         let started = Instant::now();
-        let mut batch = CopiedBatch::default();
+        let next_batch = || {
+            recycled
+                .try_recv()
+                .unwrap_or_else(|_| CopiedBatch::reserved())
+        };
+        let mut batch = next_batch();
         let mut last_handed = Instant::now();
         let mut captured = 0u64;
         loop {
@@ -256,7 +267,8 @@ impl LiveSource {
                 || consumer_failed.load(Ordering::SeqCst);
             if done || batch.is_full() || last_handed.elapsed() >= BATCH_AGE {
                 let status = self.status();
-                if tx.send((std::mem::take(&mut batch), status)).is_err() {
+                let full = std::mem::replace(&mut batch, next_batch());
+                if tx.send((full, status)).is_err() {
                     return None;
                 }
                 last_handed = Instant::now();

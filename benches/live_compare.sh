@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Live capture side by side: 200,000 RoCE frames replayed with `tcpreplay --topspeed` into a veth
+# pair (one end in a network namespace), captured on the other end by `tcpdump -w /dev/null` and
+# by `roce-sniff -i`, each run alone. Prints what each captured and dropped, its CPU time per
+# frame, and the rate the replay reached. Needs root, network namespaces and tcpreplay.
+#
+#   benches/live_compare.sh [CAPTURE]     # default: the first 200,000 frames of the benchmark capture
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ "$(id -u)" = 0 ] || { echo "live comparison: needs root (veth pair, network namespace)"; exit 0; }
+command -v tcpreplay >/dev/null || { echo "live comparison: tcpreplay is not installed"; exit 0; }
+DIR=${BENCH_DIR:-/tmp/roce-sniff-bench}
+SLICE=${1:-$DIR/slice-200k.pcap}
+[ -f "$SLICE" ] || { echo "live comparison: $SLICE missing (benches/compare.sh makes it)"; exit 0; }
+BIN=${ROCE_SNIFF:-./target/release/roce-sniff}
+[ -n "${ROCE_SNIFF:-}" ] || cargo build --release --quiet --bin roce-sniff
+
+NS=rsbench$$; HOST=rsbh$$; PEER=rsbp$$
+cleanup() { ip netns del "$NS" 2>/dev/null || true; ip link del "$HOST" 2>/dev/null || true; }
+trap cleanup EXIT
+ip netns add "$NS"
+ip link add "$HOST" type veth peer name "$PEER"
+ip link set "$PEER" netns "$NS"
+ip link set "$HOST" mtu 9000 up
+ip netns exec "$NS" ip link set "$PEER" mtu 9000 up
+sysctl -qw "net.ipv6.conf.$HOST.disable_ipv6=1" || true
+
+FRAMES=$(tcpdump -r "$SLICE" 2>/dev/null | wc -l)
+
+# replay: prints the rate tcpreplay reports (packets/s)
+replay() {
+    ip netns exec "$NS" tcpreplay --topspeed -i "$PEER" "$SLICE" 2>&1 | awk '/Rated:/ {for (i=1;i<=NF;i++) if ($i ~ /pps/) print $(i-1)}' | head -1
+}
+
+# tcpdump -w /dev/null with the same default buffer as roce-sniff (-B 65536 KiB)
+/usr/bin/time -f "%U %S" -o "$DIR/td.time" tcpdump -i "$HOST" -B 65536 -w /dev/null 2> "$DIR/td.err" &
+sleep 1
+TD_RATE=$(replay)
+sleep 1
+kill -INT "$(pgrep -n -x tcpdump)" 2>/dev/null || true
+wait || true
+TD_CAPT=$(awk '/packets captured/ {print $1}' "$DIR/td.err")
+TD_DROP=$(awk '/dropped by kernel/ {print $1}' "$DIR/td.err")
+read -r TU TS < "$DIR/td.time"
+
+/usr/bin/time -f "%U %S" -o "$DIR/rs.time" "$BIN" -i "$HOST" ${ROCE_ARGS:-} --json="$DIR/live.json" 2> "$DIR/rs.err" &
+sleep 1
+RS_RATE=$(replay)
+sleep 1
+kill -INT "$(pgrep -n -f "$BIN -i $HOST")" 2>/dev/null || true
+wait || true
+read -r RU RS < "$DIR/rs.time"
+read -r RS_RECV RS_DROP RS_FRAMES < <(python3 -c "
+import json; r = json.load(open('$DIR/live.json'))
+l = r['capture']['live']; print(l['received'], l['dropped'] + l['if_dropped'], r['capture']['packets'])")
+
+echo "live: $FRAMES frames replayed with tcpreplay --topspeed into a veth pair"
+awk -v n="$FRAMES" -v tc="$TD_CAPT" -v td="$TD_DROP" -v tr="$TD_RATE" -v tu="$TU" -v ts="$TS" \
+    -v rf="$RS_FRAMES" -v rd="$RS_DROP" -v rr="$RS_RATE" -v ru="$RU" -v rs="$RS" 'BEGIN {
+    printf "  %-28s %10s %10s %14s %16s\n", "", "captured", "dropped", "replay pps", "CPU us/frame"
+    printf "  %-28s %10d %10d %14s %16.2f\n", "tcpdump -w /dev/null", tc, td, tr, (tu + ts) * 1e6 / n
+    printf "  %-28s %10d %10d %14s %16.2f\n", "roce-sniff -i (report)", rf, rd, rr, (ru + rs) * 1e6 / n
+    printf "  targets: roce-sniff drops <= tcpdump drops; CPU per frame <= 2x tcpdump (%.2fx)\n", ((ru + rs) / n) / ((tu + ts) / n)
+}'
