@@ -169,25 +169,35 @@ impl Exporter {
         let start = ts - ts % self.cfg.bin_ns;
         let open = self.open_bins.entry(flow).or_default();
         if open.start != Some(start) {
-            if let Some(s) = open.start {
-                let done = TimelineRow {
-                    flow: flow as i64,
-                    bin_start_ns: s as i64,
-                    ..open.row
-                };
-                self.record.clear();
-                done.encode(&mut self.record);
-                self.timeline
-                    .write_all(&self.record)
-                    .map_err(io_err(&self.timeline_path))?;
-            }
-            *open = OpenBin {
-                start: Some(start),
-                row: TimelineRow::default(),
-            };
+            let done = std::mem::replace(
+                open,
+                OpenBin {
+                    start: Some(start),
+                    row: TimelineRow::default(),
+                },
+            );
+            add(&mut open.row);
+            return self.spill_bin(flow, done);
         }
         add(&mut open.row);
         Ok(())
+    }
+
+    /// Writes a closed bin of `flow` to the timeline spill.
+    fn spill_bin(&mut self, flow: usize, bin: OpenBin) -> Result<(), Error> {
+        let Some(start) = bin.start else {
+            return Ok(());
+        };
+        let done = TimelineRow {
+            flow: flow as i64,
+            bin_start_ns: start as i64,
+            ..bin.row
+        };
+        self.record.clear();
+        done.encode(&mut self.record);
+        self.timeline
+            .write_all(&self.record)
+            .map_err(io_err(&self.timeline_path))
     }
 
     /// Writes every table. `order[i]` is the analyzer's flow index of the report's flow `i+1`;
@@ -200,18 +210,7 @@ impl Exporter {
     ) -> Result<(), Error> {
         let open: Vec<(usize, OpenBin)> = self.open_bins.drain().collect();
         for (flow, b) in open {
-            if let Some(s) = b.start {
-                let done = TimelineRow {
-                    flow: flow as i64,
-                    bin_start_ns: s as i64,
-                    ..b.row
-                };
-                self.record.clear();
-                done.encode(&mut self.record);
-                self.timeline
-                    .write_all(&self.record)
-                    .map_err(io_err(&self.timeline_path))?;
-            }
+            self.spill_bin(flow, b)?;
         }
         self.packets.flush().map_err(io_err(&self.packets_path))?;
         self.timeline.flush().map_err(io_err(&self.timeline_path))?;

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -34,6 +35,57 @@ fn hop_name(h: &HopReport) -> String {
     format!("{} > {}", short(&h.from), short(&h.to))
 }
 
+type HopChart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// A chart with one slot per hop on the x axis (named by its two points) and `y` up.
+fn hop_chart<'a, DB: DrawingBackend + 'a>(
+    root: &'a DrawingArea<DB, Shift>,
+    d: &CorrelationDocument,
+    caption: &str,
+    y: std::ops::Range<f64>,
+    y_desc: &str,
+) -> Result<HopChart<'a, DB>, String> {
+    let n = d.correlation.hops.len();
+    let mut chart = ChartBuilder::on(root)
+        .caption(caption, ("sans-serif", 22))
+        .margin(15)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(-0.5f64..n as f64 - 0.5, y)
+        .map_err(err)?;
+    let names: Vec<String> = d.correlation.hops.iter().map(hop_name).collect();
+    chart
+        .configure_mesh()
+        .x_labels(n.max(1))
+        .x_label_formatter(&|x| {
+            let i = x.round();
+            if (x - i).abs() < 0.01 && i >= 0.0 {
+                names.get(i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        })
+        .y_desc(y_desc)
+        .label_style(("sans-serif", 14))
+        .draw()
+        .map_err(err)?;
+    Ok(chart)
+}
+
+fn legend<'a, DB: DrawingBackend + 'a>(
+    chart: &mut HopChart<'a, DB>,
+    pos: SeriesLabelPosition,
+) -> DrawResult {
+    chart
+        .configure_series_labels()
+        .position(pos)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .draw()
+        .map_err(err)
+}
+
 /// Per hop: the delay's range (min to max), its median and 99th percentile, both directions.
 fn hop_delay<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
@@ -41,7 +93,6 @@ fn hop_delay<DB: DrawingBackend>(
 ) -> DrawResult {
     root.fill(&WHITE).map_err(err)?;
     let c = &d.correlation;
-    let n = c.hops.len();
     let top = c
         .hops
         .iter()
@@ -55,32 +106,8 @@ fn hop_delay<DB: DrawingBackend>(
         .chain(&c.reverse_hops)
         .filter_map(|h| h.delay_us.min)
         .fold(0.0f64, f64::min);
-    let mut chart = ChartBuilder::on(root)
-        .caption(
-            "One-way delay per hop (us): min to max, p50 (dot), p99 (bar)",
-            ("sans-serif", 22),
-        )
-        .margin(15)
-        .x_label_area_size(40)
-        .y_label_area_size(70)
-        .build_cartesian_2d(-0.5f64..n as f64 - 0.5, bottom..top)
-        .map_err(err)?;
-    let names: Vec<String> = c.hops.iter().map(hop_name).collect();
-    chart
-        .configure_mesh()
-        .x_labels(n.max(1))
-        .x_label_formatter(&|x| {
-            let i = x.round();
-            if (x - i).abs() < 0.01 && i >= 0.0 {
-                names.get(i as usize).cloned().unwrap_or_default()
-            } else {
-                String::new()
-            }
-        })
-        .y_desc("delay (us)")
-        .label_style(("sans-serif", 14))
-        .draw()
-        .map_err(err)?;
+    let caption = "One-way delay per hop (us): min to max, p50 (dot), p99 (bar)";
+    let mut chart = hop_chart(root, d, caption, bottom..top, "delay (us)")?;
     for (list, color, shift, label) in [
         (&c.hops, FORWARD, -0.12, "requests"),
         (&c.reverse_hops, BACK, 0.12, "ACKs, NAKs, CNPs, responses"),
@@ -113,14 +140,7 @@ fn hop_delay<DB: DrawingBackend>(
         });
         chart.draw_series(p99).map_err(err)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .draw()
-        .map_err(err)
+    legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }
 
 /// Per hop: packets lost (requests, and what travels back) and packets the earlier point
@@ -141,29 +161,8 @@ fn loss_location<DB: DrawingBackend>(
         .unwrap_or(0)
         .max(1) as f64
         * 1.15;
-    let mut chart = ChartBuilder::on(root)
-        .caption("Where packets were lost (per hop)", ("sans-serif", 22))
-        .margin(15)
-        .x_label_area_size(40)
-        .y_label_area_size(70)
-        .build_cartesian_2d(-0.5f64..n as f64 - 0.5, 0.0..top)
-        .map_err(err)?;
-    let names: Vec<String> = c.hops.iter().map(hop_name).collect();
-    chart
-        .configure_mesh()
-        .x_labels(n.max(1))
-        .x_label_formatter(&|x| {
-            let i = x.round();
-            if (x - i).abs() < 0.01 && i >= 0.0 {
-                names.get(i as usize).cloned().unwrap_or_default()
-            } else {
-                String::new()
-            }
-        })
-        .y_desc("packets")
-        .label_style(("sans-serif", 14))
-        .draw()
-        .map_err(err)?;
+    let caption = "Where packets were lost (per hop)";
+    let mut chart = hop_chart(root, d, caption, 0.0..top, "packets")?;
     let back = |i: usize| c.reverse_hops.get(i);
     let values: Vec<[u64; 3]> = (0..n)
         .map(|i| {
@@ -188,14 +187,7 @@ fn loss_location<DB: DrawingBackend>(
             .label(label)
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 15, y + 5)], color.filled()));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .draw()
-        .map_err(err)
+    legend(&mut chart, SeriesLabelPosition::UpperRight)
 }
 
 #[derive(Clone, Copy)]
