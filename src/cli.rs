@@ -776,6 +776,11 @@ mod tests {
             (Some(10), Some("udp"))
         );
         assert!(Config::from_args(["roce-sniff", "-r", "x", "--duration", "1s"]).is_err());
+        // -B is tcpdump's buffer size in KiB, for live capture only.
+        assert!(Config::from_args(["roce-sniff", "-r", "x", "-B", "4096"]).is_err());
+        let c = Config::from_args(["roce-sniff", "-i", "eth0", "-B", "4096"]).unwrap();
+        assert!(matches!(c.source, Source::Live(ref l) if l.buffer_kib == Some(4096)));
+        assert!(Config::from_args(["roce-sniff", "-i", "eth0", "-B", "0"]).is_err());
         assert!(Config::from_args(["roce-sniff", "-i", "eth0", "--qp", "5"]).is_err());
         assert!(Config::from_args(["roce-sniff", "-r", "x", "-i", "eth0"]).is_err());
         assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
