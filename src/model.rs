@@ -809,11 +809,12 @@ pub enum FindingCode {
     LossLocated,
     CeMarkedAt,
     Remarked,
+    PointsOutOfOrder,
 }
 
 impl FindingCode {
     /// Every code, for documentation checks.
-    pub const ALL: [FindingCode; 52] = [
+    pub const ALL: [FindingCode; 53] = [
         FindingCode::PsnLoss,
         FindingCode::ReadResponseLoss,
         FindingCode::Retransmissions,
@@ -866,6 +867,7 @@ impl FindingCode {
         FindingCode::LossLocated,
         FindingCode::CeMarkedAt,
         FindingCode::Remarked,
+        FindingCode::PointsOutOfOrder,
     ];
 
     /// The code as it appears in JSON and in the text report.
@@ -923,6 +925,7 @@ impl FindingCode {
             FindingCode::LossLocated => "loss_located",
             FindingCode::CeMarkedAt => "ce_marked_at",
             FindingCode::Remarked => "remarked",
+            FindingCode::PointsOutOfOrder => "points_out_of_order",
         }
     }
 }

@@ -73,8 +73,33 @@ pub fn find(r: &CorrelationReport) -> Vec<Finding> {
     for h in r.hops.iter().chain(&r.reverse_hops) {
         hop_marking(h, &mut out);
     }
+    for h in &r.hops {
+        out_of_order(h, &mut out);
+    }
     out.sort_by(|a, b| a.severity.cmp(&b.severity).then(b.count.cmp(&a.count)));
     out
+}
+
+/// A hop whose minimum delay comes out below zero once the clocks are lined up: packets
+/// reached the later point before the earlier one, so the points are not in path order.
+const NEGATIVE_DELAY_US: f64 = -1.0;
+
+fn out_of_order(h: &HopReport, out: &mut Vec<Finding>) {
+    let Some(min) = h.delay_us.min.filter(|&m| m < NEGATIVE_DELAY_US) else {
+        return;
+    };
+    out.push(Finding {
+        count: h.matched,
+        ..finding(
+            Severity::Warning,
+            FindingCode::PointsOutOfOrder,
+            format!(
+                "requests reach {} before {} (minimum delay {min:.1} us): these points are not in path order",
+                h.to, h.from
+            ),
+            "give the captures in path order, from the data sender towards the receiver (-r sender-side ... -r receiver-side); the delays, offsets and where loss happened are read the wrong way round until then",
+        )
+    });
 }
 
 /// CE marks and rewritten DSCP or PCP on one hop.
