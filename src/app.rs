@@ -20,7 +20,6 @@ use crate::report_sink::ReportSink;
 use crate::select::{SelectConfig, Selection};
 use crate::source::file::FileSource;
 use crate::source::live::{self, LiveConfig, LiveSource};
-use crate::source::merge::MergedFiles;
 use crate::source::Input;
 use crate::source::SourceEnd;
 use crate::verify::CaptureContext;
@@ -236,7 +235,7 @@ fn open_inputs(paths: &[String]) -> Result<Input, Error> {
         .iter()
         .map(|p| Ok(FileSource::open(p)?.stop_on(crate::interrupt::flag())))
         .collect::<Result<Vec<_>, Error>>()?;
-    Ok(Input::Merged(MergedFiles::new(files)))
+    Ok(Input::of_files(files))
 }
 
 /// A capture file (or `-`), with a progress bar for large files on a terminal.

@@ -7,17 +7,23 @@ mod common;
 use common::*;
 use serde_json::{json, Value};
 
-fn correlate(points: &[&str]) -> Value {
-    let mut args = vec!["--correlate", "--json"];
+/// `roce-sniff --correlate -r POINT... EXTRA...` on captures of testdata/.
+fn correlate_run(points: &[&str], extra: &[&str]) -> std::process::Output {
     let paths: Vec<String> = points
         .iter()
         .map(|p| testdata(p).to_str().unwrap().to_string())
         .collect();
+    let mut args = vec!["--correlate"];
     for p in &paths {
         args.push("-r");
         args.push(p);
     }
-    let out = run(&args);
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
+fn correlate(points: &[&str]) -> Value {
+    let out = correlate_run(points, &["--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     serde_json::from_slice(&out.stdout).expect("one JSON document")
 }
@@ -142,52 +148,27 @@ fn a_capture_correlated_with_itself_loses_nothing_in_no_time() {
 
 #[test]
 fn the_text_view_has_a_hop_table_and_bad_uses_are_refused() {
-    let paths: Vec<String> = PATH
-        .iter()
-        .map(|p| testdata(p).to_str().unwrap().into())
-        .collect();
-    let out = run(&[
-        "--correlate",
-        "-r",
-        &paths[0],
-        "-r",
-        &paths[1],
-        "-r",
-        &paths[2],
-    ]);
+    let out = correlate_run(&PATH, &[]);
     assert_eq!(out.status.code(), Some(0));
     let text = stdout(&out);
     assert!(text.contains("Hops, data direction"), "{text}");
     assert!(text.contains("loss_located"), "{text}");
-    let one = run(&["--correlate", "-r", &paths[0]]);
+    let one = correlate_run(&PATH[..1], &[]);
     assert_eq!(one.status.code(), Some(2));
     assert!(
         stderr(&one).contains("--correlate needs"),
         "{}",
         stderr(&one)
     );
-    let with_packets = run(&["--correlate", "--packets", "-r", &paths[0], "-r", &paths[1]]);
+    let with_packets = correlate_run(&PATH[..2], &["--packets"]);
     assert_eq!(with_packets.status.code(), Some(2));
 }
 
 #[test]
 fn report_adds_the_hop_delay_plot_and_the_loss_location_chart() {
     let dir = std::env::temp_dir().join(format!("roce-sniff-corr-{}", std::process::id()));
-    let paths: Vec<String> = PATH
-        .iter()
-        .map(|p| testdata(p).to_str().unwrap().into())
-        .collect();
     let report = format!("--report={}", dir.display());
-    let out = run(&[
-        "--correlate",
-        "-r",
-        &paths[0],
-        "-r",
-        &paths[1],
-        "-r",
-        &paths[2],
-        &report,
-    ]);
+    let out = correlate_run(&PATH, &[&report]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     for name in [
         "hop_delay.png",

@@ -226,18 +226,13 @@ struct Waiting {
     sighting: Sighting,
 }
 
-/// Which flows of the hop's report a sighting's flow is, per stream.
-#[derive(Default)]
-struct FlowMap {
-    global: Vec<u32>,
-}
-
 /// One stream of sightings: a point's reader, and what was taken from it.
 struct Stream {
     rx: Receiver<Message>,
     at_b: bool,
     batch: VecDeque<Sighting>,
-    flows: FlowMap,
+    /// The correlation's number (`Flows`) of each flow number of the reader.
+    flows: Vec<u32>,
     ended: bool,
     /// RoCE packets read.
     packets: u64,
@@ -252,7 +247,7 @@ impl Stream {
             match self.rx.recv() {
                 Ok(Message::Batch(b)) => {
                     for key in b.new_flows {
-                        self.flows.global.push(flows.id(key));
+                        self.flows.push(flows.id(key));
                     }
                     self.packets += b.sightings.len() as u64;
                     self.batch.extend(b.sightings);
@@ -310,7 +305,7 @@ impl Matcher {
         }
     }
 
-    fn handle(&mut self, time: i64, departure: bool, s: Sighting, flow: u32) {
+    fn handle(&mut self, time: i64, departure: bool, s: Sighting) {
         self.give_up_before(time - MATCH_WINDOW_NS);
         if departure {
             self.seq += 1;
@@ -321,14 +316,14 @@ impl Matcher {
             self.waiting.entry(s.group).or_default().push_back(w);
             self.queue.push_back((time, s.group, self.seq));
         } else {
-            self.arrive(s, flow);
+            self.arrive(s);
         }
     }
 
     /// An arrival: paired with the latest waiting copy that left early enough to explain it
     /// (by the minimum delay), or failing that the first within the slack; the copies waiting
     /// before it were lost.
-    fn arrive(&mut self, to: Sighting, flow: u32) {
+    fn arrive(&mut self, to: Sighting) {
         let Matcher {
             clocks,
             waiting,
@@ -342,7 +337,7 @@ impl Matcher {
         } else {
             clocks.min_rev
         };
-        let (tally, mut flow_tally) = tallies(fwd, rev, per_flow, to.forward, flow);
+        let (tally, mut flow_tally) = tallies(fwd, rev, per_flow, to.forward, to.flow);
         let t = to.ts as i64;
         let chosen = waiting.get(&to.group).and_then(|copies| {
             let fits = |limit: i64| {
@@ -464,12 +459,12 @@ pub fn stream_hop(
         let horizon = earliest.map_or(i64::MAX, |(t, _)| t);
         while events.peek().is_some_and(|Reverse(e)| e.time <= horizon) {
             let Reverse(e) = events.pop().expect("peeked");
-            matcher.handle(e.time, e.departure, e.sighting, e.sighting.flow);
+            matcher.handle(e.time, e.departure, e.sighting);
         }
         let Some((_, i)) = earliest else { break };
         let st = &mut streams[i];
         let mut s = st.batch.pop_front().expect("peeked");
-        s.flow = st.flows.global[s.flow as usize];
+        s.flow = st.flows[s.flow as usize];
         let (time, departure) = clocks.event(&s, st.at_b);
         n += 1;
         events.push(Reverse(Event {
@@ -489,7 +484,7 @@ fn stream(rx: Receiver<Message>, at_b: bool, diagnostics: Option<Diagnostics>) -
         rx,
         at_b,
         batch: VecDeque::new(),
-        flows: FlowMap::default(),
+        flows: Vec::new(),
         ended: false,
         packets: 0,
         diagnostics,
@@ -619,9 +614,9 @@ mod tests {
         // Upstream the original at 0 and its resend at 500 us; downstream only the resend,
         // 2 us later. The hop's minimum delay is 2 us.
         let mut m = Matcher::new(clocks(2_000));
-        m.handle(0, true, sighting(7, 0, true), 0);
-        m.handle(500_000, true, sighting(7, 500_000, true), 0);
-        m.handle(505_000, false, sighting(7, 502_000, true), 0);
+        m.handle(0, true, sighting(7, 0, true));
+        m.handle(500_000, true, sighting(7, 500_000, true));
+        m.handle(505_000, false, sighting(7, 502_000, true));
         m.give_up_before(i64::MAX);
         assert_eq!((m.fwd.matched, m.fwd.lost, m.fwd.appeared), (1, 1, 0));
         assert_eq!(m.fwd.lost_frames, vec![0]);
@@ -630,12 +625,12 @@ mod tests {
     #[test]
     fn identical_copies_pair_in_order_and_strays_appear() {
         let mut m = Matcher::new(clocks(0));
-        m.handle(0, true, sighting(7, 0, true), 0);
-        m.handle(500, true, sighting(7, 500, true), 0);
-        m.handle(5_000, false, sighting(7, 0, true), 0);
-        m.handle(5_500, false, sighting(7, 500, true), 0);
+        m.handle(0, true, sighting(7, 0, true));
+        m.handle(500, true, sighting(7, 500, true));
+        m.handle(5_000, false, sighting(7, 0, true));
+        m.handle(5_500, false, sighting(7, 500, true));
         // Downstream only, and nothing upstream can explain it.
-        m.handle(9_000, false, sighting(8, 4_000, true), 0);
+        m.handle(9_000, false, sighting(8, 4_000, true));
         m.give_up_before(i64::MAX);
         assert_eq!((m.fwd.matched, m.fwd.lost, m.fwd.appeared), (2, 0, 1));
         assert_eq!(m.fwd.max_raw, Some(0));
@@ -644,8 +639,8 @@ mod tests {
     #[test]
     fn departures_that_wait_past_the_window_are_lost() {
         let mut m = Matcher::new(clocks(0));
-        m.handle(0, true, sighting(7, 0, true), 0);
-        m.handle(MATCH_WINDOW_NS + 1, true, sighting(9, 1, true), 0);
+        m.handle(0, true, sighting(7, 0, true));
+        m.handle(MATCH_WINDOW_NS + 1, true, sighting(9, 1, true));
         assert_eq!(m.fwd.lost, 1);
         assert!(!m.waiting.contains_key(&7));
     }

@@ -14,7 +14,6 @@ use super::Sighting;
 use crate::decode::decode;
 use crate::error::Error;
 use crate::source::file::FileSource;
-use crate::source::merge::MergedFiles;
 use crate::source::{Input, SourceEnd};
 
 /// Sightings per batch handed over.
@@ -36,14 +35,11 @@ pub enum Message {
 
 /// The files of one point as one input (several: a rotated set, merged by time).
 fn open(files: &[String]) -> Result<Input, Error> {
-    if let [one] = files {
-        return Ok(Input::One(FileSource::open(one)?));
-    }
     let sources = files
         .iter()
         .map(|f| FileSource::open(f))
         .collect::<Result<Vec<_>, Error>>()?;
-    Ok(Input::Merged(MergedFiles::new(sources)))
+    Ok(Input::of_files(sources))
 }
 
 /// Reads `files` (one point) on a thread.

@@ -3,11 +3,12 @@
 
 use std::path::Path;
 
-use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::plots::{err, register_fonts, DrawResult, HEIGHT, WIDTH};
+use super::dir::write;
+use super::html::esc;
+use super::plots::{err, legend, register_fonts, Chart, DrawResult, HEIGHT, WIDTH};
 use crate::error::Error;
 use crate::model::{CorrelationDocument, HopReport};
 
@@ -35,8 +36,6 @@ fn hop_name(h: &HopReport) -> String {
     format!("{} > {}", short(&h.from), short(&h.to))
 }
 
-type HopChart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
-
 /// A chart with one slot per hop on the x axis (named by its two points) and `y` up.
 fn hop_chart<'a, DB: DrawingBackend + 'a>(
     root: &'a DrawingArea<DB, Shift>,
@@ -44,7 +43,7 @@ fn hop_chart<'a, DB: DrawingBackend + 'a>(
     caption: &str,
     y: std::ops::Range<f64>,
     y_desc: &str,
-) -> Result<HopChart<'a, DB>, String> {
+) -> Result<Chart<'a, DB>, String> {
     let n = d.correlation.hops.len();
     let mut chart = ChartBuilder::on(root)
         .caption(caption, ("sans-serif", 22))
@@ -70,20 +69,6 @@ fn hop_chart<'a, DB: DrawingBackend + 'a>(
         .draw()
         .map_err(err)?;
     Ok(chart)
-}
-
-fn legend<'a, DB: DrawingBackend + 'a>(
-    chart: &mut HopChart<'a, DB>,
-    pos: SeriesLabelPosition,
-) -> DrawResult {
-    chart
-        .configure_series_labels()
-        .position(pos)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .draw()
-        .map_err(err)
 }
 
 /// Per hop: the delay's range (min to max), its median and 99th percentile, both directions.
@@ -140,7 +125,7 @@ fn hop_delay<DB: DrawingBackend>(
         });
         chart.draw_series(p99).map_err(err)?;
     }
-    legend(&mut chart, SeriesLabelPosition::UpperLeft)
+    legend(&mut chart, SeriesLabelPosition::UpperLeft, 14)
 }
 
 /// Per hop: packets lost (requests, and what travels back) and packets the earlier point
@@ -187,7 +172,7 @@ fn loss_location<DB: DrawingBackend>(
             .label(label)
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 15, y + 5)], color.filled()));
     }
-    legend(&mut chart, SeriesLabelPosition::UpperRight)
+    legend(&mut chart, SeriesLabelPosition::UpperRight, 14)
 }
 
 #[derive(Clone, Copy)]
@@ -236,12 +221,6 @@ fn draw_both(dir: &Path, plot: Plot, d: &CorrelationDocument) -> Result<String, 
     Ok(svg)
 }
 
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
 /// Writes the directory: plots, `correlation.json`, and `index.html` with the text view.
 pub fn write_dir(dir: &Path, d: &CorrelationDocument) -> Result<(), Error> {
     let out_err = |e: String| Error::Output {
@@ -252,16 +231,11 @@ pub fn write_dir(dir: &Path, d: &CorrelationDocument) -> Result<(), Error> {
     let delay = draw_both(dir, Plot::HopDelay, d).map_err(out_err)?;
     let loss = draw_both(dir, Plot::LossLocation, d).map_err(out_err)?;
     let json = serde_json::to_string_pretty(d).map_err(|e| out_err(e.to_string()))?;
-    let write = |name: &str, bytes: &[u8]| {
-        std::fs::write(dir.join(name), bytes).map_err(|source| Error::Output {
-            path: dir.join(name),
-            source,
-        })
-    };
-    write("correlation.json", format!("{json}\n").as_bytes())?;
+    write(dir, "correlation.json", format!("{json}\n").as_bytes())?;
     let html = format!(
         "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>roce-sniff correlation</title></head>\n<body style=\"font-family: sans-serif\">\n<h1>roce-sniff correlation</h1>\n<h2>Delay per hop</h2>\n{delay}\n<h2>Where packets were lost</h2>\n{loss}\n<h2>Report</h2>\n<pre>{}</pre>\n<p><a href=\"correlation.json\">correlation.json</a></p>\n</body></html>\n",
-        escape(&super::correlation::render(d))
+        esc(&super::correlation::render(d))
     );
-    write("index.html", html.as_bytes())
+    write(dir, "index.html", html.as_bytes())?;
+    Ok(())
 }

@@ -192,7 +192,8 @@ fn pfc_csv(d: &PlotData, t: &TimelineJson) -> String {
     o
 }
 
-fn write(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf, Error> {
+/// Writes `bytes` to `dir/name`.
+pub(crate) fn write(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf, Error> {
     let path = dir.join(name);
     std::fs::write(&path, bytes).map_err(|source| Error::Output {
         path: path.clone(),

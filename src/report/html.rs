@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 use super::plots::{css_color, flow_color, human_ns, Rendered};
 use crate::model::{CaptureReport, FlowRole, PlotData, PlotKind, Report, Severity};
 
-fn esc(s: &str) -> String {
+/// Text made safe inside HTML elements and attributes.
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

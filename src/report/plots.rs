@@ -98,13 +98,13 @@ pub fn err<E: std::fmt::Debug>(e: E) -> String {
     format!("{e:?}")
 }
 
-type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+pub(crate) type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
 /// The band behind a PFC storm: amber, apart from the red of paused RoCE priorities.
 const STORM: RGBColor = RGBColor(255, 214, 110);
 
 /// The series labels box, the same on every plot.
-fn legend<'a, DB: DrawingBackend + 'a>(
+pub(crate) fn legend<'a, DB: DrawingBackend + 'a>(
     chart: &mut Chart<'a, DB>,
     pos: SeriesLabelPosition,
     size: u32,

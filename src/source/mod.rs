@@ -21,6 +21,15 @@ pub enum Input {
 }
 
 impl Input {
+    /// One file as it is, several merged by time.
+    pub fn of_files(mut files: Vec<file::FileSource>) -> Input {
+        if files.len() == 1 {
+            Input::One(files.remove(0))
+        } else {
+            Input::Merged(merge::MergedFiles::new(files))
+        }
+    }
+
     /// The name in messages and in the report.
     pub fn name(&self) -> String {
         match self {
