@@ -82,3 +82,21 @@ fn flows_have_packet_and_message_rates() {
         );
     }
 }
+
+#[test]
+fn loss_on_a_paused_priority_is_not_blamed_on_a_lossy_one() {
+    let out = run_path(
+        &testdata("diagnose/loss_on_lossless_priority.pcap"),
+        &["--json"],
+    );
+    let r: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let psn_loss = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "psn_loss")
+        .unwrap();
+    let cause = psn_loss["cause"].as_str().unwrap();
+    assert!(cause.contains("PFC protects this priority"), "{cause}");
+    assert!(!cause.contains("lossy priority"), "{cause}");
+}

@@ -653,5 +653,11 @@ mod tests {
         let c = Clocks::estimate(&a, &b);
         assert_eq!((c.offset, c.method), (300_000, "two_way"));
         assert_eq!((c.min_fwd, c.min_rev), (302_000, -298_000));
+        // One direction seen: said so, and the offset takes in its minimum delay.
+        let c = Clocks::estimate(&a[..1], &b[..1]);
+        assert_eq!((c.offset, c.method), (302_000, "forward_only"));
+        let c = Clocks::estimate(&a[1..], &b[1..]);
+        assert_eq!((c.offset, c.method), (298_000, "reverse_only"));
+        assert_eq!(Clocks::estimate(&[], &b).method, "none");
     }
 }
