@@ -18,7 +18,7 @@ use crate::packets::{PacketPrinter, PrintSettings};
 use crate::pipeline::{Finished, Pipeline};
 use crate::report_sink::ReportSink;
 use crate::select::{SelectConfig, Selection};
-use crate::source::file::FileSource;
+use crate::source::file::{FileSource, ReadMethod};
 use crate::source::live::{self, LiveConfig, LiveSource};
 use crate::source::Input;
 use crate::source::SourceEnd;
@@ -77,7 +77,7 @@ pub fn run(config: &Config) -> Result<u8, Error> {
             let paths = expand_directories(paths)?;
             let inputs: Vec<&str> = paths.iter().map(String::as_str).collect();
             check_outputs(config, &inputs)?;
-            let source = open_inputs(&paths)?;
+            let source = open_inputs(&paths, config.read_method)?;
             let diagnostics = Diagnostics::new(&source.name(), config.max_warnings);
             match &config.mode {
                 Mode::Packets {
@@ -125,6 +125,7 @@ fn run_correlate(config: &Config, paths: &[String]) -> Result<u8, Error> {
         points.push(crate::correlate::PointFiles {
             name: path.clone(),
             files,
+            read: config.read_method,
         });
     }
     let inputs: Vec<&str> = all_inputs.iter().map(String::as_str).collect();
@@ -227,20 +228,20 @@ fn expand_directories(paths: &[String]) -> Result<Vec<String>, Error> {
 }
 
 /// One capture, or several read as one.
-fn open_inputs(paths: &[String]) -> Result<Input, Error> {
+fn open_inputs(paths: &[String], read: ReadMethod) -> Result<Input, Error> {
     if let [one] = paths {
-        return Ok(Input::One(open_file(one)?));
+        return Ok(Input::One(open_file(one, read)?));
     }
     let files = paths
         .iter()
-        .map(|p| Ok(FileSource::open(p)?.stop_on(crate::interrupt::flag())))
+        .map(|p| Ok(FileSource::open(p, read)?.stop_on(crate::interrupt::flag())))
         .collect::<Result<Vec<_>, Error>>()?;
     Ok(Input::of_files(files))
 }
 
 /// A capture file (or `-`), with a progress bar for large files on a terminal.
-fn open_file(path: &str) -> Result<FileSource, Error> {
-    let source = FileSource::open(path)?.stop_on(crate::interrupt::flag());
+fn open_file(path: &str, read: ReadMethod) -> Result<FileSource, Error> {
+    let source = FileSource::open(path, read)?.stop_on(crate::interrupt::flag());
     match source.size.filter(|&s| s >= PROGRESS_MIN_BYTES) {
         Some(size) if io::stderr().is_terminal() => {
             let bar = indicatif::ProgressBar::new(size);

@@ -13,6 +13,7 @@ use crate::model::{EcnExpect, Expectations};
 use crate::output::Output;
 use crate::packets::{PacketFormat, PrintSettings};
 use crate::select::SelectConfig;
+use crate::source::file::ReadMethod;
 pub use crate::source::live::LiveConfig;
 use roce_parsers::{DecodeOptions, TrafficClass};
 
@@ -223,6 +224,11 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub threads: usize,
 
+    /// Read capture files with plain reads, never memory-mapped: for a file that something
+    /// may truncate while it is read (a mapped file that shrinks ends the process with SIGBUS).
+    #[arg(long)]
+    pub no_mmap: bool,
+
     /// Show at most this many per-frame warnings on stderr (the rest are counted).
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub max_warnings: u32,
@@ -328,6 +334,8 @@ pub struct Config {
     pub max_warnings: u32,
     /// Decoding threads, at least 1 (0 on the command line means one per core).
     pub threads: usize,
+    /// How capture files are read (--no-mmap).
+    pub read_method: ReadMethod,
 }
 
 /// reports/<file stem>, or reports/live-<iface> for a live capture.
@@ -456,6 +464,11 @@ impl Config {
             select,
             max_warnings: a.max_warnings,
             threads,
+            read_method: if a.no_mmap {
+                ReadMethod::Read
+            } else {
+                ReadMethod::Auto
+            },
         })
     }
 }

@@ -3,9 +3,9 @@
 //! of `packets`, or the `analysis` and `verify` of `report_sink`), which produce the `model`
 //! that `report` renders. `app` wires them together; `cli` turns flags into a configuration.
 //!
-//! There is no `unsafe` code: files are read in blocks rather than memory-mapped, so a file that
-//! shrinks or grows under us is an early end, never a crash.
-#![forbid(unsafe_code)]
+//! The only `unsafe` code is the memory map of a capture file (`source::mapped`, with its
+//! contract and guards); `--no-mmap` reads files in blocks instead.
+#![deny(unsafe_code)]
 
 pub mod analysis;
 pub mod app;

@@ -42,3 +42,21 @@ fn threads_do_not_change_any_output() {
         }
     }
 }
+
+#[test]
+fn a_mapped_file_and_a_read_one_give_the_same_output() {
+    // sample.pcap is large enough to be memory-mapped; --no-mmap reads it in blocks.
+    let path = testdata("sample.pcap");
+    assert!(std::fs::metadata(&path).unwrap().len() >= 1 << 20);
+    for mode in [&["--json"][..], &["--packets", "--json"][..]] {
+        let mapped = run_path(&path, mode);
+        let read = run_path(&path, &[mode, &["--no-mmap"]].concat());
+        assert_eq!(mapped.status.code(), Some(0), "{mode:?}");
+        assert_eq!(read.status.code(), Some(0), "{mode:?}");
+        assert!(!mapped.stdout.is_empty());
+        assert!(
+            mapped.stdout == read.stdout,
+            "{mode:?}: output depends on --no-mmap"
+        );
+    }
+}

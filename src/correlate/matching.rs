@@ -433,16 +433,8 @@ pub fn stream_hop(
 ) -> Result<Hop, Error> {
     let diagnostics = |p: &PointFiles, w: Option<u32>| w.map(|max| Diagnostics::new(&p.name, max));
     let mut streams = [
-        stream(
-            reader::spawn(a.files.clone(), options),
-            false,
-            diagnostics(a, warn[0]),
-        ),
-        stream(
-            reader::spawn(b.files.clone(), options),
-            true,
-            diagnostics(b, warn[1]),
-        ),
+        stream(reader::spawn(a, options), false, diagnostics(a, warn[0])),
+        stream(reader::spawn(b, options), true, diagnostics(b, warn[1])),
     ];
     let mut matcher = Matcher::new(clocks);
     let mut events: BinaryHeap<Reverse<Event>> = BinaryHeap::new();

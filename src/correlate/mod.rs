@@ -50,6 +50,8 @@ pub struct Sighting {
 pub struct PointFiles {
     pub name: String,
     pub files: Vec<String>,
+    /// How the files are read (--no-mmap).
+    pub read: crate::source::file::ReadMethod,
 }
 
 /// RoCE packets of each point's start the clocks are estimated from.
@@ -145,10 +147,7 @@ fn sample_all(
     limit: Option<usize>,
     one_in: u64,
 ) -> Result<Vec<Vec<Sighting>>, Error> {
-    let readers: Vec<_> = points
-        .iter()
-        .map(|p| reader::spawn(p.files.clone(), options))
-        .collect();
+    let readers: Vec<_> = points.iter().map(|p| reader::spawn(p, options)).collect();
     readers
         .into_iter()
         .map(|rx| sample(rx, limit, one_in))

@@ -10,10 +10,10 @@ use roce_parsers::capture::Record;
 use roce_parsers::{DecodeOptions, Opcode, RoceVersion};
 use rustc_hash::FxHasher;
 
-use super::Sighting;
+use super::{PointFiles, Sighting};
 use crate::decode::decode;
 use crate::error::Error;
-use crate::source::file::FileSource;
+use crate::source::file::{FileSource, ReadMethod};
 use crate::source::{Input, SourceEnd};
 
 /// Sightings per batch handed over.
@@ -34,19 +34,20 @@ pub enum Message {
 }
 
 /// The files of one point as one input (several: a rotated set, merged by time).
-fn open(files: &[String]) -> Result<Input, Error> {
+fn open(files: &[String], read: ReadMethod) -> Result<Input, Error> {
     let sources = files
         .iter()
-        .map(|f| FileSource::open(f))
+        .map(|f| FileSource::open(f, read))
         .collect::<Result<Vec<_>, Error>>()?;
     Ok(Input::of_files(sources))
 }
 
 /// Reads `files` (one point) on a thread.
-pub fn spawn(files: Vec<String>, options: DecodeOptions) -> Receiver<Message> {
+pub fn spawn(point: &PointFiles, options: DecodeOptions) -> Receiver<Message> {
     let (tx, rx) = mpsc::sync_channel(4);
+    let (files, read) = (point.files.clone(), point.read);
     std::thread::spawn(move || {
-        let input = match open(&files) {
+        let input = match open(&files, read) {
             Ok(i) => i,
             Err(e) => {
                 let _ = tx.send(Message::End(Err(e)));

@@ -3,8 +3,11 @@
 //! the pipeline and its sinks do not know which one they are fed by.
 
 pub mod batch;
+pub mod blocks;
 pub mod file;
+pub mod framing;
 pub mod live;
+pub mod mapped;
 pub mod merge;
 
 use std::io;

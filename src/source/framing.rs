@@ -1,0 +1,407 @@
+//! Framing: walking a capture's record headers, on a thread of its own so that it runs while
+//! the records framed before are decoded. Framing is a chain of dependent loads (each header
+//! says where the next one is), so it waits on memory; done inline it held up the decoding
+//! threads for a quarter of an offline analysis.
+//!
+//! A block's records are sent with the block, by their place in it; a record that straddles
+//! two blocks is copied and sent alone.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc;
+
+use roce_parsers::capture::{CaptureError, CaptureParser, Format, Next, Record, PCAP_HEADER_LEN};
+
+use super::blocks::{BlockReader, Bytes, Feed};
+use super::mapped::{prefetch, PREFETCH_AHEAD};
+use super::{SourceEnd, SourceProblem};
+use crate::error::Error;
+use crate::model::WarningKind;
+
+/// Record lists kept for reuse: as many as blocks can be in flight.
+const SPARE_LISTS: usize = 4;
+
+/// What the framing thread sends: blocks with their records, then how the read ended.
+pub enum Message {
+    Framed(Framed),
+    End(Result<SourceEnd, Error>),
+}
+
+/// The records framed in one block of bytes.
+pub struct Framed {
+    pub bytes: Bytes,
+    pub records: Vec<Placed>,
+    /// Timestamps finer than microseconds.
+    pub nanosecond_times: bool,
+}
+
+impl Framed {
+    /// The records, borrowing the block.
+    pub fn records(&self) -> impl Iterator<Item = Record<'_>> + '_ {
+        self.records.iter().map(|p| p.record(&self.bytes))
+    }
+}
+
+/// A record framed in a block: its fields, and where its bytes are.
+#[derive(Debug, Clone, Copy)]
+pub struct Placed {
+    ts_ns: u64,
+    caplen: u32,
+    len: u32,
+    linktype: u32,
+    interface: u32,
+    input: u16,
+    point: u16,
+    start: usize,
+    end: usize,
+}
+
+impl Placed {
+    fn of(rec: &Record<'_>, block: &[u8]) -> Placed {
+        let start = rec.data.as_ptr() as usize - block.as_ptr() as usize;
+        Placed {
+            ts_ns: rec.ts_ns,
+            caplen: rec.caplen,
+            len: rec.len,
+            linktype: rec.linktype,
+            interface: rec.interface,
+            input: rec.input,
+            point: rec.point,
+            start,
+            end: start + rec.data.len(),
+        }
+    }
+
+    fn record<'a>(&self, block: &'a [u8]) -> Record<'a> {
+        Record {
+            ts_ns: self.ts_ns,
+            caplen: self.caplen,
+            len: self.len,
+            linktype: self.linktype,
+            interface: self.interface,
+            input: self.input,
+            point: self.point,
+            data: &block[self.start..self.end],
+        }
+    }
+}
+
+/// What the framing thread starts from.
+pub struct FramingInput {
+    pub name: String,
+    pub feed: Feed,
+    pub progress: Option<indicatif::ProgressBar>,
+    /// Set by Ctrl-C: the read ends there, and what was read is reported.
+    pub stop: &'static AtomicBool,
+}
+
+/// Frames `input` on a thread. Blocks sent come back on the returned sender once their records
+/// are consumed (to be read into again); dropping the receiver stops the thread.
+pub fn spawn(input: FramingInput) -> (mpsc::Receiver<Message>, mpsc::Sender<Framed>) {
+    let (framed_tx, framed) = mpsc::sync_channel(1);
+    let (done, done_rx) = mpsc::channel::<Framed>();
+    std::thread::spawn(move || {
+        let end = Framer::start(input).and_then(|framer| framer.run(&framed_tx, &done_rx));
+        let _ = framed_tx.send(Message::End(end));
+    });
+    (framed, done)
+}
+
+/// The state of framing records across blocks.
+struct Framer {
+    name: String,
+    blocks: BlockReader,
+    progress: Option<indicatif::ProgressBar>,
+    parser: CaptureParser,
+    /// A record that straddles blocks, being completed.
+    carry: Vec<u8>,
+    /// Bytes the record in `carry` needs.
+    need: usize,
+    /// File offset of the first byte of `carry` (or of the next record).
+    offset: u64,
+    stop_flag: &'static AtomicBool,
+    interrupted: bool,
+    /// Bytes read while looking for the header, with the bytes of them already used and their
+    /// length.
+    pending: Option<(Bytes, usize, usize)>,
+    eof: bool,
+    /// Why framing broke down, if it did.
+    stop: Option<String>,
+    records: u64,
+    /// Record lists given back, to be filled again.
+    spare: Vec<Vec<Placed>>,
+}
+
+impl Framer {
+    /// Reads enough to recognise the format and parses the file header.
+    fn start(input: FramingInput) -> Result<Framer, Error> {
+        let blocks = BlockReader::spawn(input.feed);
+        let mut head: Vec<u8> = Vec::new();
+        let mut eof = false;
+        let mut pending = None;
+        while head.len() < PCAP_HEADER_LEN && !eof {
+            let Some((block, n)) = blocks.next(&input.name, input.stop)? else {
+                break;
+            };
+            eof = n == 0;
+            let take = n.min(PCAP_HEADER_LEN - head.len());
+            head.extend_from_slice(&block[..take]);
+            if take < n {
+                pending = Some((block, take, n));
+                break;
+            }
+            blocks.recycle(block);
+        }
+        let capture_err = |source| Error::Capture {
+            path: input.name.clone(),
+            source,
+        };
+        if head.is_empty() {
+            return Err(capture_err(CaptureError::TooShort { len: 0 }));
+        }
+        let (parser, header_len) = CaptureParser::new(&head).map_err(capture_err)?;
+        head.drain(..header_len);
+        Ok(Framer {
+            name: input.name,
+            blocks,
+            progress: input.progress,
+            parser,
+            carry: head,
+            need: 0,
+            offset: header_len as u64,
+            pending,
+            eof,
+            stop: None,
+            records: 0,
+            interrupted: false,
+            stop_flag: input.stop,
+            spare: Vec::new(),
+        })
+    }
+
+    /// Frames every block, sending each with its records; ends when the input does, when
+    /// framing breaks down, or when the consumer is gone.
+    fn run(
+        mut self,
+        out: &mpsc::SyncSender<Message>,
+        done: &mpsc::Receiver<Framed>,
+    ) -> Result<SourceEnd, Error> {
+        let send = |framer: &mut Framer, framed: Framed| {
+            for back in done.try_iter() {
+                // Each carried record brings a list of its own: keep a few lists, not all.
+                if framer.spare.len() < SPARE_LISTS {
+                    framer.spare.push(back.records);
+                }
+                framer.blocks.recycle(back.bytes);
+            }
+            out.send(Message::Framed(framed)).is_ok()
+        };
+        while self.stop.is_none() {
+            let Some((block, start, n)) = self.next_block()? else {
+                break;
+            };
+            let (pos, carried) = self.complete_carry(&block[..n], start);
+            if let Some(c) = carried {
+                if !send(&mut self, c) {
+                    break;
+                }
+            }
+            let records = if self.carry.is_empty() && self.stop.is_none() {
+                self.frame_block(&block[..n], pos)
+            } else {
+                Vec::new()
+            };
+            if let Some(p) = &self.progress {
+                p.set_position(self.offset);
+            }
+            if records.is_empty() {
+                self.blocks.recycle(block);
+                continue;
+            }
+            let framed = self.framed(block, records);
+            if !send(&mut self, framed) {
+                break;
+            }
+        }
+        Ok(self.end())
+    }
+
+    fn framed(&self, bytes: Bytes, records: Vec<Placed>) -> Framed {
+        Framed {
+            bytes,
+            records,
+            nanosecond_times: self.parser.nanosecond_times(),
+        }
+    }
+
+    /// The next block and where its unread bytes start; None at the end of the input, once
+    /// nothing is left to complete.
+    fn next_block(&mut self) -> Result<Option<(Bytes, usize, usize)>, Error> {
+        if let Some(p) = self.pending.take() {
+            return Ok(Some(p));
+        }
+        if self.eof {
+            // One last pass with no new bytes, so that a header-only carry is framed.
+            return Ok(
+                (!self.carry.is_empty() && self.need == 0).then(|| (Bytes::Read(Vec::new()), 0, 0))
+            );
+        }
+        let next = match self.blocks.next(&self.name, self.stop_flag) {
+            Ok(next) => next,
+            // A read error past the header (a damaged compressed stream, a failing disk) ends
+            // the read like damage: what came before it is reported.
+            Err(Error::Input { source, .. }) => {
+                self.stop = Some(format!(
+                    "reading failed after {} bytes: {}",
+                    self.offset,
+                    crate::error::describe(&source)
+                ));
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        };
+        let Some((block, n)) = next else {
+            self.interrupted = true;
+            return Ok(None);
+        };
+        self.eof = n == 0;
+        if self.eof && (self.carry.is_empty() || self.need > 0) {
+            return Ok(None);
+        }
+        Ok(Some((block, 0, n)))
+    }
+
+    /// Completes the records in `carry` from `data[pos..]`, copied together into a block of
+    /// their own; returns where the unread bytes of `data` start.
+    fn complete_carry(&mut self, data: &[u8], mut pos: usize) -> (usize, Option<Framed>) {
+        let mut copied: Vec<u8> = Vec::new();
+        let mut records = Vec::new();
+        while !self.carry.is_empty() && self.stop.is_none() {
+            match self.parser.next(&self.carry, self.offset) {
+                Ok(Next::Incomplete { need }) => {
+                    self.need = need;
+                    let take = need.saturating_sub(self.carry.len()).min(data.len() - pos);
+                    self.carry.extend_from_slice(&data[pos..pos + take]);
+                    pos += take;
+                    if self.carry.len() < need {
+                        break;
+                    }
+                }
+                Ok(Next::Record(rec, used)) => {
+                    let mut placed = Placed::of(&rec, &self.carry);
+                    placed.start += copied.len();
+                    placed.end += copied.len();
+                    records.push(placed);
+                    copied.extend_from_slice(&self.carry[..used]);
+                    self.records += 1;
+                    self.carry.drain(..used);
+                    self.offset += used as u64;
+                    self.need = 0;
+                }
+                Ok(Next::Skip(used)) => {
+                    self.carry.drain(..used);
+                    self.offset += used as u64;
+                    self.need = 0;
+                }
+                Err(e) => self.stop = Some(e.to_string()),
+            }
+        }
+        let carried = (!records.is_empty()).then(|| self.framed(Bytes::Read(copied), records));
+        (pos, carried)
+    }
+
+    /// Frames every complete record of `data[pos..]` in place; keeps an incomplete last record
+    /// in `carry`.
+    fn frame_block(&mut self, data: &[u8], mut pos: usize) -> Vec<Placed> {
+        let mut records = self.spare.pop().unwrap_or_default();
+        records.clear();
+        let mut prefetched = pos;
+        loop {
+            if pos + PREFETCH_AHEAD > prefetched {
+                let to = pos + 2 * PREFETCH_AHEAD;
+                prefetch(data, prefetched.max(pos), to);
+                prefetched = to;
+            }
+            match self.parser.next(&data[pos..], self.offset) {
+                Ok(Next::Record(rec, used)) => {
+                    records.push(Placed::of(&rec, data));
+                    pos += used;
+                    self.offset += used as u64;
+                }
+                Ok(Next::Skip(used)) => {
+                    pos += used;
+                    self.offset += used as u64;
+                }
+                Ok(Next::Incomplete { need }) => {
+                    self.need = need;
+                    self.carry.extend_from_slice(&data[pos..]);
+                    break;
+                }
+                Err(e) => {
+                    self.stop = Some(e.to_string());
+                    break;
+                }
+            }
+        }
+        self.records += records.len() as u64;
+        records
+    }
+
+    /// What the read learned, with the damage it met.
+    fn end(self) -> SourceEnd {
+        if let Some(p) = &self.progress {
+            p.finish_and_clear();
+        }
+        let mut problems = Vec::new();
+        if self.interrupted {
+            problems.push(SourceProblem {
+                kind: WarningKind::Interrupted,
+                message: format!(
+                    "interrupted (Ctrl-C) after {} frames: the rest of the input was not read",
+                    self.records
+                ),
+                hint: "the report covers what was read".into(),
+            });
+        } else if let Some(msg) = self.stop {
+            problems.push(SourceProblem {
+                kind: WarningKind::FileDamaged,
+                message: format!("{msg}; reading stopped there"),
+                hint: format!("{} frames read before it", self.records),
+            });
+        } else if !self.carry.is_empty() {
+            problems.push(SourceProblem {
+                kind: WarningKind::FileDamaged,
+                message: format!(
+                    "capture ends inside a record at byte {}: {} of {} bytes present",
+                    self.offset,
+                    self.carry.len(),
+                    self.need
+                ),
+                hint: "every complete frame before it was read".into(),
+            });
+        }
+        let recorded = self.parser.recorded_drops();
+        if recorded > 0 {
+            problems.push(SourceProblem {
+                kind: WarningKind::CaptureDrops,
+                message: format!(
+                    "the capturing tool recorded {recorded} dropped frames (pcapng interface statistics): PSN gaps may be capture drops, not network loss"
+                ),
+                hint: "a larger capture buffer or a capture filter helps".into(),
+            });
+        }
+        let files = self.parser.files();
+        if matches!(self.parser.format(), Format::Pcap { .. }) && files > 1 {
+            problems.push(SourceProblem {
+                kind: WarningKind::Notice,
+                message: format!("{files} pcap files one after the other (`cat a.pcap b.pcap`): read as one capture"),
+                hint: "each file's header was recognised".into(),
+            });
+        }
+        SourceEnd {
+            format: Some(self.parser.format().name()),
+            snaplen: self.parser.snaplen(),
+            problems,
+            ..SourceEnd::default()
+        }
+    }
+}
