@@ -316,8 +316,9 @@ impl Framer {
         records.clear();
         let mut prefetched = pos;
         loop {
+            // The bytes a few records ahead are asked for while this header is read.
             if pos + PREFETCH_AHEAD > prefetched {
-                let to = pos + 2 * PREFETCH_AHEAD;
+                let to = pos + PREFETCH_AHEAD + 256;
                 prefetch(data, prefetched.max(pos), to);
                 prefetched = to;
             }
