@@ -32,8 +32,21 @@ replay() {
     ip netns exec "$NS" tcpreplay --topspeed -i "$PEER" "$SLICE" 2>&1 | awk '/Rated:/ {for (i=1;i<=NF;i++) if ($i ~ /pps/) print $(i-1)}' | head -1
 }
 
+# CPU time of a command: perf's task-clock when perf is there (exact: /usr/bin/time's figures
+# come from 10 ms ticks and made tcpdump's ring allocation vanish), else /usr/bin/time.
+# timed OUT CMD... ; cpu_seconds OUT prints the seconds.
+if command -v perf >/dev/null && perf stat -e task-clock true >/dev/null 2>&1; then
+    timed() { local out=$1; shift; perf stat -x, -e task-clock -o "$out" "$@"; }
+    cpu_seconds() { awk -F, '/task-clock/ {print $1 / 1000}' "$1"; }
+    CLOCK="perf task-clock"
+else
+    timed() { local out=$1; shift; /usr/bin/time -f "%U %S" -o "$out" "$@"; }
+    cpu_seconds() { awk '{print $1 + $2}' "$1"; }
+    CLOCK="/usr/bin/time user+sys"
+fi
+
 # tcpdump -w /dev/null with the same default buffer as roce-sniff (-B 65536 KiB)
-/usr/bin/time -f "%U %S" -o "$DIR/td.time" tcpdump -i "$HOST" -B 65536 -w /dev/null 2> "$DIR/td.err" &
+timed "$DIR/td.time" tcpdump -i "$HOST" -B 65536 -w /dev/null 2> "$DIR/td.err" &
 sleep 1
 TD_RATE=$(replay)
 sleep 1
@@ -41,24 +54,24 @@ kill -INT "$(pgrep -n -x tcpdump)" 2>/dev/null || true
 wait || true
 TD_CAPT=$(awk '/packets captured/ {print $1}' "$DIR/td.err")
 TD_DROP=$(awk '/dropped by kernel/ {print $1}' "$DIR/td.err")
-read -r TU TS < "$DIR/td.time"
+TD_CPU=$(cpu_seconds "$DIR/td.time")
 
-/usr/bin/time -f "%U %S" -o "$DIR/rs.time" "$BIN" -i "$HOST" ${ROCE_ARGS:-} --json="$DIR/live.json" 2> "$DIR/rs.err" &
+timed "$DIR/rs.time" "$BIN" -i "$HOST" ${ROCE_ARGS:-} --json="$DIR/live.json" 2> "$DIR/rs.err" &
 sleep 1
 RS_RATE=$(replay)
 sleep 1
 kill -INT "$(pgrep -n -f "$BIN -i $HOST")" 2>/dev/null || true
 wait || true
-read -r RU RS < "$DIR/rs.time"
+RS_CPU=$(cpu_seconds "$DIR/rs.time")
 read -r RS_RECV RS_DROP RS_FRAMES < <(python3 -c "
 import json; r = json.load(open('$DIR/live.json'))
 l = r['capture']['live']; print(l['received'], l['dropped'] + l['if_dropped'], r['capture']['packets'])")
 
-echo "live: $FRAMES frames replayed with tcpreplay --topspeed into a veth pair"
-awk -v n="$FRAMES" -v tc="$TD_CAPT" -v td="$TD_DROP" -v tr="$TD_RATE" -v tu="$TU" -v ts="$TS" \
-    -v rf="$RS_FRAMES" -v rd="$RS_DROP" -v rr="$RS_RATE" -v ru="$RU" -v rs="$RS" 'BEGIN {
+echo "live: $FRAMES frames replayed with tcpreplay --topspeed into a veth pair (CPU: $CLOCK)"
+awk -v n="$FRAMES" -v tc="$TD_CAPT" -v td="$TD_DROP" -v tr="$TD_RATE" -v tcpu="$TD_CPU" \
+    -v rf="$RS_FRAMES" -v rd="$RS_DROP" -v rr="$RS_RATE" -v rcpu="$RS_CPU" 'BEGIN {
     printf "  %-28s %10s %10s %14s %16s\n", "", "captured", "dropped", "replay pps", "CPU us/frame"
-    printf "  %-28s %10d %10d %14s %16.2f\n", "tcpdump -w /dev/null", tc, td, tr, (tu + ts) * 1e6 / n
-    printf "  %-28s %10d %10d %14s %16.2f\n", "roce-sniff -i (report)", rf, rd, rr, (ru + rs) * 1e6 / n
-    printf "  targets: roce-sniff drops <= tcpdump drops; CPU per frame <= 2x tcpdump (%.2fx)\n", ((ru + rs) / n) / ((tu + ts) / n)
+    printf "  %-28s %10d %10d %14s %16.2f\n", "tcpdump -w /dev/null", tc, td, tr, tcpu * 1e6 / n
+    printf "  %-28s %10d %10d %14s %16.2f\n", "roce-sniff -i (report)", rf, rd, rr, rcpu * 1e6 / n
+    printf "  targets: roce-sniff drops <= tcpdump drops; CPU per frame <= 2x tcpdump (%.2fx)\n", rcpu / tcpu
 }'

@@ -27,13 +27,21 @@ const DEFAULT_FILTER: &str = "(udp dst port 4791 or ether proto 0x8915 or ether 
 const DEFAULT_FILTER_COOKED: &str = "udp dst port 4791 or ether proto 0x8915 or ether proto 0x8808";
 /// The kernel's capture buffer without -B.
 const DEFAULT_BUFFER_BYTES: i32 = 64 << 20;
-/// Pause when the capture buffer is empty (the kernel keeps buffering meanwhile).
+/// Pause when the capture buffer is empty (the kernel keeps buffering meanwhile), doubled
+/// while it stays empty up to `IDLE_SLEEP_MAX`: an idle capture wakes 100 times a second, not
+/// 1,000 (that polling was most of the CPU of a quiet capture), and a burst after a pause waits
+/// at most 10 ms in the kernel's ring.
 const IDLE_SLEEP: Duration = Duration::from_millis(1);
+const IDLE_SLEEP_MAX: Duration = Duration::from_millis(10);
 /// A batch is handed on at least this often, even when small or empty, so that the status
 /// view and -c/--duration stay responsive at low rates.
 const BATCH_AGE: Duration = Duration::from_millis(50);
-/// Batches (up to 2 MB each) waiting between the capture thread and the analysis.
-const QUEUED_BATCHES: usize = 64;
+/// Batches (up to 2 MB each) waiting between the capture thread and the analysis. Few: when
+/// the analysis lags, frames wait in the kernel's ring (allocated once) rather than in batches
+/// allocated for the burst (zeroing their fresh pages cost more than the copy into them).
+const QUEUED_BATCHES: usize = 8;
+/// Frames captured between looks at the clock (the batch age, --duration).
+const FRAMES_PER_CLOCK: u32 = 64;
 
 /// What to capture: from the flags.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -258,14 +266,22 @@ impl LiveSource {
         let mut batch = next_batch();
         let mut last_handed = Instant::now();
         let mut captured = 0u64;
+        // Frames since the clock was last read: it is read when the ring is empty too.
+        let mut unclocked = 0u32;
+        let mut idle_sleep = IDLE_SLEEP;
         loop {
+            let clock = unclocked >= FRAMES_PER_CLOCK;
             let limit_reached = self.count.is_some_and(|n| captured >= n);
-            let timed_out = self.duration.is_some_and(|d| started.elapsed() >= d);
+            let timed_out = clock && self.duration.is_some_and(|d| started.elapsed() >= d);
             let done = limit_reached
                 || timed_out
-                || stop.load(Ordering::SeqCst)
-                || consumer_failed.load(Ordering::SeqCst);
-            if done || batch.is_full() || last_handed.elapsed() >= BATCH_AGE {
+                || stop.load(Ordering::Relaxed)
+                || consumer_failed.load(Ordering::Relaxed);
+            let aged = clock && last_handed.elapsed() >= BATCH_AGE;
+            if clock {
+                unclocked = 0;
+            }
+            if done || batch.is_full() || aged {
                 let status = self.status();
                 let full = std::mem::replace(&mut batch, next_batch());
                 if tx.send((full, status)).is_err() {
@@ -283,8 +299,14 @@ impl LiveSource {
                     }
                     batch.push(&record_of(&packet, self.linktype));
                     captured += 1;
+                    unclocked += 1;
+                    idle_sleep = IDLE_SLEEP;
                 }
-                Err(pcap::Error::TimeoutExpired) => std::thread::sleep(IDLE_SLEEP),
+                Err(pcap::Error::TimeoutExpired) => {
+                    unclocked = FRAMES_PER_CLOCK;
+                    std::thread::sleep(idle_sleep);
+                    idle_sleep = (idle_sleep * 2).min(IDLE_SLEEP_MAX);
+                }
                 Err(e) => {
                     let status = self.status();
                     let _ = tx.send((std::mem::take(&mut batch), status));
@@ -363,7 +385,7 @@ fn open_capture(iface: &str, device: Device, buffer_bytes: i32) -> Result<Captur
     let inactive = Capture::from_device(device)
         .map_err(|e| open_error(iface, e))?
         .promisc(true)
-        .immediate_mode(true)
+        .immediate_mode(false)
         .buffer_size(buffer_bytes)
         .snaplen(65535)
         .timeout(100)
