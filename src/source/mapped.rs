@@ -26,9 +26,10 @@ pub const MIN_MAPPED_BYTES: u64 = 1 << 20;
 pub struct MappedFile(memmap2::Mmap);
 
 impl MappedFile {
-    /// Maps `len` bytes of `file` from `offset`, every page mapped at once (the reader thread
-    /// does that work, not the framing); None when the system will not map it (a special file,
-    /// a length beyond the address space), and the caller reads it instead.
+    /// Maps `len` bytes of `file` from `offset`; None when the system will not map it (a
+    /// special file, a length beyond the address space), and the caller reads it instead.
+    /// Pages are mapped as they are touched, 16 at a time: mapping them all at once (populate)
+    /// cost more CPU on the 2 GB benchmark (1.6-1.75 s against 1.3-1.6 s in all).
     pub fn map(file: &File, offset: u64, len: usize) -> Option<MappedFile> {
         // SAFETY: the mapping is read-only and private to this process. Its contract (the file
         // is not truncated while mapped) cannot be enforced; the module comment says how it is
@@ -37,7 +38,6 @@ impl MappedFile {
             memmap2::MmapOptions::new()
                 .offset(offset)
                 .len(len)
-                .populate()
                 .map(file)
         }
         .ok()?;
