@@ -391,9 +391,13 @@ impl TextCache {
     }
 
     fn op(&mut self, op: u8) -> ByteArray {
+        let opcode = Opcode(op);
+        if opcode.is_known() {
+            return super::table::static_bytes(opcode.name());
+        }
         self.ops
             .entry(op)
-            .or_insert_with(|| ByteArray::from(Opcode(op).to_string().as_str()))
+            .or_insert_with(|| ByteArray::from(opcode.to_string().as_str()))
             .clone()
     }
 }

@@ -5,7 +5,6 @@
 //! Spark turns UINT64 into decimals), DOUBLE, BOOLEAN, UTF-8 strings, and timestamps as INT64
 //! nanoseconds plus a TIMESTAMP(MICROS) companion where a time is shown.
 
-use rustc_hash::FxHashMap as HashMap;
 use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
@@ -70,8 +69,6 @@ pub struct Table {
     rows: usize,
     writer: SerializedFileWriter<File>,
     path: std::path::PathBuf,
-    /// `name` values made so far.
-    names: HashMap<&'static str, ByteArray>,
 }
 
 fn schema_text(name: &str, columns: &[Column]) -> String {
@@ -145,7 +142,6 @@ impl Table {
             rows: 0,
             writer,
             path: path.to_path_buf(),
-            names: HashMap::default(),
         })
     }
 
@@ -199,14 +195,10 @@ impl Table {
         }
     }
 
-    /// A string from a small fixed set (a name): made once, shared after.
+    /// A string from a small fixed set (a name): its static bytes, neither copied nor
+    /// reference-counted (counting shared strings cost 4% of an export).
     pub fn name(&mut self, i: usize, v: Option<&'static str>) {
-        let v = v.map(|s| {
-            self.names
-                .entry(s)
-                .or_insert_with(|| ByteArray::from(s))
-                .clone()
-        });
+        let v = v.map(static_bytes);
         self.bytes(i, v.as_ref());
     }
 
@@ -226,6 +218,11 @@ impl Table {
         }
         Ok(())
     }
+}
+
+/// A string that lives as long as the program, as a value.
+pub fn static_bytes(s: &'static str) -> ByteArray {
+    ByteArray::from(bytes::Bytes::from_static(s.as_bytes()))
 }
 
 fn out_err(path: &Path, e: impl std::fmt::Display) -> Error {
