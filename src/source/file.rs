@@ -9,7 +9,7 @@ use std::io::{self, Read};
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::AtomicBool;
 
-use roce_parsers::capture::Record;
+use roce_parsers::capture::{CaptureParser, Next, Record};
 
 use super::blocks::{Feed, WINDOW};
 use super::framing::{self, Framed, FramingInput, Message};
@@ -122,6 +122,33 @@ impl FileSource {
         self
     }
 
+    /// The timestamp of the input's first record and whether times are finer than
+    /// microseconds, read from the start of the file opened again (the input itself is not
+    /// consumed); None when it cannot be told.
+    pub fn first_timestamp(&self) -> Option<(u64, bool)> {
+        if self.name == "<stdin>" {
+            return None;
+        }
+        let (mut reader, _) = decompressed(File::open(&self.name).ok()?).ok()?;
+        let mut head = Vec::new();
+        // A first record is usually within the first few hundred bytes; pcapng may put
+        // blocks before it.
+        for more in [4 << 10, 60 << 10, 960 << 10] {
+            let before = head.len();
+            Read::by_ref(&mut reader)
+                .take(more)
+                .read_to_end(&mut head)
+                .ok()?;
+            if let Some(ts) = first_record_time(&head) {
+                return Some(ts);
+            }
+            if head.len() - before < more as usize {
+                return None;
+            }
+        }
+        None
+    }
+
     /// Reads the whole input, calling `consume` with batches of records in capture order.
     /// A header that is not a capture is an error; damage after a good header ends the read
     /// with the damage described in the outcome, after every good record was delivered.
@@ -152,6 +179,18 @@ impl FileSource {
             path: name,
             source: io::Error::other("the framing thread ended without a word"),
         })
+    }
+}
+
+/// The time of the first record in `head`, if it holds one whole, and the resolution.
+fn first_record_time(head: &[u8]) -> Option<(u64, bool)> {
+    let (mut parser, mut at) = CaptureParser::new(head).ok()?;
+    loop {
+        match parser.next(&head[at..], at as u64).ok()? {
+            Next::Record(r, _) => return Some((r.ts_ns, parser.nanosecond_times())),
+            Next::Skip(used) => at += used,
+            Next::Incomplete { .. } => return None,
+        }
     }
 }
 
