@@ -100,6 +100,8 @@ impl MergedFiles {
             waiting.push((first.map_or(0, |(ts, _)| ts), i, f));
         }
         waiting.sort_by_key(|&(ts, i, _)| std::cmp::Reverse((ts, i)));
+        // The files started and not ended.
+        let mut reading: Vec<usize> = Vec::new();
         let mut most_open = 0;
         let mut out = CopiedBatch::default();
         let output_err = |source| Error::Output {
@@ -107,7 +109,7 @@ impl MergedFiles {
             source,
         };
         loop {
-            let mut next = earliest(&mut cursors);
+            let mut next = earliest(&mut cursors, &mut reading);
             // A file whose first frame comes no later than the next one starts now.
             while let Some(&(first, j, _)) = waiting.last() {
                 if next.is_some_and(|n| n < (first, j)) {
@@ -119,9 +121,9 @@ impl MergedFiles {
                 let c = cursors[j].insert(spawn_reader(file));
                 if let Some(ts) = c.head() {
                     next = Some(next.map_or((ts, j), |n| n.min((ts, j))));
+                    reading.push(j);
+                    most_open = most_open.max(reading.len());
                 }
-                let open = cursors.iter_mut().flatten().filter(|c| c.end.is_none());
-                most_open = most_open.max(open.count());
             }
             let Some((ts, i)) = next else { break };
             if cursors[i].as_ref().is_some_and(|c| c.point.is_none()) {
@@ -148,13 +150,18 @@ impl MergedFiles {
     }
 }
 
-/// The next frame of the files being read: its time and input.
-fn earliest(cursors: &mut [Option<Cursor>]) -> Option<(u64, usize)> {
-    cursors
-        .iter_mut()
-        .enumerate()
-        .filter_map(|(i, c)| Some((c.as_mut()?.head()?, i)))
-        .min()
+/// The next frame of the files being `reading` (its time and input); the files that ended
+/// are dropped from `reading`, so that a set of hundreds of files costs nothing per frame.
+fn earliest(cursors: &mut [Option<Cursor>], reading: &mut Vec<usize>) -> Option<(u64, usize)> {
+    let mut next: Option<(u64, usize)> = None;
+    reading.retain(|&i| {
+        let Some(ts) = cursors[i].as_mut().and_then(Cursor::head) else {
+            return false;
+        };
+        next = Some(next.map_or((ts, i), |n| n.min((ts, i))));
+        true
+    });
+    next
 }
 
 /// The capture point of input `new`, whose first frame is next: a file that starts while
