@@ -25,42 +25,48 @@ SIZE=$(stat -c %s "$CAP")
 NFRAMES=$(capinfos -c -M "$CAP" 2>/dev/null | awk '/Number of packets/ {print $NF}' || echo "$FRAMES")
 NFRAMES=${NFRAMES:-$FRAMES}
 
-# run NAME CMD... : best of 3 wall times, peak RSS of the best run
+# Commands are timed in rounds, each round running every command once, and each keeps its best
+# wall time (and the peak RSS of that run): on a shared machine whose speed drifts from one
+# minute to the next, the ratios then compare runs of the same minutes.
 declare -A WALL RSS
-run() {
-    local name=$1; shift
-    local best="" best_rss=""
+NAMES=(); CMDS=()
+add() { NAMES+=("$1"); shift; CMDS+=("$*"); }
+time_all() {
     for _ in 1 2 3; do
-        /usr/bin/time -f "%e %M" -o "$DIR/time.txt" bash -c "$*" >/dev/null 2>&1
-        read -r t m < "$DIR/time.txt"
-        if [ -z "$best" ] || awk "BEGIN{exit !($t < $best)}"; then best=$t; best_rss=$m; fi
+        for k in "${!NAMES[@]}"; do
+            local name=${NAMES[$k]}
+            /usr/bin/time -f "%e %M" -o "$DIR/time.txt" bash -c "${CMDS[$k]}" >/dev/null 2>&1
+            read -r t m < "$DIR/time.txt"
+            if [ -z "${WALL[$name]:-}" ] || awk "BEGIN{exit !($t < ${WALL[$name]})}"; then
+                WALL[$name]=$t; RSS[$name]=$m
+            fi
+        done
     done
-    WALL[$name]=$best
-    RSS[$name]=$best_rss
-    printf "  %-34s %8.2f s %8.1f MB\n" "$name" "$best" "$(awk "BEGIN{print $best_rss/1024}")"
+    for name in "${NAMES[@]}"; do
+        printf "  %-42s %8.2f s %8.1f MB\n" "$name" "${WALL[$name]}" "$(awk "BEGIN{print ${RSS[$name]}/1024}")"
+    done
 }
 
 echo "capture: $CAP ($NFRAMES frames, $(awk "BEGIN{printf \"%.2f\", $SIZE/1e9}") GB); machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 cat "$CAP" > /dev/null   # warm the page cache
-run "cat > /dev/null" "cat $CAP"
-run "tcpdump -r -w /dev/null" "tcpdump -r $CAP -w /dev/null"
-run "roce-sniff (report, all cores)" "$BIN -r $CAP --json=$DIR/report.json"
-run "roce-sniff (report, --threads 1)" "$BIN -r $CAP --threads 1 --json=$DIR/report-1.json"
-run "roce-sniff --packets --json" "$BIN -r $CAP --packets --json > $DIR/frames.ndjson"
-if cmp -s "$DIR/report.json" "$DIR/report-1.json"; then IDENT=yes; else IDENT=NO; fi
-# The Parquet export next to the analysis (the same JSON report).
-rm -rf "$DIR/parquet"
-run "roce-sniff --parquet" "rm -rf $DIR/parquet; $BIN -r $CAP --json=$DIR/report-pq.json --parquet $DIR/parquet"
-# Two capture points: the capture correlated with itself (every packet matched, no delay).
-run "roce-sniff --correlate (the capture twice)" "$BIN --correlate -r $CAP -r $CAP --json=$DIR/correlation.json"
-
 SLICE=$DIR/slice-200k.pcap; SLICE_J=$DIR/slice-20k.pcap
 [ -f "$SLICE" ] || tcpdump -r "$CAP" -c 200000 -w "$SLICE" 2>/dev/null
 [ -f "$SLICE_J" ] || tcpdump -r "$CAP" -c 20000 -w "$SLICE_J" 2>/dev/null
 TS="tshark -n -d udp.port==4791,infiniband --disable-protocol tftp --disable-protocol dns"
 FIELDS="-e frame.number -e infiniband.bth.opcode -e infiniband.bth.destqp -e infiniband.bth.psn -e infiniband.aeth.syndrome -e vlan.priority -e ip.dsfield.dscp -e ip.dsfield.ecn"
-run "tshark -T fields (200k slice)" "$TS -r $SLICE -T fields $FIELDS"
-run "tshark -T json (20k slice)" "$TS -r $SLICE_J -T json"
+add "cat > /dev/null" "cat $CAP"
+add "tcpdump -r -w /dev/null" "tcpdump -r $CAP -w /dev/null"
+add "roce-sniff (report, all cores)" "$BIN -r $CAP --json=$DIR/report.json"
+add "roce-sniff (report, --threads 1)" "$BIN -r $CAP --threads 1 --json=$DIR/report-1.json"
+add "roce-sniff --packets --json" "$BIN -r $CAP --packets --json > $DIR/frames.ndjson"
+# The Parquet export next to the analysis (the same JSON report).
+add "roce-sniff --parquet" "rm -rf $DIR/parquet; $BIN -r $CAP --json=$DIR/report-pq.json --parquet $DIR/parquet"
+# Two capture points: the capture correlated with itself (every packet matched, no delay).
+add "roce-sniff --correlate (the capture twice)" "$BIN --correlate -r $CAP -r $CAP --json=$DIR/correlation.json"
+add "tshark -T fields (200k slice)" "$TS -r $SLICE -T fields $FIELDS"
+add "tshark -T json (20k slice)" "$TS -r $SLICE_J -T json"
+time_all
+if cmp -s "$DIR/report.json" "$DIR/report-1.json"; then IDENT=yes; else IDENT=NO; fi
 
 awk -v n="$NFRAMES" -v cat="${WALL[cat > /dev/null]}" -v rs="${WALL[roce-sniff (report, all cores)]}" \
     -v rs1="${WALL[roce-sniff (report, --threads 1)]}" -v nd="${WALL[roce-sniff --packets --json]}" \
