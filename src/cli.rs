@@ -500,6 +500,11 @@ impl Args {
         if self.qp.is_some() && self.read.is_empty() {
             return Err(usage("--qp selects from a capture file (-r FILE)"));
         }
+        if self.no_mmap && self.read.is_empty() {
+            return Err(usage(
+                "--no-mmap applies to reading capture files (-r FILE)",
+            ));
+        }
         if self.time == TimeSource::Erspan && self.read.is_empty() {
             return Err(usage("--time erspan applies to capture files (-r FILE)"));
         }

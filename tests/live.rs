@@ -410,6 +410,10 @@ fn live_errors_are_one_clear_line() {
     let out = run(&["-r", "x.pcap", "--duration", "1s"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("applies to live capture"));
+    // And the other way round: how files are read means nothing to a live capture.
+    let out = run(&["-i", "lo", "--no-mmap"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--no-mmap applies to reading capture files"));
     let out = run(&["-D"]);
     assert_eq!(out.status.code(), Some(0));
     assert!(
