@@ -18,8 +18,8 @@ pub struct CopiedBatch {
 }
 
 impl CopiedBatch {
-    /// An empty batch with room for a full one: filling it allocates nothing (fresh pages
-    /// zeroed by the kernel cost a third of a live capture's time).
+    /// An empty batch with room for a full one: filling it neither reallocates nor copies
+    /// (batches are recycled, so a live capture allocates only its first few).
     pub fn reserved() -> Self {
         CopiedBatch {
             bytes: Vec::with_capacity(BATCH_BYTES + 65_536),
