@@ -35,15 +35,6 @@ fn psn(f: &Value) -> (u64, u64, u64, u64, u64) {
     )
 }
 
-fn codes(r: &Value) -> Vec<String> {
-    r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["code"].as_str().unwrap().to_string())
-        .collect()
-}
-
 #[test]
 fn report_has_the_documented_top_level() {
     let r = report(&testdata("analysis_psn.pcap"), &[]);
@@ -152,7 +143,7 @@ fn psn_scenarios_count_exactly() {
     assert_eq!(psn(n), (0, 0, 0, 0, 1));
     assert_eq!(n["naks"]["rnr"], 1);
     assert_eq!(n["naks"]["remote_access_error"], 1);
-    let c = codes(&r);
+    let c = finding_codes(&r);
     for code in [
         "psn_loss",
         "retransmissions",
@@ -236,7 +227,7 @@ fn congestion_scenario_counts_ce_cnp_and_pfc() {
     let pause = &pfc["pause_8023x"][0];
     assert_eq!(pause["frames"], 2);
     assert!((pause["pause_us"].as_f64().unwrap() - 2.62).abs() < 0.01);
-    let c = codes(&r);
+    let c = finding_codes(&r);
     for code in [
         "pfc_storm",
         "ce_without_cnp",
@@ -273,7 +264,7 @@ fn link_speed_and_storm_options_change_the_pfc_math() {
 #[test]
 fn marking_scenario_finds_each_mistake() {
     let r = report(&testdata("analysis_marking.pcap"), &[]);
-    let c = codes(&r);
+    let c = finding_codes(&r);
     for code in [
         "dscp0_with_pcp",
         "not_ect",
@@ -356,7 +347,7 @@ fn sample_tells_its_story() {
         (p4["xoff"].clone(), p4["storms_total"].clone()),
         (json!(601), json!(1))
     );
-    let c = codes(&r);
+    let c = finding_codes(&r);
     for code in [
         "psn_loss",
         "retransmissions",
@@ -391,7 +382,7 @@ fn real_captures_show_no_false_loss() {
             assert_eq!(psn(f), (0, 0, 0, 0, 0), "{}: {f}", path.display());
             assert_eq!(f["read_response_gaps"], 0);
         }
-        let c = codes(&r);
+        let c = finding_codes(&r);
         assert!(!c.contains(&"psn_loss".to_string()), "{}", path.display());
     }
     // montybeatnik: RDMA-CM pairs the RC QPs; the READ of 4096 bytes at MTU 1024 is no gap.

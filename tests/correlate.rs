@@ -194,17 +194,9 @@ fn report_adds_the_hop_delay_plot_and_the_loss_location_chart() {
 #[test]
 fn points_given_in_reverse_order_are_told() {
     let r = correlate(&[PATH[2], PATH[1], PATH[0]]);
-    let codes: Vec<&str> = r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["code"].as_str().unwrap())
-        .collect();
+    let codes = finding_codes(&r);
     assert_eq!(
-        codes
-            .iter()
-            .filter(|&&c| c == "points_out_of_order")
-            .count(),
+        codes.iter().filter(|&c| c == "points_out_of_order").count(),
         2,
         "{codes:?}"
     );

@@ -145,53 +145,46 @@ impl Table {
         })
     }
 
-    fn present(&mut self, i: usize, present: bool) -> bool {
+    /// Records whether column `i` has a value in this row (its definition level); the value
+    /// and the column's buffer when it has one.
+    fn present<T>(&mut self, i: usize, v: Option<T>) -> Option<(T, &mut Values)> {
+        let buffer = &mut self.buffers[i];
         if self.columns[i].nullable {
-            self.buffers[i].defs.push(i16::from(present));
+            buffer.defs.push(i16::from(v.is_some()));
         } else {
-            debug_assert!(present, "{} is not nullable", self.columns[i].name);
+            debug_assert!(v.is_some(), "{} is not nullable", self.columns[i].name);
         }
-        present
+        Some((v?, &mut buffer.values))
     }
 
     pub fn i32(&mut self, i: usize, v: Option<i32>) {
-        if self.present(i, v.is_some()) {
-            if let Values::I32(b) = &mut self.buffers[i].values {
-                b.push(v.unwrap_or(0));
-            }
+        if let Some((v, Values::I32(b))) = self.present(i, v) {
+            b.push(v);
         }
     }
 
     pub fn i64(&mut self, i: usize, v: Option<i64>) {
-        if self.present(i, v.is_some()) {
-            if let Values::I64(b) = &mut self.buffers[i].values {
-                b.push(v.unwrap_or(0));
-            }
+        if let Some((v, Values::I64(b))) = self.present(i, v) {
+            b.push(v);
         }
     }
 
     pub fn f64(&mut self, i: usize, v: Option<f64>) {
-        if self.present(i, v.is_some()) {
-            if let Values::F64(b) = &mut self.buffers[i].values {
-                b.push(v.unwrap_or(0.0));
-            }
+        if let Some((v, Values::F64(b))) = self.present(i, v) {
+            b.push(v);
         }
     }
 
     pub fn bool(&mut self, i: usize, v: Option<bool>) {
-        if self.present(i, v.is_some()) {
-            if let Values::Bool(b) = &mut self.buffers[i].values {
-                b.push(v.unwrap_or(false));
-            }
+        if let Some((v, Values::Bool(b))) = self.present(i, v) {
+            b.push(v);
         }
     }
 
     /// A string value already made (shared, not copied: for the values that repeat).
     pub fn bytes(&mut self, i: usize, v: Option<&ByteArray>) {
-        if self.present(i, v.is_some()) {
-            if let (Values::Str(b), Some(v)) = (&mut self.buffers[i].values, v) {
-                b.push(v.clone());
-            }
+        if let Some((v, Values::Str(b))) = self.present(i, v) {
+            b.push(v.clone());
         }
     }
 
@@ -203,10 +196,8 @@ impl Table {
     }
 
     pub fn str(&mut self, i: usize, v: Option<&str>) {
-        if self.present(i, v.is_some()) {
-            if let Values::Str(b) = &mut self.buffers[i].values {
-                b.push(ByteArray::from(v.unwrap_or_default()));
-            }
+        if let Some((v, Values::Str(b))) = self.present(i, v) {
+            b.push(ByteArray::from(v));
         }
     }
 

@@ -82,28 +82,29 @@ impl FileSource {
             && meta.len() >= mapping.min_bytes
             && !starts_compressed(&file)
         {
-            let mut source = Self::from_reader(path, Box::new(io::empty()));
-            source.size = Some(meta.len());
-            source.feed = Feed::Mapped {
+            let feed = Feed::Mapped {
                 file,
                 len: meta.len(),
                 window: mapping.window,
             };
-            return Ok(source);
+            return Ok(Self::new(path, feed, Some(meta.len())));
         }
         let (reader, compressed) = decompressed(file).map_err(input_err)?;
-        let mut source = Self::from_reader(path, reader);
         // The progress bar counts bytes of the capture: only known for a plain file.
-        source.size = (!compressed).then_some(meta.len());
-        Ok(source)
+        let size = (!compressed).then_some(meta.len());
+        Ok(Self::new(path, Feed::Read(reader), size))
     }
 
     /// An input from any reader (tests, fuzzing).
     pub fn from_reader(name: &str, reader: Box<dyn Read + Send>) -> Self {
+        Self::new(name, Feed::Read(reader), None)
+    }
+
+    fn new(name: &str, feed: Feed, size: Option<u64>) -> Self {
         FileSource {
             name: name.to_string(),
-            size: None,
-            feed: Feed::Read(reader),
+            size,
+            feed,
             progress: None,
             stop: &NEVER,
         }

@@ -82,6 +82,16 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// The codes of a report's findings, in order.
+pub fn finding_codes(report: &Value) -> Vec<String> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap().to_string())
+        .collect()
+}
+
 /// `--packets --json` of a capture, one value per frame; asserts exit code 0.
 pub fn ndjson(path: &Path) -> Vec<Value> {
     let out = run_path(path, &["--packets", "--json"]);
