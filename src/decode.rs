@@ -46,10 +46,14 @@ pub struct FrameCounts {
     /// Frames with a decode error not explained by the snap length.
     pub malformed: u64,
     pub malformed_by_layer: MalformedByLayer,
+    /// The first malformed frames' numbers: the evidence of the finding.
+    pub malformed_frames: Vec<u64>,
     pub unsupported_linktype: u64,
     pub icrc_ok: u64,
     pub icrc_bad: u64,
     pub icrc_unchecked: u64,
+    /// Of those, the malformed frames (nothing cut them: their lengths contradict each other).
+    pub icrc_unchecked_malformed: u64,
 }
 
 /// The GRE sequence of one ERSPAN session: a hole is frames the mirror dropped, not the
@@ -79,6 +83,9 @@ impl MirrorSession {
         self.last_seq = Some(seq);
     }
 }
+
+/// Malformed frames named in the finding: enough to open a few in Wireshark.
+const MALFORMED_FRAMES_KEPT: usize = 10;
 
 fn layer_slot(m: &mut MalformedByLayer, layer: Layer) -> &mut u64 {
     match layer {
@@ -122,21 +129,27 @@ impl FrameCounts {
                 match r.icrc {
                     IcrcStatus::Ok => self.icrc_ok += 1,
                     IcrcStatus::Bad => self.icrc_bad += 1,
-                    IcrcStatus::Unchecked => self.icrc_unchecked += 1,
+                    IcrcStatus::Unchecked => {
+                        self.icrc_unchecked += 1;
+                        self.icrc_unchecked_malformed += u64::from(p.malformed);
+                    }
                 }
             }
             Payload::Pfc { .. } => self.pfc += 1,
             Payload::Pause { .. } => self.pause += 1,
             Payload::IcmpError(_) | Payload::Other => {}
         }
-        self.add_error(p.error, p.malformed);
+        self.add_error(p.frame_no, p.error, p.malformed);
     }
 
-    fn add_error(&mut self, error: Option<DecodeError>, malformed: bool) {
+    fn add_error(&mut self, frame_no: u64, error: Option<DecodeError>, malformed: bool) {
         if let Some(DecodeError::UnsupportedLinkType(_)) = error {
             self.unsupported_linktype += 1;
         } else if malformed {
             self.malformed += 1;
+            if self.malformed_frames.len() < MALFORMED_FRAMES_KEPT {
+                self.malformed_frames.push(frame_no);
+            }
             if let Some(e) = error {
                 *layer_slot(&mut self.malformed_by_layer, e.layer()) += 1;
             }

@@ -418,6 +418,15 @@ fn fast_rocev2<'a>(frame: &mut Frame<'a>, data: &'a [u8]) -> bool {
     let udp_len = be16(ip_payload, 4);
     // As etherparse's lax UDP slice: the UDP length when it fits, else what was captured.
     let udp = if usize::from(udp_len) < 8 || usize::from(udp_len) > ip_payload.len() {
+        // A UDP length beyond an IP payload captured whole contradicts the IP header: the
+        // general path says so.
+        let ip_claims = match ethertype {
+            0x0800 => usize::from(be16(l3, 2)),
+            _ => 40 + usize::from(be16(l3, 4)),
+        };
+        if ip_claims <= l3.len() {
+            return false;
+        }
         ip_payload
     } else {
         &ip_payload[..usize::from(udp_len)]
@@ -522,7 +531,21 @@ fn general_at(linktype: u32, data: &[u8], orig_len: u32, depth: Nesting) -> Fram
         frame.udp = Some(udp);
         if udp.dport == ROCEV2_UDP_PORT {
             if let Some(net) = net_header {
+                let ip_payload = sliced.net.as_ref().and_then(|n| n.ip_payload_ref());
+                // The IP header's own length, when every byte it claims was captured.
+                let complete_ip_payload = ip_payload
+                    .filter(|p| !p.incomplete)
+                    .map(|p| p.payload.len());
                 decode_rocev2(&mut frame, net, u.header_slice(), u.payload(), udp.len);
+                if complete_ip_payload.is_some_and(|n| usize::from(udp.len) > n) {
+                    // Not a cut frame: the IP header says every byte is there, and the UDP
+                    // length claims more. Headers that contradict each other are malformed.
+                    frame.lengths_exceed = false;
+                    frame.error = Some(DecodeError::Invalid {
+                        layer: Layer::Udp,
+                        what: "UDP length longer than the IP payload",
+                    });
+                }
             }
         }
     }
@@ -1020,6 +1043,32 @@ mod tests {
             if g.roce.is_none() && cut > 0 {
                 assert!(g.error.is_some() || g.udp.is_none(), "cut {cut}: {g:?}");
             }
+        }
+    }
+
+    #[test]
+    fn a_udp_length_beyond_a_whole_ip_payload_is_malformed_not_cut() {
+        let mut raw = hex(CNP);
+        // UDP length (at 14 + 20 + 4) 16 bytes longer than the IP payload, which is all there.
+        let udp_len = u16::from_be_bytes([raw[38], raw[39]]) + 16;
+        raw[38..40].copy_from_slice(&udp_len.to_be_bytes());
+        for f in [
+            decode_frame(LINKTYPE_ETHERNET, &raw, raw.len() as u32),
+            decode_frame_general(LINKTYPE_ETHERNET, &raw, raw.len() as u32),
+        ] {
+            assert!(f.is_malformed(), "{f:?}");
+            assert_eq!(f.error.map(|e| e.layer()), Some(Layer::Udp));
+            assert_eq!(f.truncation(), None);
+        }
+        // The IP length longer too: a mirror that cut the frame without saying so.
+        let ip_len = u16::from_be_bytes([raw[16], raw[17]]) + 16;
+        raw[16..18].copy_from_slice(&ip_len.to_be_bytes());
+        for f in [
+            decode_frame(LINKTYPE_ETHERNET, &raw, raw.len() as u32),
+            decode_frame_general(LINKTYPE_ETHERNET, &raw, raw.len() as u32),
+        ] {
+            assert!(!f.is_malformed(), "{f:?}");
+            assert_eq!(f.truncation(), Some(Truncation::LengthMismatch));
         }
     }
 

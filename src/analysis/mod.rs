@@ -473,9 +473,10 @@ impl Analyzer {
                 ..Event::default()
             },
         );
-        // A frame whose own lengths contradict each other says nothing reliable about PSNs:
-        // it is counted, and changes no sequence state.
-        if p.malformed {
+        // A frame whose own lengths contradict each other says nothing reliable about PSNs,
+        // and a NIC drops a frame with a bad ICRC, so it never moved the receiver either: both
+        // are counted, and change no sequence state.
+        if p.malformed || r.icrc == IcrcStatus::Bad {
             return;
         }
         if op.operation() == Operation::Cnp {

@@ -371,6 +371,8 @@ impl Analyzer {
             icmp_errors: &self.state.icmp_errors,
             link_gbps: cfg.link_speed_given.then_some(cfg.pfc.link_gbps),
             cm_answered_by: self.state.last_ts.saturating_sub(super::CM_GRACE_NS),
+            malformed_frames: &meta.counts.malformed_frames,
+            icrc_unchecked_malformed: meta.counts.icrc_unchecked_malformed,
         };
         report.findings = findings::find(&report, &evidence, &facts);
         let plots = self.plot_data(&order, &report);

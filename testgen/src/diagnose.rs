@@ -141,6 +141,12 @@ pub fn scenarios() -> Vec<Scenario> {
             small_path_mtu(),
             &[("small_path_mtu", 20)],
         ),
+        scenario("damaged_bad_icrc", damaged_bad_icrc(), &[("icrc_bad", 1)]),
+        scenario(
+            "damaged_udp_length",
+            damaged_udp_length(),
+            &[("malformed_frames", 1)],
+        ),
         Scenario {
             args: &["--link-speed", "100"],
             ..scenario("host_limited", host_limited(), &[("host_limited", 120)])
@@ -788,4 +794,41 @@ fn read_range_violation() -> Frames {
     tl.push(t + 2 * US, c.request_frame(&wrong));
     writes(&mut tl, &mut c, t + 20 * US, 5);
     tl.into_frames()
+}
+
+/// 40 in-order WRITEs of .1 to .2, all ACKed, with one damaged frame among them after the
+/// 20th: PSN 114 ahead of the flow, made unusable by `damage`. A NIC drops such a frame, so
+/// the flow's PSNs must read as they are: no gap, no reordering.
+fn damaged_among_writes(damage: impl Fn(&mut RoceSpec, &mut Vec<u8>)) -> Frames {
+    let mut tl = Timeline::default();
+    let mut c = conn(host(1), host(2), 0x400, 0x100);
+    let t = writes(&mut tl, &mut c, T0_NS, 20);
+    let mut stray = RoceSpec::new(0x0a, c.resp_qpn, c.psn + 114)
+        .payload(1024)
+        .reth(0x7f00_0000_0000, 0x1234, 1024)
+        .ackreq();
+    let mut frame = Vec::new();
+    damage(&mut stray, &mut frame);
+    if frame.is_empty() {
+        frame = c.request_frame(&stray);
+    }
+    tl.push(t - 10 * US, frame);
+    writes(&mut tl, &mut c, t, 20);
+    tl.into_frames()
+}
+
+/// The damaged frame has a bad ICRC.
+fn damaged_bad_icrc() -> Frames {
+    damaged_among_writes(|spec, _| spec.corrupt_icrc = true)
+}
+
+/// The damaged frame's UDP length claims 16 bytes more than its (complete) IP payload.
+fn damaged_udp_length() -> Frames {
+    let c = conn(host(1), host(2), 0x400, 0x100);
+    damaged_among_writes(|spec, frame| {
+        *frame = c.request_frame(spec);
+        // Ethernet 14, VLAN 4, IPv4 20: the UDP length is at 42..44.
+        let udp_len = u16::from_be_bytes([frame[42], frame[43]]) + 16;
+        frame[42..44].copy_from_slice(&udp_len.to_be_bytes());
+    })
 }

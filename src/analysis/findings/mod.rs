@@ -39,6 +39,10 @@ pub struct CaptureFacts<'a> {
     pub link_gbps: Option<f64>,
     /// CM requests sent before this time should have had their answer by the end.
     pub cm_answered_by: u64,
+    /// The first malformed frames.
+    pub malformed_frames: &'a [u64],
+    /// RoCE frames whose ICRC went unchecked because they are malformed, not cut.
+    pub icrc_unchecked_malformed: u64,
 }
 
 fn finding(
@@ -651,18 +655,22 @@ fn capture_findings(
             vec![],
         ));
     }
-    if c.icrc_unchecked > 0 {
+    // Malformed frames have no ICRC to check either, but nothing cut them.
+    let cut = c
+        .icrc_unchecked
+        .saturating_sub(facts.icrc_unchecked_malformed);
+    if cut > 0 {
         let t = &c.truncated_by;
         let (message, cause) = if t.mirror + t.length_mismatch == 0 {
             (
-                format!("{} RoCE frames were cut by the snap length: their ICRC could not be checked", c.icrc_unchecked),
+                format!("{} RoCE frames were cut by the snap length: their ICRC could not be checked", cut),
                 "the capture was taken with a snap length (-s); capture whole frames (-s 0) to check ICRCs",
             )
         } else {
             (
                 format!(
                     "{} RoCE frames were cut ({} by the snap length, {} by a mirror that says so, {} with IP/UDP lengths longer than the frame): their ICRC could not be checked; their headers count",
-                    c.icrc_unchecked, t.snaplen, t.mirror, t.length_mismatch
+                    cut, t.snaplen, t.mirror, t.length_mismatch
                 ),
                 "the mirror session (or the capture) keeps only the first bytes of each frame; the headers are genuine, the ICRC cannot be checked",
             )
@@ -673,7 +681,7 @@ fn capture_findings(
             message,
             cause,
             None,
-            c.icrc_unchecked,
+            cut,
             vec![],
         ));
     }
@@ -707,12 +715,12 @@ fn capture_findings(
             vec![],
         ));
     }
-    damage_findings(capture, out);
+    damage_findings(capture, facts.malformed_frames, out);
 }
 
 /// What is missing from the capture or could not be analysed: damage, drops, malformed
 /// frames, unsupported link types, flows beyond --max-flows.
-fn damage_findings(capture: &CaptureReport, out: &mut Vec<Finding>) {
+fn damage_findings(capture: &CaptureReport, malformed_frames: &[u64], out: &mut Vec<Finding>) {
     for w in &capture.warnings {
         let cause = match w.kind {
             WarningKind::FileDamaged => "the capture file is incomplete (a tcpdump that was killed, a full disk, or a damaged copy); everything before the damage was analysed",
@@ -738,7 +746,7 @@ fn damage_findings(capture: &CaptureReport, out: &mut Vec<Finding>) {
             "frames whose headers contradict their lengths: corruption, a capture device that mangles frames, or traffic that is not RoCE on UDP port 4791",
             None,
             capture.malformed,
-            vec![],
+            malformed_frames.to_vec(),
         ));
     }
     if capture.unsupported_link_type > 0 {
