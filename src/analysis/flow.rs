@@ -12,6 +12,7 @@ use crate::model::{FlowLabel, PairingMethod, PsnCounts, RecoveryReport};
 
 use super::latency::Samples;
 use super::psn::{PsnTracker, ResponseTracker};
+use super::ACK_GRACE_NS;
 
 /// Most frame numbers kept as evidence per kind of event.
 pub const EVIDENCE_FRAMES: usize = 5;
@@ -151,6 +152,58 @@ pub struct Unacknowledged {
     pub acked_max_len: Option<u32>,
     /// The PSN resent most often and how often.
     pub retry: Option<(Psn, u32)>,
+    /// How long before the capture's end a request may still be waiting for its ACK.
+    pub allowance: AckAllowance,
+}
+
+/// How long a request may wait for its ACK at the end of the capture: ten times the flow's
+/// own p99 ACK RTT (at least 20 us), or 1 ms when the flow has no RTT measured; never more
+/// than 1 ms.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct AckAllowance {
+    pub ns: u64,
+    /// The flow's p99 ACK RTT it was derived from, in microseconds.
+    pub from_p99_rtt_us: Option<f64>,
+}
+
+/// The allowance is this many times the flow's p99 ACK RTT...
+const ALLOWANCE_RTTS: f64 = 10.0;
+/// ...and at least this long (a responder's ACK coalescing).
+const ALLOWANCE_MIN_NS: u64 = 20_000;
+
+impl AckAllowance {
+    fn of(rtt: &Samples) -> Self {
+        let p99 = (rtt.count() > 0).then(|| rtt.summary().p99).flatten();
+        match p99 {
+            Some(us) => AckAllowance {
+                ns: ((us * 1e3 * ALLOWANCE_RTTS) as u64).clamp(ALLOWANCE_MIN_NS, ACK_GRACE_NS),
+                from_p99_rtt_us: Some(us),
+            },
+            None => AckAllowance {
+                ns: ACK_GRACE_NS,
+                from_p99_rtt_us: None,
+            },
+        }
+    }
+
+    /// `50 us: 10 x its p99 ACK RTT of 5.0 us`, or `1 ms: no ACK RTT measured on it`.
+    pub fn describe(&self) -> String {
+        let len = if self.ns >= 1_000_000 {
+            format!("{} ms", self.ns as f64 / 1e6)
+        } else {
+            format!("{} us", self.ns as f64 / 1e3)
+        };
+        match self.from_p99_rtt_us {
+            Some(us) if self.ns == ACK_GRACE_NS => {
+                format!("{len}: the cap, its p99 ACK RTT being {us:.1} us")
+            }
+            Some(us) if self.ns == ALLOWANCE_MIN_NS => {
+                format!("{len}: the floor, its p99 ACK RTT being {us:.1} us")
+            }
+            Some(us) => format!("{len}: {ALLOWANCE_RTTS} x its p99 ACK RTT of {us:.1} us"),
+            None => format!("{len}: no ACK RTT measured on it"),
+        }
+    }
 }
 
 /// What findings need of a flow beyond its report: the first frames of each kind of event.
@@ -389,9 +442,15 @@ impl Flow {
         }
     }
 
-    /// Requests no ACK covered that were sent before `until`.
-    pub fn unacknowledged(&self, until: u64) -> Unacknowledged {
+    /// Requests no ACK covered by `capture_end`, those of the flow's allowance before it left
+    /// out (their ACK may still have been on the way).
+    pub fn unacknowledged(&self, capture_end: u64) -> Unacknowledged {
         let mut u = Unacknowledged::default();
+        if self.unacked.is_empty() {
+            return u;
+        }
+        u.allowance = AckAllowance::of(&self.ack_rtt);
+        let until = capture_end.saturating_sub(u.allowance.ns);
         for &(_, _, frame, len) in self.unacked.iter().filter(|e| e.1 < until) {
             u.requests.add(frame);
             u.min_len = Some(u.min_len.map_or(len, |m: u32| m.min(len)));
@@ -479,8 +538,8 @@ impl Flow {
     }
 
     /// What findings need of this flow beyond its report: addresses, timing and evidence frames.
-    /// `acked_by`: requests sent before this time should have had their ACK by the end.
-    pub fn evidence(&self, acked_by: u64) -> FlowEvidence {
+    /// `capture_end`: the time of the capture's last frame.
+    pub fn evidence(&self, capture_end: u64) -> FlowEvidence {
         FlowEvidence {
             src: self.key.src,
             dst: self.key.dst,
@@ -500,12 +559,37 @@ impl Flow {
             class: self.class(),
             rocev1: self.rocev1,
             native_ib: self.native_ib,
-            unacknowledged: self.unacknowledged(acked_by),
+            unacknowledged: self.unacknowledged(capture_end),
             nak_without_gap: self.nak_without_gap.clone(),
             longest_gap_ns: self.longest_gap_ns,
             read_range_violation: self.read_range_violation.clone(),
             icrc_bad: self.icrc_bad.clone(),
             oversize: self.oversize.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn allowance_for(rtts_us: &[u64]) -> AckAllowance {
+        let mut s = Samples::default();
+        for &us in rtts_us {
+            s.add(us * 1000);
+        }
+        AckAllowance::of(&s)
+    }
+
+    #[test]
+    fn the_ack_allowance_follows_the_flows_own_rtt_within_its_bounds() {
+        let a = allowance_for(&[5; 10]);
+        assert_eq!(a.ns, 50_000);
+        assert_eq!(a.describe(), "50 us: 10 x its p99 ACK RTT of 5.0 us");
+        assert_eq!(allowance_for(&[1; 10]).ns, ALLOWANCE_MIN_NS);
+        assert_eq!(allowance_for(&[500; 10]).ns, ACK_GRACE_NS);
+        let none = allowance_for(&[]);
+        assert_eq!((none.ns, none.from_p99_rtt_us), (ACK_GRACE_NS, None));
+        assert_eq!(none.describe(), "1 ms: no ACK RTT measured on it");
     }
 }

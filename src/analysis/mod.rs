@@ -156,7 +156,8 @@ pub struct IcmpKey {
 /// sender's reaction time and the frames already on the wire (802.1Qbb allows less than a
 /// microsecond at 100 Gb/s; a capture point's timestamps add some).
 pub const PAUSE_GRACE_NS: u64 = 5_000;
-/// Requests sent in the capture's last this-long may still get their ACK after it ended.
+/// The longest a request may wait for its ACK at the end of the capture (a flow with no ACK
+/// RTT measured gets this much; see `flow::AckAllowance`).
 pub const ACK_GRACE_NS: u64 = 1_000_000;
 /// RDMA-CM requests sent in the capture's last this-long may still get their reply after it.
 pub const CM_GRACE_NS: u64 = 50_000_000;

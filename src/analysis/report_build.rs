@@ -346,11 +346,9 @@ impl Analyzer {
             t.finish(&cfg.pfc);
         }
         let (flows, order) = self.flow_reports();
-        // Requests of the capture's last moments may have their ACK still on the way.
-        let acked_by = self.state.last_ts.saturating_sub(super::ACK_GRACE_NS);
         let evidence: Vec<FlowEvidence> = order
             .iter()
-            .map(|&i| self.flows[i].evidence(acked_by))
+            .map(|&i| self.flows[i].evidence(self.state.last_ts))
             .collect();
         let mut report = Report {
             schema: SCHEMA,

@@ -130,6 +130,12 @@ pub fn scenarios() -> Vec<Scenario> {
         ),
         scenario("cm_rejected", cm_rejected(), &[("cm_rejected", 1)]),
         scenario("cm_unanswered", cm_unanswered(), &[("cm_unanswered", 1)]),
+        scenario(
+            "cm_retried_at_the_end",
+            cm_retried_at_the_end(),
+            &[("cm_unanswered", 1)],
+        ),
+        scenario("cm_answered_at_the_end", cm_answered_at_the_end(), &[]),
         scenario("qp_reused", qp_reused(), &[]),
         scenario(
             "read_range_violation",
@@ -140,6 +146,11 @@ pub fn scenarios() -> Vec<Scenario> {
             "small_path_mtu",
             small_path_mtu(),
             &[("small_path_mtu", 20)],
+        ),
+        scenario(
+            "acks_stop_before_the_end",
+            acks_stop_before_the_end(),
+            &[("unacknowledged_requests", 4)],
         ),
         scenario("damaged_bad_icrc", damaged_bad_icrc(), &[("icrc_bad", 1)]),
         scenario(
@@ -831,4 +842,54 @@ fn damaged_udp_length() -> Frames {
         let udp_len = u16::from_be_bytes([frame[42], frame[43]]) + 16;
         frame[42..44].copy_from_slice(&udp_len.to_be_bytes());
     })
+}
+
+/// .1 writes 10 messages to .2, each ACKed 5 us later; then 30 WRITEs with AckReq, 2 us apart,
+/// get nothing, and the capture ends with the last of them (the oldest 58 us before the end).
+/// The flow's own ACK delay allows 50 us (10 x its p99 RTT): the 4 sent before that count.
+fn acks_stop_before_the_end() -> Frames {
+    let mut tl = Timeline::default();
+    let mut c = conn(host(1), host(2), 0x400, 0x100);
+    let mut t = writes(&mut tl, &mut c, T0_NS, 10);
+    for _ in 0..30 {
+        let p = c.write(1024).remove(0);
+        tl.push(t, c.request_frame(&p));
+        t += 2 * US;
+    }
+    tl.into_frames()
+}
+
+/// .1 sends the same REQ (one communication ID) four times, 1 ms apart; nothing answers, and
+/// the capture ends 3 ms after the last try. The sender itself repeated it: unanswered,
+/// however short the capture after it.
+fn cm_retried_at_the_end() -> Frames {
+    let mut tl = Timeline::default();
+    for attempt in 0..4u32 {
+        let at = T0_NS + u64::from(attempt) * 1_000 * US;
+        tl.push(
+            at,
+            mad_frame(host(1), host(2), 1 + attempt, cm_req(0x1001, 0x400, 1000)),
+        );
+    }
+    let mut c = conn(host(3), host(4), 0x410, 0x110);
+    for i in 0..4u64 {
+        writes(&mut tl, &mut c, T0_NS + 3_000 * US + i * 1_000 * US, 1);
+    }
+    tl.into_frames()
+}
+
+/// One REQ 3 ms before the capture ends, sent once: its reply may still be on the way, so
+/// no finding.
+fn cm_answered_at_the_end() -> Frames {
+    let mut tl = Timeline::default();
+    let mut c = conn(host(3), host(4), 0x410, 0x110);
+    writes(&mut tl, &mut c, T0_NS, 5);
+    tl.push(
+        T0_NS + 200 * US,
+        mad_frame(host(1), host(2), 1, cm_req(0x1001, 0x400, 1000)),
+    );
+    for i in 0..3u64 {
+        writes(&mut tl, &mut c, T0_NS + 1_200 * US + i * 1_000 * US, 1);
+    }
+    tl.into_frames()
 }

@@ -29,9 +29,10 @@ pub(super) fn unacknowledged_requests(r: &FlowReport, f: &FlowEvidence, out: &mu
         return;
     }
     let mut message = format!(
-        "{} on {} asked for an ACK and none came",
+        "{} on {} asked for an ACK and none came (requests of the capture's last {} left out)",
         plural(u.requests.count, "request"),
-        r.label()
+        r.label(),
+        u.allowance.describe()
     );
     let mut cause = "the requests or their ACKs were lost after the capture point, or the responder stopped answering (its QP in the error state)".to_string();
     let mut severity = Severity::Warning;
@@ -93,7 +94,8 @@ pub(super) fn cm_findings(requests: &CmRequests, answered_by: u64, out: &mut Vec
     let mut rejected: BTreeMap<(IpAddr, IpAddr, u16), (u64, u64)> = BTreeMap::new();
     for (&(active, passive, _), r) in requests {
         match r.answer {
-            None if r.first_ts < answered_by => {
+            // A REQ its sender repeated had timed out already: no reply is on the way.
+            None if r.first_ts < answered_by || r.sent > 1 => {
                 let e = unanswered
                     .entry((active, passive))
                     .or_insert((0, 0, u64::MAX));
