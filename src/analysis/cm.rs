@@ -118,11 +118,12 @@ impl Analyzer {
         };
         self.cm_pairs.insert(to_passive, (to_active, mtu));
         self.cm_pairs.insert(to_active, (to_passive, mtu));
-        if first_answer {
-            for key in [to_passive, to_active] {
-                if let Some(&i) = self.index.get(&key) {
+        for key in [to_passive, to_active] {
+            if let Some(&i) = self.index.get(&key) {
+                if first_answer {
                     self.flows[i].new_connection();
                 }
+                self.flows[i].cm_mtu = mtu;
             }
         }
         if let (Some(&a), Some(&b)) = (self.index.get(&to_passive), self.index.get(&to_active)) {

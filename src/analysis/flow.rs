@@ -235,6 +235,12 @@ pub struct FlowEvidence {
     pub read_range_violation: Evidence,
     pub icrc_bad: Evidence,
     pub oversize: Evidence,
+    /// The path MTU the connection's RDMA-CM request offered.
+    pub cm_mtu: Option<u32>,
+    /// The path MTU the packets of either direction show (set with the report).
+    pub path_mtu_seen: Option<u32>,
+    /// The largest payload of a packet.
+    pub max_payload: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -286,7 +292,12 @@ pub struct Flow {
     pub read_range_violation: Evidence,
     /// The longest silence between two packets of the flow.
     pub longest_gap_ns: u64,
+    /// The path MTU the packets show (First/Middle payloads, READ responses).
     pub path_mtu: Option<u32>,
+    /// The path MTU the connection's RDMA-CM request offered.
+    pub cm_mtu: Option<u32>,
+    /// The largest payload of a packet (what the path evidently carries).
+    pub max_payload: u32,
     pub oversize: Evidence,
     pub icrc_bad: Evidence,
     pub req: PsnTracker,
@@ -366,6 +377,8 @@ impl Flow {
             read_range_violation: Evidence::default(),
             longest_gap_ns: 0,
             path_mtu: None,
+            cm_mtu: None,
+            max_payload: 0,
             oversize: Evidence::default(),
             icrc_bad: Evidence::default(),
             req: PsnTracker::default(),
@@ -565,6 +578,9 @@ impl Flow {
             read_range_violation: self.read_range_violation.clone(),
             icrc_bad: self.icrc_bad.clone(),
             oversize: self.oversize.clone(),
+            cm_mtu: self.cm_mtu,
+            path_mtu_seen: self.path_mtu,
+            max_payload: self.max_payload,
         }
     }
 }

@@ -333,7 +333,7 @@ impl Analyzer {
         let mut flow = Flow::new(key, p.frame_no, p.ts_ns);
         // A pair learned from RDMA-CM before the flow's first packet.
         if let Some(&(peer_key, mtu)) = self.cm_pairs.get(&key) {
-            flow.path_mtu = flow.path_mtu.or(mtu);
+            flow.cm_mtu = mtu;
             if let Some(&j) = self.index.get(&peer_key) {
                 flow.peer = Some(j);
                 flow.paired_by = Some(PairingMethod::RdmaCm);
@@ -480,6 +480,8 @@ impl Analyzer {
         if p.malformed || r.icrc == IcrcStatus::Bad {
             return;
         }
+        let f = &mut self.flows[fi];
+        f.max_payload = f.max_payload.max(r.payload_len);
         if op.operation() == Operation::Cnp {
             self.cnp(fi, p);
         } else if op.is_request() {
@@ -496,11 +498,13 @@ impl Analyzer {
         self.flows[b].paired_by = Some(how);
     }
 
-    /// The path MTU of a QP pair: known on either direction.
+    /// The path MTU of a QP pair: what either direction's packets show, else what RDMA-CM
+    /// offered.
     fn mtu_of(&self, fi: usize) -> Option<u32> {
         let f = &self.flows[fi];
         f.path_mtu
             .or_else(|| f.peer.and_then(|j| self.flows[j].path_mtu))
+            .or(f.cm_mtu)
     }
 
     fn request(&mut self, fi: usize, p: &PacketSummary, r: &RoceSummary) {

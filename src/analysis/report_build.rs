@@ -161,7 +161,8 @@ impl Analyzer {
             messages_per_s: rate(f, f.messages as f64),
             path_mtu: f
                 .path_mtu
-                .or_else(|| f.peer.and_then(|j| self.flows[j].path_mtu)),
+                .or_else(|| f.peer.and_then(|j| self.flows[j].path_mtu))
+                .or(f.cm_mtu),
             pcp: pcp_counts(f),
             dscp: nonzero_counts(&f.dscp),
             ecn: ecn_counts(f),
@@ -348,7 +349,14 @@ impl Analyzer {
         let (flows, order) = self.flow_reports();
         let evidence: Vec<FlowEvidence> = order
             .iter()
-            .map(|&i| self.flows[i].evidence(self.state.last_ts))
+            .map(|&i| {
+                let f = &self.flows[i];
+                let mut e = f.evidence(self.state.last_ts);
+                e.path_mtu_seen = e
+                    .path_mtu_seen
+                    .or_else(|| f.peer.and_then(|j| self.flows[j].path_mtu));
+                e
+            })
             .collect();
         let mut report = Report {
             schema: SCHEMA,

@@ -145,6 +145,17 @@ pub fn scenarios() -> Vec<Scenario> {
         scenario(
             "small_path_mtu",
             small_path_mtu(),
+            &[("small_path_mtu", 40)],
+        ),
+        scenario("path_mtu_1024", path_mtu_1024(), &[]),
+        scenario(
+            "path_mtu_below_another_qps",
+            path_mtu_below_another_qps(),
+            &[("small_path_mtu", 20)],
+        ),
+        scenario(
+            "path_mtu_below_cm_offer",
+            path_mtu_below_cm_offer(),
             &[("small_path_mtu", 20)],
         ),
         scenario(
@@ -752,13 +763,10 @@ fn icmp_fragmentation_needed() -> Frames {
     tl.into_frames()
 }
 
-/// Path MTU 1024: five WRITEs of 4096 bytes, four packets each (First, two Middle, Last).
-fn small_path_mtu() -> Frames {
-    let mut tl = Timeline::default();
-    let mut c = conn(host(1), host(2), 0x400, 0x100);
-    c.mtu = 1024;
-    let mut t = T0_NS;
-    for _ in 0..5 {
+/// `messages` WRITEs of 4096 bytes from `t` on `c` (cut at its MTU), each ACKed 8 us after it
+/// started; returns the time after the last.
+fn big_writes(tl: &mut Timeline, c: &mut Conn, mut t: u64, messages: u32) -> u64 {
+    for _ in 0..messages {
         let packets = c.write(4096);
         let last = packets.last().map_or(0, |p| p.bth.psn);
         for (i, p) in packets.iter().enumerate() {
@@ -767,6 +775,55 @@ fn small_path_mtu() -> Frames {
         tl.push(t + 8 * US, c.response_frame(&c.ack(last)));
         t += 20 * US;
     }
+    t
+}
+
+/// .1 writes 5 messages of 4096 bytes to .2 with a path MTU of 512: 8 packets each, below
+/// what even a 1500-byte Ethernet carries.
+fn small_path_mtu() -> Frames {
+    let mut tl = Timeline::default();
+    let mut c = conn(host(1), host(2), 0x400, 0x100);
+    c.mtu = 512;
+    big_writes(&mut tl, &mut c, T0_NS, 5);
+    tl.into_frames()
+}
+
+/// The same with a path MTU of 1024, the largest a standard 1500-byte Ethernet allows and
+/// the most common setting: healthy, no finding.
+fn path_mtu_1024() -> Frames {
+    let mut tl = Timeline::default();
+    let mut c = conn(host(1), host(2), 0x400, 0x100);
+    c.mtu = 1024;
+    big_writes(&mut tl, &mut c, T0_NS, 5);
+    tl.into_frames()
+}
+
+/// Two QPs from .1 to .2: one runs at 4096, the other at 1024 (5 messages of 4 packets): the
+/// path evidently carries 4096, so the second's 1024 is a finding.
+fn path_mtu_below_another_qps() -> Frames {
+    let mut tl = Timeline::default();
+    let mut big = conn(host(1), host(2), 0x400, 0x100);
+    let mut small = conn(host(1), host(2), 0x401, 0x101);
+    small.mtu = 1024;
+    big_writes(&mut tl, &mut big, T0_NS, 5);
+    big_writes(&mut tl, &mut small, T0_NS + 10 * US, 5);
+    tl.into_frames()
+}
+
+/// RDMA-CM sets up .1 > .2 offering a path MTU of 4096; the QPs then run at 1024.
+fn path_mtu_below_cm_offer() -> Frames {
+    let mut tl = Timeline::default();
+    let mut c = conn(host(1), host(2), 0x400, 0x100);
+    c.mtu = 1024;
+    tl.push(
+        T0_NS,
+        mad_frame(host(1), host(2), 1, cm_req(0x1001, 0x400, 1000)),
+    );
+    tl.push(
+        T0_NS + 20 * US,
+        mad_frame(host(2), host(1), 1, cm_rep(0x2001, 0x1001, 0x100, 7000)),
+    );
+    big_writes(&mut tl, &mut c, T0_NS + 40 * US, 5);
     tl.into_frames()
 }
 

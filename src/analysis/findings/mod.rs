@@ -156,14 +156,15 @@ pub fn find(report: &Report, evidence: &[FlowEvidence], facts: &CaptureFacts) ->
             .any(|w| w.kind.frames_missing());
     let paused = pfc_ecn::paused_priorities(&report.pfc);
     let roce_dscp = qos::roce_dscp(&report.flows, evidence);
-    for (r, f) in report.flows.iter().zip(evidence) {
+    let largest_payloads = capacity::largest_payloads(&report.flows, evidence);
+    for (i, (r, f)) in report.flows.iter().zip(evidence).enumerate() {
         let lossless = pfc_ecn::lossless(f, &paused, roce_dscp);
         loss_findings(r, f, capture_lossy, lossless, &mut out);
         pfc_ecn::ecn_heavy(r, f, &mut out);
         connections::unacknowledged_requests(r, f, &mut out);
         connections::nak_without_gap(r, f, &mut out);
         connections::read_range_violation(r, f, &mut out);
-        capacity::small_path_mtu(r, &mut out);
+        capacity::small_path_mtu(r, f, &largest_payloads, &report.flows, i, &mut out);
         if let Some(link) = facts.link_gbps {
             let paused_here = f
                 .class
