@@ -5,7 +5,7 @@ SAMPLE ?= testdata/sample.pcap
 APT_PACKAGES := libpcap-dev tshark tcpdump tcpreplay chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps pydeps demo test build sample-report testdata
+.PHONY: deps pydeps demo test build sample-report testdata fuzz-check
 
 # Debian packages: libpcap (live capture), tshark (the agreement tests), tcpdump and tcpreplay
 # (live tests), chromium (the headless screenshot of the HTML report). Installed only when missing.
@@ -30,8 +30,15 @@ build: deps
 demo: build
 	./target/release/roce-sniff -r $(SAMPLE)
 
-test: deps pydeps
+test: deps pydeps fuzz-check
 	cargo test --workspace --all-targets
+
+# The fuzz targets (parsers/fuzz, a workspace of its own that `cargo fuzz` builds with its own
+# flags) must keep compiling as the code they call changes: checked on the way to the tests.
+# Run one with `RUSTC_BOOTSTRAP=1 cargo fuzz run --fuzz-dir parsers/fuzz -O TARGET` (cargo-fuzz
+# wants a nightly compiler's flags; RUSTC_BOOTSTRAP lets the stable one take them).
+fuzz-check:
+	cargo check --manifest-path parsers/fuzz/Cargo.toml --bins --locked
 
 # The committed sample report (README shows its plots).
 sample-report: build

@@ -565,14 +565,33 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
 /// Runs roce-sniff with `args` (after `-r -`) on a capture held in memory and returns what it
 /// would print; for benchmarks, tests and fuzzing.
 pub fn run_in_memory(data: &[u8], args: &[&str], timelines: bool) -> Result<Vec<u8>, Error> {
+    run_in_memory_files(&[data], args, timelines)
+}
+
+/// As `run_in_memory`, with several captures read as one (merged by time, as `-r a -r b`).
+pub fn run_in_memory_files(
+    files: &[&[u8]],
+    args: &[&str],
+    timelines: bool,
+) -> Result<Vec<u8>, Error> {
     let mut argv = vec!["roce-sniff", "-r", "-"];
     argv.extend_from_slice(args);
     let config = Config::from_args(argv).map_err(|e| Error::Usage(e.to_string()))?;
     let name = "<memory>";
-    let source = Input::One(FileSource::from_reader(
-        name,
-        Box::new(io::Cursor::new(data.to_vec())),
-    ));
+    let source = Input::of_files(
+        files
+            .iter()
+            .enumerate()
+            .map(|(i, data)| {
+                let name = if files.len() == 1 {
+                    name.to_string()
+                } else {
+                    format!("<memory {i}>")
+                };
+                FileSource::from_reader(&name, Box::new(io::Cursor::new(data.to_vec())))
+            })
+            .collect(),
+    );
     let diagnostics = Diagnostics::new(name, config.max_warnings);
     match &config.mode {
         Mode::Packets { settings, .. } => packets_from_file(

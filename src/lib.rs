@@ -30,4 +30,4 @@ pub mod summary;
 pub mod verify;
 pub mod words;
 
-pub use app::{analyze_bytes, main_with_args, run, run_in_memory};
+pub use app::{analyze_bytes, main_with_args, run, run_in_memory, run_in_memory_files};

@@ -16,6 +16,26 @@ fuzz_target!(|data: &[u8]| {
     let mut out = Vec::new();
     let mut line = String::new();
     roce_sniff::packets::write_json_line(&mut out, 1, 0, &frame).expect("write to memory");
-    roce_sniff::packets::write_text_line(&mut out, 1, roce_sniff::packets::RelativeTime { ns: 0, nanosecond: true }, &frame, &mut line).expect("write to memory");
-    let _ = roce_sniff::summary::PacketSummary::new(1, 0, &frame);
+    roce_sniff::packets::write_text_line(
+        &mut out,
+        1,
+        roce_sniff::packets::RelativeTime {
+            ns: 0,
+            nanosecond: true,
+        },
+        &frame,
+        &mut line,
+    )
+    .expect("write to memory");
+    let record = roce_parsers::capture::Record {
+        ts_ns: 0,
+        caplen: bytes.len() as u32,
+        len: orig_len,
+        linktype,
+        interface: 0,
+        input: 0,
+        point: 0,
+        data: bytes,
+    };
+    let _ = roce_sniff::summary::PacketSummary::new(1, &record, &frame);
 });
