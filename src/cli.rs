@@ -30,7 +30,7 @@ Examples:
   tcpdump -i eth0 -w - | roce-sniff -r -         read a capture from standard input
 
 Options with an optional value take it only after `=` (--json=FILE, --report=DIR), so that
-a capture filter after them is never read as a file name. Durations take ns, us, ms, s, m
+a capture filter after them is never read as a file name; `--json -` is standard output. Durations take ns, us, ms, s, m
 or h (a plain number is seconds). Ctrl-C while reading a file or standard input ends the
 read: the report covers what was read.
 
@@ -142,7 +142,8 @@ pub struct Args {
     pub roce_only: bool,
 
     /// JSON output: the report as one document, or with --packets one object per frame
-    /// (NDJSON). To standard output, or to FILE with --json=FILE (the `=` is required).
+    /// (NDJSON). To standard output (`--json`, `--json -`), or to FILE with --json=FILE (the
+    /// `=` is required).
     #[arg(
         long,
         value_name = "FILE",
@@ -398,6 +399,32 @@ fn parse_byte(s: &str) -> Result<u8, String> {
     parse_max(s, 255, "TOS").map(|v| v as u8)
 }
 
+/// `--json -` and `--report -` as `--json=-` and `--report=-`: a lone `-` right after them is
+/// never a capture filter (as `-w -` is standard output for tcpdump). `--json -` writes to
+/// standard output; `--report -` is then refused (a report is a directory).
+fn join_lone_dash<I, T>(args: I) -> Vec<OsString>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let mut out: Vec<OsString> = Vec::new();
+    for arg in args.into_iter().map(Into::into) {
+        let after_flag = out
+            .last()
+            .and_then(|prev| prev.to_str())
+            .filter(|prev| matches!(*prev, "--json" | "--report"))
+            .map(str::to_string);
+        match after_flag {
+            Some(flag) if arg == "-" && !out.iter().any(|a| a == "--") => {
+                out.pop();
+                out.push(format!("{flag}=-").into());
+            }
+            _ => out.push(arg),
+        }
+    }
+    out
+}
+
 /// Parses "100G", "100g", "100" or "100Gb/s" into Gb/s; 10 to 800 are accepted.
 pub fn parse_link_speed(s: &str) -> Result<f64, String> {
     let t = s.trim().to_ascii_lowercase();
@@ -421,13 +448,18 @@ impl Config {
         I: IntoIterator<Item = T>,
         T: Into<OsString> + Clone,
     {
-        let args = Args::try_parse_from(args)?;
+        let args = Args::try_parse_from(join_lone_dash(args))?;
         Config::validate(args).map_err(|e| {
             clap::Error::raw(clap::error::ErrorKind::ArgumentConflict, format!("{e}\n"))
         })
     }
 
     fn validate(a: Args) -> Result<Config, Error> {
+        if a.report.as_deref() == Some("-") {
+            return Err(usage(
+                "--report writes a directory: `-` (standard output) is not one; give --report=DIR",
+            ));
+        }
         let source = a.source()?;
         let json = a.json.as_deref().map(|j| {
             if j == "-" {
@@ -733,6 +765,20 @@ mod tests {
         assert!(parse_link_speed("1G").is_err());
         assert!(parse_link_speed("1600G").is_err());
         assert!(parse_link_speed("fast").is_err());
+    }
+
+    #[test]
+    fn a_lone_dash_after_json_is_standard_output_not_a_filter() {
+        let c = Config::from_args(["roce-sniff", "-r", "x", "--json", "-"]).unwrap();
+        let Mode::Report(r) = c.mode else {
+            panic!("report mode expected")
+        };
+        assert!(matches!(r.json, Some(Output::Stdout)));
+        let c = Config::from_args(["roce-sniff", "-r", "x", "--json", "-", "vlan"]).unwrap();
+        assert_eq!(c.select.filter.as_deref(), Some("vlan"));
+        let e = Config::from_args(["roce-sniff", "-r", "x", "--report", "-"]).unwrap_err();
+        assert!(e.to_string().contains("--report writes a directory"), "{e}");
+        assert!(Config::from_args(["roce-sniff", "-r", "x", "--report=-"]).is_err());
     }
 
     #[test]
