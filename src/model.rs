@@ -9,7 +9,7 @@ use std::fmt::{self, Display};
 
 use serde::Serialize;
 
-pub const SCHEMA: &str = "roce-sniff.report/1";
+pub const SCHEMA: &str = "roce-sniff.report/2";
 /// The schema of `--correlate --json`.
 pub const CORRELATION_SCHEMA: &str = "roce-sniff.correlation/1";
 

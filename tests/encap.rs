@@ -119,6 +119,15 @@ fn a_mirror_truncated_clean_flow_shows_no_loss() {
     assert_eq!(c["truncated_by"]["mirror"], 4);
     assert_eq!(c["truncated_by"]["length_mismatch"], 4);
     assert_eq!(c["truncated_by"]["snaplen"], 0);
+    // `truncated` is every cut, not only the snap length's (report/2).
+    assert_eq!(c["truncated"], 8);
+    let text = stdout(&run_path(&testdata("encap.pcap"), &[]));
+    assert!(
+        text.contains(
+            "8 cut: 0 by snap length, 4 by the mirror, 4 with IP/UDP lengths beyond the frame"
+        ),
+        "{text}"
+    );
     // Flows are keyed by the inner addresses: one flow per inner QP, whatever the wrapping.
     assert_eq!(r["flows"].as_array().unwrap().len(), 4);
     for f in r["flows"].as_array().unwrap() {

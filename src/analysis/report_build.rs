@@ -299,7 +299,10 @@ impl Analyzer {
             malformed: c.malformed,
             malformed_by_layer: c.malformed_by_layer.clone(),
             unsupported_link_type: c.unsupported_linktype,
-            truncated: c.truncated,
+            // Every cut, whatever made it (`truncated_by` has the split).
+            truncated: c.truncated_by.snaplen
+                + c.truncated_by.mirror
+                + c.truncated_by.length_mismatch,
             truncated_by: c.truncated_by.clone(),
             mirror_sessions: c
                 .mirror_sessions

@@ -65,7 +65,7 @@ fn capture_summary(o: &mut String, c: &CaptureReport) {
     );
     let _ = writeln!(
         o,
-        "  RoCE {} ({} RoCEv1{}) in {}; PFC {}, PAUSE {}\n  ICRC {} ok, {} bad, {} unchecked; {} malformed, {} cut by snap length",
+        "  RoCE {} ({} RoCEv1{}) in {}; PFC {}, PAUSE {}\n  ICRC {} ok, {} bad, {} unchecked; {} malformed, {}",
         c.roce_packets,
         c.rocev1_packets,
         if c.ib_packets > 0 {
@@ -80,11 +80,31 @@ fn capture_summary(o: &mut String, c: &CaptureReport) {
         c.icrc_bad,
         c.icrc_unchecked,
         c.malformed,
-        c.truncated
+        cut_split(c)
     );
     for w in &c.warnings {
         let _ = writeln!(o, "  warning: {}", w.message);
     }
+}
+
+/// `0 cut`, or `466 cut: 0 by snap length, 466 by the mirror` (and those whose IP/UDP lengths
+/// claim more than a complete record, when there are any).
+fn cut_split(c: &CaptureReport) -> String {
+    let t = &c.truncated_by;
+    if c.truncated == 0 {
+        return "0 cut".into();
+    }
+    let mut s = format!(
+        "{} cut: {} by snap length, {} by the mirror",
+        c.truncated, t.snaplen, t.mirror
+    );
+    if t.length_mismatch > 0 {
+        s.push_str(&format!(
+            ", {} with IP/UDP lengths beyond the frame",
+            t.length_mismatch
+        ));
+    }
+    s
 }
 
 fn findings(o: &mut String, r: &Report) {
