@@ -130,7 +130,7 @@ impl EncapJson {
             r#type: e.kind.name(),
             src: e.outer.map(|o| o.0),
             dst: e.outer.map(|o| o.1),
-            protocol: e.gre_protocol.filter(|_| !erspan),
+            protocol: e.gre_protocol,
             key: e.key,
             seq: e.seq,
             session: e.session,

@@ -241,3 +241,34 @@ fn erspan_iii_timestamps_can_be_the_frame_times() {
         "{err}"
     );
 }
+
+#[test]
+fn every_gre_layer_names_the_protocol_it_carries() {
+    let out = run_path(&testdata("encap.pcap"), &["--packets", "--json"]);
+    let mut seen = std::collections::BTreeMap::new();
+    for line in stdout(&out).lines() {
+        let f: Value = serde_json::from_str(line).unwrap();
+        for e in f["encap"].as_array().into_iter().flatten() {
+            let kind = e["type"].as_str().unwrap().to_string();
+            if kind == "gre" || kind.starts_with("erspan") {
+                let proto = e["protocol"].as_u64().unwrap_or_else(|| panic!("{e}"));
+                seen.entry(kind)
+                    .or_insert_with(std::collections::BTreeSet::new)
+                    .insert(proto);
+            }
+        }
+    }
+    let want = |k: &str, p: &[u64]| (k.to_string(), p.iter().copied().collect());
+    assert_eq!(
+        seen,
+        [
+            want("erspan1", &[0x88be]),
+            want("erspan2", &[0x88be]),
+            want("erspan3", &[0x22eb]),
+            // Plain GRE carrying IPv4, and bridged Ethernet (0x6558).
+            want("gre", &[0x0800, 0x6558]),
+        ]
+        .into_iter()
+        .collect()
+    );
+}
