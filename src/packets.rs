@@ -69,7 +69,11 @@ impl Serialize for FrameJson<'_, '_> {
             m.serialize_entry("truncated", t.name())?;
         }
         if !f.encaps().is_empty() {
-            let layers: Vec<EncapJson> = f.encaps().iter().map(EncapJson::of).collect();
+            let layers: Vec<EncapJson> = f
+                .encaps()
+                .iter()
+                .map(|e| EncapJson::of(e, self.ts_ns))
+                .collect();
             m.serialize_entry("encap", &layers)?;
         }
         link_entries(&mut m, f)?;
@@ -121,7 +125,8 @@ struct EncapJson {
 }
 
 impl EncapJson {
-    fn of(e: &Encap) -> Self {
+    /// `e`, of a record captured at `capture_ns`.
+    fn of(e: &Encap, capture_ns: u64) -> Self {
         let erspan = matches!(
             e.kind,
             EncapKind::Erspan1 | EncapKind::Erspan2 | EncapKind::Erspan3
@@ -143,7 +148,7 @@ impl EncapJson {
                 .map(|d| if d == 0 { "ingress" } else { "egress" }),
             timestamp: e.timestamp,
             granularity: e.granularity,
-            ts_ns: e.timestamp_ns(),
+            ts_ns: e.timestamp_ns_near(capture_ns).ok().flatten(),
             vni: e.vni,
             labels: (e.kind == EncapKind::Mpls).then(|| e.labels().to_vec()),
         }

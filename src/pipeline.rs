@@ -54,6 +54,7 @@ struct Consumer<S: Sink> {
     counts: FrameCounts,
     diagnostics: Diagnostics,
     ts_jump_seen: bool,
+    mirror_clock_warned: bool,
 }
 
 impl<S: Sink> Consumer<S> {
@@ -75,9 +76,24 @@ impl<S: Sink> Consumer<S> {
         }
     }
 
+    /// Warns once about ERSPAN III timestamps from a switch clock that is not on the epoch.
+    fn check_mirror_clock(&mut self, s: &PacketSummary) {
+        if s.mirror_clock_off_epoch && !self.mirror_clock_warned {
+            self.mirror_clock_warned = true;
+            self.diagnostics.warn(
+                WarningKind::Notice,
+                format!(
+                    "frame {}: its ERSPAN III timestamp carries only the low 32 bits and lies far from the capture's time whatever the upper bits: the switch's clock is not on the Unix epoch, so its ts_ns is left out (the raw timestamp is kept) and --time erspan keeps the capture's time",
+                    s.frame_no
+                ),
+            );
+        }
+    }
+
     fn take(&mut self, chunk: S::Chunk) -> std::io::Result<()> {
         for s in S::summaries(&chunk) {
             self.check_time(s);
+            self.check_mirror_clock(s);
             self.counts.add(s);
             if let Some(e) = s.error {
                 self.diagnostics.frame_problem(s.frame_no, e, s.malformed);
@@ -125,6 +141,7 @@ impl<S: Sink> Pipeline<S> {
                 counts: FrameCounts::default(),
                 diagnostics,
                 ts_jump_seen: false,
+                mirror_clock_warned: false,
             },
             pending: Vec::new(),
             frames: 0,

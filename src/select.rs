@@ -112,7 +112,10 @@ impl Selection {
             return *rec;
         }
         let frame = decode_frame_with(rec.linktype, rec.data, rec.len, self.config.decode);
-        let ts = frame.encaps().iter().find_map(|e| e.timestamp_ns());
+        let ts = frame
+            .encaps()
+            .iter()
+            .find_map(|e| e.timestamp_ns_near(rec.ts_ns).ok().flatten());
         Record {
             ts_ns: ts.unwrap_or(rec.ts_ns),
             ..*rec

@@ -73,6 +73,9 @@ pub struct PacketSummary {
     pub truncation: Option<Truncation>,
     /// The ERSPAN session and GRE sequence number of a mirrored frame.
     pub mirror: Option<(u16, u32)>,
+    /// An ERSPAN III timestamp far from the record's time whatever its missing upper bits:
+    /// the switch's clock is not on the Unix epoch.
+    pub mirror_clock_off_epoch: bool,
     /// Why decoding stopped early, if it did (counted per layer, shown as a warning).
     pub error: Option<DecodeError>,
     pub payload: Payload,
@@ -138,6 +141,10 @@ impl PacketSummary {
             mirror: f.encaps().iter().find_map(|e| {
                 Some((e.session.unwrap_or(0), e.seq?)).filter(|_| e.kind.is_erspan())
             }),
+            mirror_clock_off_epoch: f
+                .encaps()
+                .iter()
+                .any(|e| e.timestamp_ns_near(rec.ts_ns).is_err()),
             error: f.error,
             payload,
         }

@@ -291,6 +291,7 @@ mod tests {
             malformed: false,
             truncation: None,
             mirror: None,
+            mirror_clock_off_epoch: false,
             error: None,
             payload: Payload::Roce(RoceSummary {
                 opcode: Opcode(0x04),

@@ -272,3 +272,52 @@ fn every_gre_layer_names_the_protocol_it_carries() {
         .collect()
     );
 }
+
+#[test]
+fn erspan3_low_bits_are_placed_nearest_the_record_time() {
+    let path = testdata("erspan3_low_bits.pcap");
+    let out = run_path(&path, &["--packets", "--json"]);
+    let frames: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(frames.len(), 6);
+    let transit = roce_testgen::testdata::ERSPAN_TRANSIT_NS;
+    for f in &frames {
+        let e = &f["encap"][0];
+        assert!(e["timestamp"].is_u64(), "the raw value is kept: {e}");
+        if e["session"] == 6 {
+            // On the epoch: the record's time less the transit, not 1970.
+            assert_eq!(
+                e["ts_ns"].as_u64(),
+                Some(f["ts_ns"].as_u64().unwrap() - transit)
+            );
+        } else {
+            assert!(
+                e.get("ts_ns").is_none(),
+                "a clock off the epoch has no ts_ns: {e}"
+            );
+        }
+    }
+    let warned = stderr(&out);
+    assert_eq!(
+        warned.matches("not on the Unix epoch").count(),
+        1,
+        "{warned}"
+    );
+    // --time erspan: the switch's times where they mean something, the capture's elsewhere.
+    let timed = run_path(&path, &["--packets", "--json", "--time", "erspan"]);
+    for (line, before) in stdout(&timed).lines().zip(&frames) {
+        let f: Value = serde_json::from_str(line).unwrap();
+        let expected = if before["encap"][0]["session"] == 6 {
+            before["ts_ns"].as_u64().unwrap() - transit
+        } else {
+            before["ts_ns"].as_u64().unwrap()
+        };
+        assert_eq!(f["ts_ns"].as_u64(), Some(expected), "{f}");
+    }
+    // The report names the clock once among its warnings.
+    let r: Value = serde_json::from_slice(&run_path(&path, &["--json"]).stdout).unwrap();
+    let notes = r["capture"]["warnings"].to_string();
+    assert_eq!(notes.matches("not on the Unix epoch").count(), 1, "{notes}");
+}

@@ -112,18 +112,64 @@ impl Encap {
         &self.labels[..usize::from(self.label_count)]
     }
 
-    /// The ERSPAN III timestamp in nanoseconds, when its granularity is a time unit (100 us,
-    /// 100 ns, or IEEE 1588 seconds and nanoseconds in the upper and lower words).
+    /// The ERSPAN III timestamp in nanoseconds, when the header holds all of it: its
+    /// granularity is a time unit (100 us, 100 ns, or IEEE 1588 seconds and nanoseconds in
+    /// the upper and lower words) and the platform sub-header gave the upper 32 bits.
     pub fn timestamp_ns(&self) -> Option<u64> {
         let low = u64::from(self.timestamp?);
+        let upper = u64::from(self.timestamp_upper?);
         match self.granularity? {
-            0 => Some((u64::from(self.timestamp_upper.unwrap_or(0)) << 32 | low) * 100_000),
-            1 => Some((u64::from(self.timestamp_upper.unwrap_or(0)) << 32 | low) * 100),
-            2 => Some(u64::from(self.timestamp_upper?) * 1_000_000_000 + low),
+            0 => Some((upper << 32 | low) * 100_000),
+            1 => Some((upper << 32 | low) * 100),
+            2 => Some(upper * 1_000_000_000 + low),
+            _ => None,
+        }
+    }
+
+    /// The ERSPAN III timestamp in nanoseconds, the upper bits that the header lacks (no
+    /// platform sub-header: only the low 32 bits of a count of 100 ns or 100 us) taken as
+    /// those that put it nearest `capture_ns`, the record's own time: the mirror-to-collector
+    /// delay is microseconds, and the count wraps every 429.5 s (100 ns). `Err` when even the
+    /// nearest lies more than `ERSPAN_EPOCH_TOLERANCE_NS` away: the switch's clock is not on
+    /// the Unix epoch (it counts from boot, say), and the timestamp says nothing of the time.
+    pub fn timestamp_ns_near(&self, capture_ns: u64) -> Result<Option<u64>, ClockOffEpoch> {
+        if self.timestamp_upper.is_some() {
+            return Ok(self.timestamp_ns());
+        }
+        let (Some(low), Some(unit)) = (self.timestamp, self.granularity_unit_ns()) else {
+            return Ok(None);
+        };
+        let (low, wrap) = (u64::from(low), 1u64 << 32);
+        // The whole wraps k with k * wrap + low nearest to the capture time, in units.
+        let now = capture_ns / unit;
+        let k = (now + wrap / 2).saturating_sub(low) / wrap;
+        let ts = (k * wrap + low).saturating_mul(unit);
+        if ts.abs_diff(capture_ns) > ERSPAN_EPOCH_TOLERANCE_NS {
+            return Err(ClockOffEpoch);
+        }
+        Ok(Some(ts))
+    }
+
+    /// The time unit of a counted (not IEEE 1588) ERSPAN III timestamp.
+    fn granularity_unit_ns(&self) -> Option<u64> {
+        match self.granularity? {
+            0 => Some(100_000),
+            1 => Some(100),
             _ => None,
         }
     }
 }
+
+/// An ERSPAN III timestamp without its upper bits further than this from the record's time
+/// whatever upper bits it is given: the switch's clock is not on the Unix epoch. The nearest
+/// choice is always within half a wrap (214 s at 100 ns), so the bound that tells a clock on
+/// the epoch from one that is not is what mirroring can explain: a collector's clock a
+/// second off the switch's at worst (NTP against PTP), plus microseconds of transit.
+pub const ERSPAN_EPOCH_TOLERANCE_NS: u64 = 1_000_000_000;
+
+/// See `Encap::timestamp_ns_near`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClockOffEpoch;
 
 fn be16(b: &[u8], at: usize) -> u16 {
     u16::from_be_bytes([b[at], b[at + 1]])
@@ -293,6 +339,51 @@ mod tests {
         assert_eq!(rest, &[0xaa]);
         assert!(gre(&raw[..8]).is_err());
         assert!(gre(&[0, 1, 0x65, 0x58]).is_err(), "GRE version 1");
+    }
+
+    #[test]
+    fn erspan3_low_bits_take_the_upper_bits_nearest_the_capture_time() {
+        // 2026-12-01 12:00:00 UTC in ns, and the switch's 100 ns count 3 us earlier.
+        let capture = 1_796_126_400_000_000_000u64;
+        let sent = capture - 3_000;
+        let e = Encap {
+            kind: EncapKind::Erspan3,
+            timestamp: Some((sent / 100) as u32),
+            granularity: Some(1),
+            ..Encap::default()
+        };
+        assert_eq!(e.timestamp_ns(), None, "the header lacks the upper bits");
+        assert_eq!(e.timestamp_ns_near(capture), Ok(Some(sent)));
+        // The low bits just before a wrap, the record just after it: still the nearest.
+        let wrap_ns = (1u64 << 32) * 100;
+        let after_wrap = (capture / wrap_ns + 1) * wrap_ns + 50;
+        let before = Encap {
+            timestamp: Some(u32::MAX),
+            ..e
+        };
+        assert_eq!(
+            before.timestamp_ns_near(after_wrap),
+            Ok(Some(after_wrap - 150))
+        );
+        // A switch clock counting from boot: far from the record time whatever the upper bits.
+        let boot = Encap {
+            timestamp: Some(((sent / 100) as u32).wrapping_add(1 << 30)),
+            ..e
+        };
+        assert_eq!(boot.timestamp_ns_near(capture), Err(ClockOffEpoch));
+        // 100 us granularity, and IEEE 1588 without its seconds: none.
+        let coarse = Encap {
+            timestamp: Some((sent / 100_000) as u32),
+            granularity: Some(0),
+            ..e
+        };
+        let t = coarse.timestamp_ns_near(capture).unwrap().unwrap();
+        assert!(t.abs_diff(sent) < 100_000, "{t}");
+        let ptp = Encap {
+            granularity: Some(2),
+            ..e
+        };
+        assert_eq!(ptp.timestamp_ns_near(capture), Ok(None));
     }
 
     #[test]

@@ -287,6 +287,44 @@ pub fn encap() -> Frames {
         .collect()
 }
 
+/// How long before the collector's record the switch stamped a mirrored frame, in
+/// `erspan3_low_bits.pcap`.
+pub const ERSPAN_TRANSIT_NS: u64 = 2_000;
+
+/// `erspan3_low_bits.pcap`: ERSPAN III without the platform sub-header, so the timestamp is
+/// only the low 32 bits of a 100 ns count. Session 6 (4 frames of a clean WRITE flow) comes
+/// from a switch on the Unix epoch that stamped each frame `ERSPAN_TRANSIT_NS` before the
+/// collector recorded it; session 7 (2 frames) from a switch counting from its boot.
+pub fn erspan3_low_bits() -> Frames {
+    use crate::encap::{self as wrap, Outer};
+    let v4 = Outer {
+        vlan: None,
+        v6: false,
+    };
+    let net = Net::v4(IP_A, IP_B, 0x6a);
+    let write = |psn: u32| {
+        let r = RoceSpec::new(0x0a, 0x100, psn)
+            .ackreq()
+            .payload(64)
+            .reth(0x1000, 7, 64);
+        frames::rocev2(&link_ab(), net, 50500, &r)
+    };
+    let mut out = Frames::new();
+    for i in 0..6u32 {
+        let at = T0_NS + u64::from(i + 1) * 1_000;
+        let (session, count) = if i < 4 {
+            (6, ((at - ERSPAN_TRANSIT_NS) / 100) as u32)
+        } else {
+            (7, 123_456 + i)
+        };
+        out.push((
+            at,
+            wrap::erspan3(v4, 30 + i, session, count, None, &write(i + 1)),
+        ));
+    }
+    out
+}
+
 /// A small mixed set written in every container format (`formats/`): the same frames must
 /// decode the same from each.
 pub fn format_frames() -> Frames {
@@ -447,6 +485,15 @@ pub fn all() -> Vec<(String, Vec<u8>)> {
     files.push((
         "encap.pcap".to_string(),
         pcap_bytes(&encap(), PcapFlavor::NANO_LE, LINKTYPE_ETHERNET, 65535),
+    ));
+    files.push((
+        "erspan3_low_bits.pcap".to_string(),
+        pcap_bytes(
+            &erspan3_low_bits(),
+            PcapFlavor::NANO_LE,
+            LINKTYPE_ETHERNET,
+            65535,
+        ),
     ));
     let fmt = format_frames();
     for (name, nanos, big_endian) in [
