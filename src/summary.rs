@@ -73,6 +73,9 @@ pub struct PacketSummary {
     pub truncation: Option<Truncation>,
     /// The ERSPAN session and GRE sequence number of a mirrored frame.
     pub mirror: Option<(u16, u32)>,
+    /// The link the frame was seen on: its capture point and interface, and the mirror
+    /// session or tunnel that carried it. VLANs are compared only within one link.
+    pub link: u64,
     /// An ERSPAN III timestamp far from the record's time whatever its missing upper bits:
     /// the switch's clock is not on the Unix epoch.
     pub mirror_clock_off_epoch: bool,
@@ -88,6 +91,19 @@ fn identity(f: &Frame<'_>, r: &roce_parsers::RoceInfo<'_>) -> u64 {
     let ip_id = u64::from(f.ip.map_or(0, |ip| ip.ident));
     let icrc = u64::from(r.icrc.value.unwrap_or(0));
     icrc ^ ip_id << 48 ^ u64::from(f.len) << 32
+}
+
+/// See `PacketSummary::link`: the point and interface, and the outermost mirror session or
+/// tunnel (its kind, endpoints, session, key or VNI) hashed in when there is one.
+fn link_of(rec: &Record<'_>, f: &Frame<'_>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let local = u64::from(rec.point) << 32 | u64::from(rec.interface);
+    let Some(e) = f.encaps().first() else {
+        return local;
+    };
+    let mut h = rustc_hash::FxHasher::default();
+    (local, e.kind.name(), e.outer, e.session, e.key, e.vni).hash(&mut h);
+    h.finish() | 1 << 63
 }
 
 impl PacketSummary {
@@ -141,6 +157,7 @@ impl PacketSummary {
             mirror: f.encaps().iter().find_map(|e| {
                 Some((e.session.unwrap_or(0), e.seq?)).filter(|_| e.kind.is_erspan())
             }),
+            link: link_of(rec, f),
             mirror_clock_off_epoch: f
                 .encaps()
                 .iter()

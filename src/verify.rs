@@ -292,6 +292,7 @@ mod tests {
             truncation: None,
             mirror: None,
             mirror_clock_off_epoch: false,
+            link: 0,
             error: None,
             payload: Payload::Roce(RoceSummary {
                 opcode: Opcode(0x04),

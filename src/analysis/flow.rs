@@ -209,6 +209,8 @@ impl AckAllowance {
 /// What findings need of a flow beyond its report: the first frames of each kind of event.
 #[derive(Debug, Clone)]
 pub struct FlowEvidence {
+    /// The link the flow was seen on: VLANs are compared only within one.
+    pub link: u64,
     pub src: IpAddr,
     pub dst: IpAddr,
     /// RC, XRC or RD: lost packets are resent.
@@ -246,6 +248,8 @@ pub struct FlowEvidence {
 #[derive(Debug, Clone)]
 pub struct Flow {
     pub key: FlowKey,
+    /// The link the flow was first seen on (`PacketSummary::link`).
+    pub link: u64,
     pub transport: Option<Transport>,
     pub first_frame: u64,
     pub first_ts: u64,
@@ -347,6 +351,7 @@ impl Flow {
     pub fn new(key: FlowKey, frame_no: u64, ts: u64) -> Self {
         Flow {
             key,
+            link: 0,
             transport: None,
             first_frame: frame_no,
             first_ts: ts,
@@ -554,6 +559,7 @@ impl Flow {
     /// `capture_end`: the time of the capture's last frame.
     pub fn evidence(&self, capture_end: u64) -> FlowEvidence {
         FlowEvidence {
+            link: self.link,
             src: self.key.src,
             dst: self.key.dst,
             reliable: self.transport.is_some_and(Transport::is_reliable),

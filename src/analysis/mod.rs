@@ -331,6 +331,7 @@ impl Analyzer {
         }
         let i = self.flows.len();
         let mut flow = Flow::new(key, p.frame_no, p.ts_ns);
+        flow.link = p.link;
         // A pair learned from RDMA-CM before the flow's first packet.
         if let Some(&(peer_key, mtu)) = self.cm_pairs.get(&key) {
             flow.cm_mtu = mtu;

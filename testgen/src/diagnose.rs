@@ -63,6 +63,12 @@ pub fn scenarios() -> Vec<Scenario> {
             &[("dscp_mismatch", 10)],
         ),
         scenario("vlan_mismatch", vlan_mismatch(), &[("vlan_mismatch", 1)]),
+        scenario(
+            "vlan_mismatch_at_receiver",
+            vlan_mismatch_at_receiver(),
+            &[("vlan_mismatch", 1)],
+        ),
+        scenario("vlans_of_two_links", vlans_of_two_links(), &[]),
         scenario("rocev1_frames", rocev1_frames(), &[("rocev1_frames", 5)]),
         scenario(
             "link_local_gid",
@@ -947,6 +953,46 @@ fn cm_answered_at_the_end() -> Frames {
     );
     for i in 0..3u64 {
         writes(&mut tl, &mut c, T0_NS + 1_200 * US + i * 1_000 * US, 1);
+    }
+    tl.into_frames()
+}
+
+/// .1 and .4 write to .2 on VLAN 100; .3 reaches .2 on VLAN 200 (its QP uses the GID of
+/// another VLAN's interface), and .2 answers on both. No sender uses two VLANs: the receiver
+/// does, and .3 is the peer on the minority VLAN.
+fn vlan_mismatch_at_receiver() -> Frames {
+    let mut tl = Timeline::default();
+    let mut a = conn(host(1), host(2), 0x400, 0x100);
+    let mut b = conn(host(4), host(2), 0x401, 0x101);
+    let mut c = Conn::rc(host(3), host(2), Some((200, 3)), TOS, 0x402, 0x102, 1000);
+    c.mtu = 4096;
+    writes(&mut tl, &mut a, T0_NS, 5);
+    writes(&mut tl, &mut b, T0_NS + 7 * US, 5);
+    writes(&mut tl, &mut c, T0_NS + 13 * US, 5);
+    tl.into_frames()
+}
+
+/// Two mirror sessions (ERSPAN II sessions 1 and 2) of two routed links: .1 writes to .2 on
+/// VLAN 100 on the first, and on VLAN 200 on the second, where the fabric numbers its VLANs
+/// otherwise. Traffic of different links is never compared: no finding.
+fn vlans_of_two_links() -> Frames {
+    use super::encap::{erspan2, Outer};
+    let outer = Outer {
+        vlan: None,
+        v6: false,
+    };
+    let mut link_a = Timeline::default();
+    let mut link_b = Timeline::default();
+    let mut a = conn(host(1), host(2), 0x400, 0x100);
+    let mut b = Conn::rc(host(1), host(2), Some((200, 3)), TOS, 0x400, 0x100, 1000);
+    b.mtu = 4096;
+    writes(&mut link_a, &mut a, T0_NS, 5);
+    writes(&mut link_b, &mut b, T0_NS + 1_000 * US, 5);
+    let mut tl = Timeline::default();
+    for (session, frames) in [(1u16, link_a.into_frames()), (2, link_b.into_frames())] {
+        for (seq, (ts, f)) in (1u32..).zip(frames) {
+            tl.push(ts, erspan2(outer, seq, session, 0, false, &f));
+        }
     }
     tl.into_frames()
 }

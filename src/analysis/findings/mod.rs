@@ -178,7 +178,7 @@ pub fn find(report: &Report, evidence: &[FlowEvidence], facts: &CaptureFacts) ->
     }
     untagged_findings(&report.flows, evidence, facts, &mut out);
     qos::dscp_mismatch(&report.flows, evidence, &mut out);
-    qos::vlan_mismatch(&report.flows, &mut out);
+    qos::vlan_mismatch(&report.flows, evidence, &mut out);
     qos::gid_findings(&report.flows, evidence, &report.capture, &mut out);
     qos::lossless_class_polluted(&report.flows, evidence, facts, &mut out);
     pfc_findings(&report.pfc.priorities, &report.pfc.pause_8023x, &mut out);

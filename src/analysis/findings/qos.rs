@@ -149,23 +149,30 @@ pub(super) fn dscp_mismatch(
     }
 }
 
-/// One source address sending RoCE on several VLANs.
-pub(super) fn vlan_mismatch(flows: &[FlowReport], out: &mut Vec<Finding>) {
-    let mut by_src: BTreeMap<&str, BTreeMap<u16, Vec<&FlowReport>>> = BTreeMap::new();
-    for r in flows
-        .iter()
-        .filter(|r| r.dqpn != 1 && r.role == FlowRole::Data)
-    {
-        if let Some(v) = r.vlan {
-            by_src
-                .entry(&r.src)
-                .or_default()
-                .entry(v)
-                .or_default()
-                .push(r);
+/// A host whose RoCE data flows (sent or received) use several VLANs on one link: some of its
+/// QPs, or its peers' QPs towards it, use the GID of another VLAN's interface. Judged per
+/// (link, host) as sender and as receiver: traffic of different links or mirror sessions has
+/// VLANs of its own and is never compared. One finding per set of minority flows (a QP on the
+/// wrong VLAN shows at both its ends), named from the first host that shows it.
+pub(super) fn vlan_mismatch(
+    flows: &[FlowReport],
+    evidence: &[FlowEvidence],
+    out: &mut Vec<Finding>,
+) {
+    // (link, host) -> VLAN -> the data flows of that host on it, with the host's role.
+    type ByVlan<'a> = BTreeMap<u16, Vec<&'a FlowReport>>;
+    let mut by_host: BTreeMap<(u64, &str, bool), ByVlan> = BTreeMap::new();
+    for (r, f) in flows.iter().zip(evidence) {
+        let Some(v) = r.vlan.filter(|_| r.dqpn != 1 && r.role == FlowRole::Data) else {
+            continue;
+        };
+        for (host, sends) in [(r.src.as_str(), true), (r.dst.as_str(), false)] {
+            let e = by_host.entry((f.link, host, sends)).or_default();
+            e.entry(v).or_default().push(r);
         }
     }
-    for (src, vlans) in by_src.into_iter().filter(|(_, v)| v.len() > 1) {
+    let mut reported: Vec<Vec<u64>> = Vec::new();
+    for ((_, host, sends), vlans) in by_host.into_iter().filter(|(_, v)| v.len() > 1) {
         let mut sizes: Vec<(usize, u16)> = vlans.iter().map(|(&v, f)| (f.len(), v)).collect();
         sizes.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         let main = sizes[0].1;
@@ -174,18 +181,45 @@ pub(super) fn vlan_mismatch(flows: &[FlowReport], out: &mut Vec<Finding>) {
             .filter(|(&v, _)| v != main)
             .flat_map(|(_, f)| f.iter().copied())
             .collect();
+        let mut frames: Vec<u64> = others.iter().map(|r| r.first_frame).collect();
+        frames.sort_unstable();
+        if reported.contains(&frames) {
+            continue;
+        }
+        reported.push(frames.clone());
+        let mut peers: Vec<&str> = others
+            .iter()
+            .map(|r| {
+                if sends {
+                    r.dst.as_str()
+                } else {
+                    r.src.as_str()
+                }
+            })
+            .collect();
+        peers.sort_unstable();
+        peers.dedup();
         let listed: Vec<String> = sizes
             .iter()
             .map(|(n, v)| format!("VLAN {v} ({})", plural(*n as u64, "flow")))
             .collect();
+        let (verb, peer_role) = if sends {
+            ("sends RoCE", "to")
+        } else {
+            ("is reached by RoCE", "from")
+        };
         out.push(finding(
             Severity::Warning,
             FindingCode::VlanMismatch,
-            format!("{src} sends RoCE on several VLANs: {}", listed.join(", ")),
-            "some QPs of this host use a GID of another VLAN interface (a wrong GID index): their traffic gets that VLAN's priority and path",
+            format!(
+                "{host} {verb} on several VLANs of one link: {}; off VLAN {main}: {peer_role} {}",
+                listed.join(", "),
+                peers.join(", ")
+            ),
+            "some QPs use a GID of another VLAN's interface (a wrong GID index, at this host or at its peers): their traffic gets that VLAN's priority and path",
             None,
             others.len() as u64,
-            others.iter().map(|r| r.first_frame).collect(),
+            frames,
         ));
     }
 }
