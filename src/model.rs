@@ -11,7 +11,7 @@ use serde::Serialize;
 
 pub const SCHEMA: &str = "roce-sniff.report/2";
 /// The schema of `--correlate --json`.
-pub const CORRELATION_SCHEMA: &str = "roce-sniff.correlation/1";
+pub const CORRELATION_SCHEMA: &str = "roce-sniff.correlation/2";
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
@@ -736,6 +736,9 @@ pub struct CorrelatedFlow {
     pub src: String,
     pub dst: String,
     pub dqpn: u32,
+    /// `forward` (requests, in path order) or `reverse` (what comes back: ACKs, NAKs, CNPs,
+    /// READ responses; hops in the order its packets travel).
+    pub direction: &'static str,
     pub hops: Vec<FlowHop>,
 }
 
@@ -747,6 +750,7 @@ pub struct FlowHop {
     pub lost: u64,
     pub ce_marked: u64,
     pub dscp_changed: u64,
+    pub pcp_changed: u64,
     pub delay_p50_us: Option<f64>,
     /// Frame numbers at `from` of this flow's packets lost on the hop (the first 1,000).
     pub lost_frames: Vec<u64>,

@@ -37,7 +37,7 @@ const PATH: [&str; 3] = [
 #[test]
 fn three_points_locate_loss_marking_and_delay() {
     let r = correlate(&PATH);
-    assert_eq!(r["schema"], "roce-sniff.correlation/1");
+    assert_eq!(r["schema"], "roce-sniff.correlation/2");
     let c = &r["correlation"];
     let points: Vec<(u64, f64)> = c["points"]
         .as_array()
@@ -200,4 +200,132 @@ fn points_given_in_reverse_order_are_told() {
         2,
         "{codes:?}"
     );
+}
+
+#[test]
+fn reverse_flows_are_listed_with_their_hops_in_travel_order() {
+    let r = correlate(&PATH);
+    let flows = r["correlation"]["flows"].as_array().unwrap();
+    let dirs: Vec<(&str, u64)> = flows
+        .iter()
+        .map(|f| {
+            (
+                f["direction"].as_str().unwrap(),
+                f["dqpn"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // The data flows to .2's QPs, then the ACK flows back to the requesters' QPs.
+    assert_eq!(
+        dirs,
+        vec![
+            ("forward", 0x100),
+            ("forward", 0x101),
+            ("reverse", 0x400),
+            ("reverse", 0x401)
+        ]
+    );
+    let back = &flows[2];
+    assert_eq!(back["src"], "10.0.0.2");
+    let hops: Vec<(String, String, u64, u64)> = back["hops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            let name = |k: &str| {
+                h[k].as_str()
+                    .unwrap()
+                    .rsplit('/')
+                    .next()
+                    .unwrap()
+                    .to_string()
+            };
+            (
+                name("from"),
+                name("to"),
+                h["matched"].as_u64().unwrap(),
+                h["lost"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        hops,
+        vec![
+            ("receiver.pcap".into(), "spine.pcap".into(), 46, 0),
+            ("spine.pcap".into(), "leaf.pcap".into(), 46, 0)
+        ]
+    );
+    // The reverse flows add up to the reverse hops.
+    let matched: u64 = flows[2..]
+        .iter()
+        .map(|f| f["hops"][1]["matched"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        matched,
+        r["correlation"]["reverse_hops"][0]["matched"]
+            .as_u64()
+            .unwrap()
+    );
+}
+
+#[test]
+fn marking_findings_name_the_flows_they_hit() {
+    let r = correlate(&PATH);
+    let find = |code: &str| {
+        r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["code"] == code)
+            .unwrap()
+            .clone()
+    };
+    let ce = find("ce_marked_at");
+    assert_eq!(ce["group"]["flows"], 1);
+    assert_eq!(
+        ce["group"]["worst"][0]["flow"],
+        "10.0.0.1 > 10.0.0.2 qp 0x000100"
+    );
+    assert_eq!(ce["group"]["worst"][0]["count"], 4);
+    assert_eq!(ce["flow"], "10.0.0.1 > 10.0.0.2 qp 0x000100");
+    assert!(
+        ce["message"].as_str().unwrap().contains("qp 0x000100 (4)"),
+        "{ce}"
+    );
+    let remarked = find("remarked");
+    assert_eq!(
+        remarked["group"]["worst"][0]["flow"],
+        "10.0.0.3 > 10.0.0.2 qp 0x000101"
+    );
+    assert_eq!(remarked["group"]["worst"][0]["count"], 10);
+}
+
+#[test]
+fn long_point_paths_keep_the_hop_table_aligned() {
+    let root = std::env::temp_dir().join(format!("roce-sniff-corr-names-{}", std::process::id()));
+    let mut args = vec!["--correlate".to_string()];
+    for (i, p) in PATH.iter().enumerate() {
+        // The same file name at every point, deep in directories named alike.
+        let dir = root.join(format!("site-{i}/collector/captures/2026-12-01"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(testdata(p), dir.join("cap.pcap")).unwrap();
+        args.push("-r".into());
+        args.push(dir.join("cap.pcap").to_str().unwrap().into());
+    }
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let text = stdout(&run(&argv));
+    let _ = std::fs::remove_dir_all(&root);
+    let table: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Hops, data direction"))
+        .skip(1)
+        .take(3)
+        .collect();
+    let short = "site-0/collector/captures/2026-12-01/cap.pcap > site-1/collector/captures/2026-12-01/cap.pcap";
+    assert!(table[1].contains(short), "{text}");
+    // Every column starts where its header does.
+    let at = |l: &str| l.find("two_way").or_else(|| l.find("clocks")).unwrap();
+    assert!(table.iter().all(|l| at(l) == at(table[0])), "{text}");
+    // The full paths are listed once, above the tables.
+    assert!(text.contains(&args[2]), "{text}");
 }

@@ -1,7 +1,10 @@
 //! Findings of a correlation: where packets were lost, where CE was set, where the marking
 //! was rewritten.
 
-use crate::model::{CorrelationReport, Finding, FindingCode, FlowLabel, HopReport, Severity};
+use crate::model::{
+    CorrelatedFlow, CorrelationReport, Finding, FindingCode, FindingGroup, FlowHop, FlowLabel,
+    GroupMember, HopReport, Severity,
+};
 use crate::words::plural;
 
 /// Frames listed with a finding.
@@ -23,14 +26,9 @@ fn finding(severity: Severity, code: FindingCode, message: String, cause: &str) 
 /// Every finding, most severe first.
 pub fn find(r: &CorrelationReport) -> Vec<Finding> {
     let mut out = Vec::new();
-    for f in &r.flows {
-        let label = FlowLabel {
-            src: &f.src,
-            dst: &f.dst,
-            dqpn: f.dqpn,
-            vlan: None,
-        }
-        .to_string();
+    // Loss of the reverse flows is told per hop below (one finding for what travels back).
+    for f in r.flows.iter().filter(|f| f.direction == "forward") {
+        let label = flow_label(f);
         for h in f.hops.iter().filter(|h| h.lost > 0) {
             out.push(Finding {
                 flow: Some(label.clone()),
@@ -70,8 +68,24 @@ pub fn find(r: &CorrelationReport) -> Vec<Finding> {
             });
         }
     }
-    for h in r.hops.iter().chain(&r.reverse_hops) {
-        hop_marking(h, &mut out);
+    for (h, direction) in r
+        .hops
+        .iter()
+        .map(|h| (h, "forward"))
+        .chain(r.reverse_hops.iter().map(|h| (h, "reverse")))
+    {
+        let flows: Vec<(&CorrelatedFlow, &FlowHop)> = r
+            .flows
+            .iter()
+            .filter(|f| f.direction == direction)
+            .filter_map(|f| {
+                f.hops
+                    .iter()
+                    .find(|fh| fh.from == h.from && fh.to == h.to)
+                    .map(|fh| (f, fh))
+            })
+            .collect();
+        hop_marking(h, &flows, &mut out);
     }
     for h in &r.hops {
         out_of_order(h, &mut out);
@@ -102,40 +116,127 @@ fn out_of_order(h: &HopReport, out: &mut Vec<Finding>) {
     });
 }
 
-/// CE marks and rewritten DSCP or PCP on one hop.
-fn hop_marking(h: &HopReport, out: &mut Vec<Finding>) {
+fn flow_label(f: &CorrelatedFlow) -> String {
+    FlowLabel {
+        src: &f.src,
+        dst: &f.dst,
+        dqpn: f.dqpn,
+        vlan: None,
+    }
+    .to_string()
+}
+
+/// Flows listed in full in a hop's finding, as grouped findings list them.
+const WORST_FLOWS: usize = 5;
+
+/// The flows of `flows` whose count on the hop (`count` of its `FlowHop`) is above zero, as
+/// a group: how many, and the worst 5 with their count.
+fn flows_group(
+    flows: &[(&CorrelatedFlow, &FlowHop)],
+    count: impl Fn(&FlowHop) -> u64,
+    what: &str,
+) -> FindingGroup {
+    let mut hit: Vec<(u64, &CorrelatedFlow)> = flows
+        .iter()
+        .map(|&(f, h)| (count(h), f))
+        .filter(|&(n, _)| n > 0)
+        .collect();
+    hit.sort_by_key(|&(n, _)| std::cmp::Reverse(n));
+    FindingGroup {
+        flows: hit.len() as u64,
+        worst: hit
+            .iter()
+            .take(WORST_FLOWS)
+            .map(|&(n, f)| {
+                let flow = flow_label(f);
+                GroupMember {
+                    message: format!("{} {what} on {flow}", plural(n, "packet")),
+                    flow,
+                    count: n,
+                    frames: Vec::new(),
+                }
+            })
+            .collect(),
+    }
+}
+
+/// `; flows: A (3), B (1) and 2 more`.
+fn named_flows(group: &FindingGroup) -> String {
+    if group.worst.is_empty() {
+        return String::new();
+    }
+    let named: Vec<String> = group
+        .worst
+        .iter()
+        .map(|m| format!("{} ({})", m.flow, m.count))
+        .collect();
+    let more = group.flows.saturating_sub(group.worst.len() as u64);
+    let rest = if more > 0 {
+        format!(" and {more} more")
+    } else {
+        String::new()
+    };
+    format!(
+        "; {}: {}{rest}",
+        plural(group.flows, "flow"),
+        named.join(", ")
+    )
+}
+
+/// CE marks and rewritten DSCP or PCP on one hop, with the flows (of the hop's direction)
+/// they hit.
+fn hop_marking(h: &HopReport, flows: &[(&CorrelatedFlow, &FlowHop)], out: &mut Vec<Finding>) {
     if h.ce_marked > 0 {
-        out.push(Finding {
-            count: h.ce_marked,
-            ..finding(
+        let group = flows_group(flows, |fh| fh.ce_marked, "CE-marked");
+        let message = format!(
+            "{} CE-marked between {} and {} (of {} that crossed it){}",
+            plural(h.ce_marked, "packet"),
+            h.from,
+            h.to,
+            h.matched,
+            named_flows(&group)
+        );
+        out.push(with_flows(
+            finding(
                 Severity::Info,
                 FindingCode::CeMarkedAt,
-                format!(
-                    "{} CE-marked between {} and {} (of {} that crossed it)",
-                    plural(h.ce_marked, "packet"),
-                    h.from,
-                    h.to,
-                    h.matched
-                ),
+                message,
                 "a switch between these points is congested on this path and marks ECN: the queue to look at is there",
-            )
-        });
+            ),
+            h.ce_marked,
+            group,
+        ));
     }
     if h.dscp_changed + h.pcp_changed > 0 {
-        out.push(Finding {
-            count: h.dscp_changed.max(h.pcp_changed),
-            ..finding(
+        let group = flows_group(flows, |fh| fh.dscp_changed.max(fh.pcp_changed), "re-marked");
+        let message = format!(
+            "between {} and {}: {} with the DSCP rewritten, {} with the PCP rewritten{}",
+            h.from,
+            h.to,
+            plural(h.dscp_changed, "packet"),
+            plural(h.pcp_changed, "packet"),
+            named_flows(&group)
+        );
+        out.push(with_flows(
+            finding(
                 Severity::Warning,
                 FindingCode::Remarked,
-                format!(
-                    "between {} and {}: {} with the DSCP rewritten, {} with the PCP rewritten",
-                    h.from,
-                    h.to,
-                    plural(h.dscp_changed, "packet"),
-                    plural(h.pcp_changed, "packet")
-                ),
+                message,
                 "a device between these points re-marks RoCE (a trust or QoS policy that does not trust DSCP or PCP): the next hops classify it into another queue",
-            )
-        });
+            ),
+            h.dscp_changed.max(h.pcp_changed),
+            group,
+        ));
+    }
+}
+
+/// A hop finding with its count and the flows it concerns (the one flow named in `flow`
+/// when there is only one).
+fn with_flows(f: Finding, count: u64, group: FindingGroup) -> Finding {
+    Finding {
+        count,
+        flow: (group.flows == 1).then(|| group.worst[0].flow.clone()),
+        group: Some(group),
+        ..f
     }
 }

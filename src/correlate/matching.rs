@@ -272,8 +272,9 @@ impl Stream {
 pub struct Hop {
     pub forward: HopReport,
     pub reverse: HopReport,
-    /// Per flow (by `Flows` index) with forward packets on this hop, in flow order.
-    pub flows: Vec<(u32, FlowHop)>,
+    /// Per (flow by `Flows` index, travels forward) with packets on this hop: the forward
+    /// flows, then the reverse ones, each in flow order.
+    pub flows: Vec<((u32, bool), FlowHop)>,
     /// The later point's clock minus the earlier's.
     pub offset_us: f64,
     /// RoCE packets of each point.
@@ -289,7 +290,8 @@ struct Matcher {
     seq: u64,
     fwd: Tally,
     rev: Tally,
-    per_flow: HashMap<u32, Tally>,
+    /// Per (flow, travels forward): the reverse flows (ACKs, NAKs, CNPs, READ responses) too.
+    per_flow: HashMap<(u32, bool), Tally>,
 }
 
 impl Matcher {
@@ -337,7 +339,7 @@ impl Matcher {
         } else {
             clocks.min_rev
         };
-        let (tally, mut flow_tally) = tallies(fwd, rev, per_flow, to.forward, to.flow);
+        let (tally, flow_tally) = tallies(fwd, rev, per_flow, to.forward, to.flow);
         let t = to.ts as i64;
         let chosen = waiting.get(&to.group).and_then(|copies| {
             let fits = |limit: i64| {
@@ -351,26 +353,20 @@ impl Matcher {
         });
         let Some(chosen) = chosen else {
             tally.appeared += 1;
-            if let Some(f) = flow_tally {
-                f.appeared += 1;
-            }
+            flow_tally.appeared += 1;
             return;
         };
         let copies = waiting.get_mut(&to.group).expect("chosen from them");
         for w in copies.drain(..chosen) {
             tally.lose(&w.sighting);
-            if let Some(f) = flow_tally.as_deref_mut() {
-                f.lose(&w.sighting);
-            }
+            flow_tally.lose(&w.sighting);
         }
         let from = copies.pop_front().expect("chosen").sighting;
         if copies.is_empty() {
             waiting.remove(&to.group);
         }
         tally.pair(&from, &to, min_raw);
-        if let Some(f) = flow_tally {
-            f.pair(&from, &to, min_raw);
-        }
+        flow_tally.pair(&from, &to, min_raw);
     }
 
     /// Departures handled before `time` that are still waiting were lost.
@@ -396,30 +392,24 @@ impl Matcher {
                     w.sighting.flow,
                 );
                 tally.lose(&w.sighting);
-                if let Some(f) = flow_tally {
-                    f.lose(&w.sighting);
-                }
+                flow_tally.lose(&w.sighting);
             }
         }
     }
 }
 
-/// The tallies a packet counts in: its direction's, and its flow's when it goes forward.
+/// The tallies a packet counts in: its direction's, and its flow's.
 fn tallies<'a>(
     fwd: &'a mut Tally,
     rev: &'a mut Tally,
-    per_flow: &'a mut HashMap<u32, Tally>,
+    per_flow: &'a mut HashMap<(u32, bool), Tally>,
     forward: bool,
     flow: u32,
-) -> (&'a mut Tally, Option<&'a mut Tally>) {
-    if forward {
-        let f = per_flow
-            .entry(flow)
-            .or_insert_with(|| Tally::new(Samples::with_reservoir(FLOW_SAMPLES)));
-        (fwd, Some(f))
-    } else {
-        (rev, None)
-    }
+) -> (&'a mut Tally, &'a mut Tally) {
+    let f = per_flow
+        .entry((flow, forward))
+        .or_insert_with(|| Tally::new(Samples::with_reservoir(FLOW_SAMPLES)));
+    (if forward { fwd } else { rev }, f)
 }
 
 /// Streams points `a` and `b` side by side and pairs their packets.
@@ -546,26 +536,34 @@ fn finish(a: &PointFiles, b: &PointFiles, mut m: Matcher, roce_packets: [u64; 2]
     let c = m.clocks;
     let forward = hop_report(&a.name, &b.name, &mut m.fwd, c.min_fwd, c.offset, c.method);
     let reverse = hop_report(&b.name, &a.name, &mut m.rev, c.min_rev, -c.offset, c.method);
-    let mut flows: Vec<(u32, FlowHop)> = m
+    let mut flows: Vec<((u32, bool), FlowHop)> = m
         .per_flow
         .into_iter()
-        .map(|(id, mut t)| {
-            let (delay, _) = t.delays(c.min_fwd, c.offset);
+        .map(|((id, forward), mut t)| {
+            // A reverse flow crosses the hop from the later point to the earlier one.
+            let ((from, to), (min_raw, offset)) = if forward {
+                ((a, b), (c.min_fwd, c.offset))
+            } else {
+                ((b, a), (c.min_rev, -c.offset))
+            };
+            let (delay, _) = t.delays(min_raw, offset);
             t.lost_frames.sort_unstable();
             let hop = FlowHop {
-                from: a.name.clone(),
-                to: b.name.clone(),
+                from: from.name.clone(),
+                to: to.name.clone(),
                 matched: t.matched,
                 lost: t.lost,
                 ce_marked: t.ce_marked,
                 dscp_changed: t.dscp_changed,
+                pcp_changed: t.pcp_changed,
                 delay_p50_us: delay.p50,
                 lost_frames: t.lost_frames,
             };
-            (id, hop)
+            ((id, forward), hop)
         })
         .collect();
-    flows.sort_by_key(|(id, _)| *id);
+    // Forward flows first, then the reverse ones, each by flow.
+    flows.sort_by_key(|&((id, forward), _)| (!forward, id));
     Hop {
         forward,
         reverse,

@@ -71,7 +71,8 @@ pub fn correlate(
     let mut hops = Vec::new();
     let mut reverse_hops = Vec::new();
     let mut offsets = vec![0.0f64];
-    let mut flow_hops: Vec<Vec<crate::model::FlowHop>> = Vec::new();
+    // Per flow: its hops going forward, and coming back.
+    let mut flow_hops: Vec<[Vec<crate::model::FlowHop>; 2]> = Vec::new();
     let mut roce_packets = Vec::with_capacity(points.len());
     for i in 0..points.len() - 1 {
         let mut clocks = matching::Clocks::estimate(&samples[i], &samples[i + 1]);
@@ -94,9 +95,9 @@ pub fn correlate(
         }
         roce_packets.push(hop.roce_packets[1]);
         offsets.push(offsets.last().copied().unwrap_or(0.0) + hop.offset_us);
-        flow_hops.resize_with(flows.keys.len(), Vec::new);
-        for (id, fh) in hop.flows {
-            flow_hops[id as usize].push(fh);
+        flow_hops.resize_with(flows.keys.len(), Default::default);
+        for ((id, forward), fh) in hop.flows {
+            flow_hops[id as usize][usize::from(!forward)].push(fh);
         }
         hops.push(hop.forward);
         reverse_hops.push(hop.reverse);
@@ -124,20 +125,33 @@ pub fn correlate(
     })
 }
 
+/// Every flow the points share: those going forward (requests, in path order), then those
+/// coming back (ACKs, NAKs, CNPs, READ responses), whose hops are listed in the order their
+/// packets travel, from the receiver's side back to the sender's.
 fn correlated_flows(
     keys: &[(IpAddr, IpAddr, u32)],
-    hops: Vec<Vec<crate::model::FlowHop>>,
+    hops: Vec<[Vec<crate::model::FlowHop>; 2]>,
 ) -> Vec<CorrelatedFlow> {
-    keys.iter()
-        .zip(hops)
-        .filter(|(_, h)| !h.is_empty())
-        .map(|(&(src, dst, dqpn), hops)| CorrelatedFlow {
+    let mut forward = Vec::new();
+    let mut reverse = Vec::new();
+    for (&(src, dst, dqpn), [fwd, mut rev]) in keys.iter().zip(hops) {
+        let flow = |direction, hops| CorrelatedFlow {
             src: src.to_string(),
             dst: dst.to_string(),
             dqpn,
+            direction,
             hops,
-        })
-        .collect()
+        };
+        if !fwd.is_empty() {
+            forward.push(flow("forward", fwd));
+        }
+        if !rev.is_empty() {
+            rev.reverse();
+            reverse.push(flow("reverse", rev));
+        }
+    }
+    forward.extend(reverse);
+    forward
 }
 
 /// Sightings of every point to estimate clocks from, the points read at the same time.

@@ -22,11 +22,50 @@ fn delays(d: &DelayStats) -> String {
     )
 }
 
-fn hop_table(o: &mut String, title: &str, hops: &[HopReport]) {
+/// Each point's shortest path suffix that tells the points apart: the file name where that
+/// is unique, else as many trailing directories as it takes (the whole name at most).
+pub fn short_names(names: &[String]) -> Vec<String> {
+    let parts: Vec<Vec<&str>> = names
+        .iter()
+        .map(|n| n.trim_end_matches('/').split('/').collect())
+        .collect();
+    let longest = parts.iter().map(Vec::len).max().unwrap_or(0);
+    for k in 1..=longest {
+        let short: Vec<String> = parts
+            .iter()
+            .map(|p| p[p.len().saturating_sub(k)..].join("/"))
+            .collect();
+        let distinct: std::collections::HashSet<&String> = short.iter().collect();
+        if distinct.len() == names.len() {
+            return short;
+        }
+    }
+    names.to_vec()
+}
+
+/// The short name of point `full`.
+fn short<'a>(names: &'a [(String, String)], full: &'a str) -> &'a str {
+    names
+        .iter()
+        .find(|(f, _)| f == full)
+        .map_or(full, |(_, s)| s.as_str())
+}
+
+fn hop_table(o: &mut String, title: &str, hops: &[HopReport], names: &[(String, String)]) {
     let _ = writeln!(o, "\n{title}");
+    let labels: Vec<String> = hops
+        .iter()
+        .map(|h| format!("{} > {}", short(names, &h.from), short(names, &h.to)))
+        .collect();
+    let w = labels
+        .iter()
+        .map(|l| l.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(3);
     let _ = writeln!(
         o,
-        "  {:<32} {:>8} {:>6} {:>8} {:>6} {:>6} {:>5}  {:<28} {:>10}  clocks",
+        "  {:<w$} {:>8} {:>6} {:>8} {:>6} {:>6} {:>5}  {:<28} {:>10}  clocks",
         "hop",
         "matched",
         "lost",
@@ -37,11 +76,11 @@ fn hop_table(o: &mut String, title: &str, hops: &[HopReport]) {
         "delay us min/p50/p99/max",
         "queue p99"
     );
-    for h in hops {
+    for (h, label) in hops.iter().zip(&labels) {
         let _ = writeln!(
             o,
-            "  {:<32} {:>8} {:>6} {:>8} {:>6} {:>6} {:>5}  {:<28} {:>10}  {}",
-            format!("{} > {}", h.from, h.to),
+            "  {:<w$} {:>8} {:>6} {:>8} {:>6} {:>6} {:>5}  {:<28} {:>10}  {}",
+            label,
             h.matched,
             h.lost,
             h.appeared,
@@ -63,23 +102,32 @@ pub fn render(doc: &CorrelationDocument) -> String {
         "roce-sniff correlation: {} capture points",
         c.points.len()
     );
+    let full: Vec<String> = c.points.iter().map(|p| p.name.clone()).collect();
+    let names: Vec<(String, String)> = full.iter().cloned().zip(short_names(&full)).collect();
+    let w = names
+        .iter()
+        .map(|(_, s)| s.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(5);
     let _ = writeln!(
         o,
-        "  {:<40} {:>12} {:>16}",
+        "  {:<w$} {:>12} {:>16}  file",
         "point", "RoCE packets", "clock offset us"
     );
-    for p in &c.points {
+    for (p, (full, short)) in c.points.iter().zip(&names) {
         let _ = writeln!(
             o,
-            "  {:<40} {:>12} {:>16.1}",
-            p.name, p.roce_packets, p.clock_offset_us
+            "  {:<w$} {:>12} {:>16.1}  {full}",
+            short, p.roce_packets, p.clock_offset_us
         );
     }
-    hop_table(&mut o, "Hops, data direction (requests)", &c.hops);
+    hop_table(&mut o, "Hops, data direction (requests)", &c.hops, &names);
     hop_table(
         &mut o,
         "Hops, back (ACKs, NAKs, CNPs, READ responses)",
         &c.reverse_hops,
+        &names,
     );
     let troubled: Vec<_> = c
         .flows
@@ -99,13 +147,18 @@ pub fn render(doc: &CorrelationDocument) -> String {
                 dqpn: f.dqpn,
                 vlan: None,
             };
-            let _ = writeln!(o, "  {label}");
+            let back = if f.direction == "reverse" {
+                " (back)"
+            } else {
+                ""
+            };
+            let _ = writeln!(o, "  {label}{back}");
             for h in &f.hops {
                 let _ = writeln!(
                     o,
                     "    {} > {}: matched {} lost {} CE {} DSCP changed {} delay p50 {} us",
-                    h.from,
-                    h.to,
+                    short(&names, &h.from),
+                    short(&names, &h.to),
                     h.matched,
                     h.lost,
                     h.ce_marked,
@@ -124,4 +177,34 @@ pub fn render(doc: &CorrelationDocument) -> String {
     }
     super::text::findings_text(&mut o, &doc.findings);
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short_names;
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn points_are_named_by_the_shortest_suffix_that_tells_them_apart() {
+        assert_eq!(
+            short_names(&names(&["/data/a/leaf.pcap", "/data/b/spine.pcap"])),
+            names(&["leaf.pcap", "spine.pcap"])
+        );
+        assert_eq!(
+            short_names(&names(&["/x/leaf/cap.pcap", "/x/spine/cap.pcap"])),
+            names(&["leaf/cap.pcap", "spine/cap.pcap"])
+        );
+        // A rotated set's directory (trailing slash), and the same name twice stays whole.
+        assert_eq!(
+            short_names(&names(&["/c/leaf/", "/c/spine/"])),
+            names(&["leaf", "spine"])
+        );
+        assert_eq!(
+            short_names(&names(&["cap.pcap", "cap.pcap"])),
+            names(&["cap.pcap", "cap.pcap"])
+        );
+    }
 }
