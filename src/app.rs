@@ -11,7 +11,8 @@ use crate::analysis::AnalysisConfig;
 use crate::cli::{Config, Mode, ReportOptions, Source};
 use crate::diagnostics::Diagnostics;
 use crate::error::{is_broken_pipe, Error};
-use crate::live_status::Status;
+use crate::live::snapshot::Snapshots;
+use crate::live::status::Status;
 use crate::model::{PlotData, Report};
 use crate::output::{self, Output};
 use crate::packets::{PacketPrinter, PrintSettings};
@@ -476,19 +477,60 @@ struct NoRoceHint {
 }
 
 impl NoRoceHint {
-    fn check(&mut self, iface: &str, roce: u64, status: Option<&Status>) {
+    /// The hint, once, when no RoCE came in the first seconds: where the display shows it
+    /// (above the status line, which goes on; in the live view's findings).
+    fn check(&mut self, iface: &str, roce: u64) -> Option<String> {
         if self.given || roce > 0 || self.started.elapsed() < NO_ROCE_HINT_AFTER {
-            return;
+            return None;
         }
         self.given = true;
-        if let Some(s) = status {
-            s.finish();
-        }
-        eprintln!(
-            "roce-sniff: no RoCE seen on {iface} yet: RDMA NICs bypass the kernel, so their traffic is not visible here; capture on a switch mirror port, with ibdump, or with a libpcap built with RDMA sniffing on the RDMA device (e.g. mlx5_0). Soft-RoCE (rxe) traffic is visible on the netdev."
-        );
+        Some(format!(
+            "no RoCE seen on {iface} yet: RDMA NICs bypass the kernel, so their traffic is not visible here; capture on a switch mirror port, with ibdump, or with a libpcap built with RDMA sniffing on the RDMA device (e.g. mlx5_0). Soft-RoCE (rxe) traffic is visible on the netdev."
+        ))
     }
 }
+
+/// How a live report capture shows itself while it runs: the full-screen view when it has
+/// standard output (a terminal, no JSON there, no --no-tui), else status lines on stderr.
+enum LiveDisplay {
+    View(crate::live::terminal::LiveView),
+    Lines(Box<Status>),
+}
+
+impl LiveDisplay {
+    fn open(
+        opts: &ReportOptions,
+        live: &LiveConfig,
+        stop: &'static std::sync::atomic::AtomicBool,
+    ) -> Self {
+        let stdout_free = !matches!(opts.json, Some(output::Output::Stdout));
+        if stdout_free && !live.no_tui && std::io::stdout().is_terminal() {
+            if let Ok(v) = crate::live::terminal::LiveView::start(stop) {
+                return LiveDisplay::View(v);
+            }
+        }
+        LiveDisplay::Lines(Box::new(Status::start()))
+    }
+
+    fn is_view(&self) -> bool {
+        matches!(self, LiveDisplay::View(_))
+    }
+
+    fn finish(self) -> Result<(), Error> {
+        match self {
+            LiveDisplay::View(v) => v
+                .finish()
+                .map_err(|e| Error::Live(format!("the live view: {e}"))),
+            LiveDisplay::Lines(s) => {
+                s.finish();
+                Ok(())
+            }
+        }
+    }
+}
+
+/// How often the live view gets a fresh snapshot.
+const SNAPSHOT_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Captures on an interface until -c, --duration or Ctrl-C; then the report (or, with
 /// --packets, every frame as it comes).
@@ -519,7 +561,9 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
             let mut pipeline = Pipeline::new(printer, diagnostics, config.threads);
             let end = source.for_each_batch(stop, |batch, status| {
                 pipeline.records(batch, status)?;
-                hint.check(&iface, pipeline.counts().roce, None);
+                if let Some(h) = hint.check(&iface, pipeline.counts().roce) {
+                    eprintln!("roce-sniff: {h}");
+                }
                 Ok(())
             })?;
             let finished = pipeline.finish().map_err(output_error(Some(out)))?;
@@ -538,17 +582,48 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
                 vlan_subinterface: source.vlan_subinterface.clone(),
             };
             let sink = ReportSink::new(opts.analysis, opts.expect, opts.decode);
+            let mut display = LiveDisplay::open(opts, live, stop);
+            // The view has the terminal: warnings go to the report, not over the screen.
+            let diagnostics = if display.is_view() {
+                diagnostics.silent()
+            } else {
+                diagnostics
+            };
             let mut pipeline = Pipeline::new(sink, diagnostics, config.threads);
-            let mut status = Status::start();
+            let mut snapshots = Snapshots::new(&iface, &source.filter);
+            let mut last_snapshot = Instant::now();
             let end = source.for_each_batch(stop, |batch, src| {
                 pipeline.records(batch, src)?;
-                if status.due() {
-                    status.tick(pipeline.counts(), pipeline.sink().analyzer(), src);
+                let hint = hint.check(&iface, pipeline.counts().roce);
+                if let Some(h) = &hint {
+                    snapshots.note("no_roce", h);
                 }
-                hint.check(&iface, pipeline.counts().roce, Some(&status));
+                match &mut display {
+                    LiveDisplay::View(v) => {
+                        if last_snapshot.elapsed() >= SNAPSHOT_EVERY {
+                            last_snapshot = Instant::now();
+                            let an = pipeline.sink().analyzer();
+                            v.offer(snapshots.take(pipeline.counts(), an, src, v.sort()));
+                        }
+                    }
+                    LiveDisplay::Lines(status) => {
+                        if let Some(h) = &hint {
+                            status.note(&format!("roce-sniff: {h}"));
+                        }
+                        if status.due() {
+                            let an = pipeline.sink().analyzer();
+                            status.show(snapshots.take(
+                                pipeline.counts(),
+                                an,
+                                src,
+                                Default::default(),
+                            ));
+                        }
+                    }
+                }
                 Ok(())
             })?;
-            status.finish();
+            display.finish()?;
             let finished = pipeline
                 .finish()
                 .map_err(output_error(opts.json.as_ref()))?;

@@ -89,6 +89,11 @@ pub struct Args {
     #[arg(short = 'B', long = "buffer-size", value_name = "KiB", value_parser = clap::value_parser!(u32).range(1..=2_097_151), help_heading = "Live capture")]
     pub buffer_size: Option<u32>,
 
+    /// Status lines on standard error instead of the full-screen live view, even when
+    /// standard output is a terminal.
+    #[arg(long, help_heading = "Live capture")]
+    pub no_tui: bool,
+
     /// Also write the frames to this pcap file: what a live capture sees, or what is kept of
     /// a file (with a filter or --qp: one connection to hand to Wireshark).
     #[arg(
@@ -532,6 +537,9 @@ impl Args {
         if self.qp.is_some() && self.read.is_empty() {
             return Err(usage("--qp selects from a capture file (-r FILE)"));
         }
+        if self.no_tui && self.interface.is_none() {
+            return Err(usage("--no-tui applies to live capture (-i)"));
+        }
         if self.no_mmap && self.read.is_empty() {
             return Err(usage(
                 "--no-mmap applies to reading capture files (-r FILE)",
@@ -550,6 +558,7 @@ impl Args {
                 duration: self.duration,
                 write: self.write.clone(),
                 buffer_kib: self.buffer_size,
+                no_tui: self.no_tui,
             }))
         } else if self.list_interfaces {
             Ok(Source::ListDevices)
@@ -847,6 +856,7 @@ mod tests {
                 duration: None,
                 write: None,
                 buffer_kib: None,
+                no_tui: false,
             })
         );
         // -c, -w and a filter select from a file too; --duration is live only.

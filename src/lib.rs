@@ -17,7 +17,7 @@ pub mod error;
 pub mod exit;
 pub mod export;
 pub mod interrupt;
-pub mod live_status;
+pub mod live;
 pub mod model;
 pub mod output;
 pub mod packets;

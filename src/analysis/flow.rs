@@ -73,6 +73,19 @@ pub struct NakCounts {
     pub rnr: Evidence,
 }
 
+impl NakCounts {
+    /// Every NAK, RNR included.
+    pub fn all(&self) -> u64 {
+        self.psn_sequence_error.count
+            + self.invalid_request.count
+            + self.remote_access_error.count
+            + self.remote_operational_error.count
+            + self.invalid_rd_request.count
+            + self.other.count
+            + self.rnr.count
+    }
+}
+
 /// Go-back replays of one QP: where each started, and the PSN that started most of them.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Retries {

@@ -267,6 +267,28 @@ impl Analyzer {
         self.flows.len()
     }
 
+    /// The flows so far, in the order they appeared (the live view reads them).
+    pub fn flows(&self) -> &[Flow] {
+        &self.flows
+    }
+
+    /// The latest packet time fed.
+    pub fn last_ts(&self) -> u64 {
+        self.state.last_ts
+    }
+
+    /// The priorities (PCP) RoCE frames carried so far.
+    pub fn roce_priorities(&self) -> Vec<u8> {
+        (0..8u8)
+            .filter(|&p| self.state.roce_pcp[usize::from(p)] > 0)
+            .collect()
+    }
+
+    /// PFC state per (source MAC, priority).
+    pub fn pfc_trackers(&self) -> impl Iterator<Item = ((MacAddr, u8), &PauseTracker)> {
+        self.pfc.iter().map(|(&k, t)| (k, t))
+    }
+
     /// Records an event of flow `fi` for the timelines, when they are collected.
     fn timeline(&mut self, fi: usize, ts: u64, e: Event) {
         if let Some(t) = self.timelines.as_mut() {

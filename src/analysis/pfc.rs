@@ -194,6 +194,30 @@ impl PauseTracker {
             .collect()
     }
 
+    /// Paused time up to `now`: the closed pauses and what of the one in force has run.
+    pub fn paused_until(&self, now: u64) -> u64 {
+        let open = self
+            .interval
+            .as_ref()
+            .map_or(0, |iv| now.min(iv.end).saturating_sub(iv.start));
+        self.paused_ns + open
+    }
+
+    /// Storms so far, the one going on (pauses or frames still dense) included when it
+    /// already lasts a storm's length.
+    pub fn storms_until(&self, cfg: &PfcConfig, now: u64) -> u64 {
+        let paused = self
+            .interval
+            .as_ref()
+            .is_some_and(|iv| iv.end.min(now).saturating_sub(iv.start) >= cfg.storm_ns);
+        let dense = self
+            .burst
+            .as_ref()
+            .is_some_and(|b| b.end.saturating_sub(b.start) >= cfg.storm_ns);
+        let ongoing = paused || dense;
+        self.storms_total + u64::from(ongoing)
+    }
+
     pub fn storms_total(&self) -> u64 {
         self.storms_total
     }

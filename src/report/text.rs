@@ -82,6 +82,14 @@ fn capture_summary(o: &mut String, c: &CaptureReport) {
         c.malformed,
         cut_split(c)
     );
+    if let Some(l) = &c.live {
+        // The proof that the capture itself lost nothing, shown whatever it says.
+        let _ = writeln!(
+            o,
+            "  kernel: {} received, {} dropped, {} dropped by the interface",
+            l.received, l.dropped, l.if_dropped
+        );
+    }
     for w in &c.warnings {
         let _ = writeln!(o, "  warning: {}", w.message);
     }

@@ -203,6 +203,7 @@ fn deliver(
     let status = SourceStatus {
         nanosecond_times: block.nanosecond_times,
         capture_drops: None,
+        kernel: None,
     };
     let records: Vec<Record<'_>> = block.records().collect();
     records

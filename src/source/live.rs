@@ -54,6 +54,8 @@ pub struct LiveConfig {
     pub write: Option<PathBuf>,
     /// -B: the kernel's capture buffer in KiB.
     pub buffer_kib: Option<u32>,
+    /// --no-tui: status lines even on a terminal.
+    pub no_tui: bool,
 }
 
 /// `-D`: the interfaces libpcap can open, numbered like `tcpdump -D`.
@@ -193,14 +195,16 @@ impl LiveSource {
     }
 
     fn status(&mut self) -> SourceStatus {
+        let kernel = self.cap.stats().ok().map(|s| super::KernelCounters {
+            received: u64::from(s.received),
+            dropped: u64::from(s.dropped),
+            if_dropped: u64::from(s.if_dropped),
+        });
         SourceStatus {
             // Opened with nanosecond precision.
             nanosecond_times: true,
-            capture_drops: self
-                .cap
-                .stats()
-                .ok()
-                .map(|s| u64::from(s.dropped) + u64::from(s.if_dropped)),
+            capture_drops: kernel.map(|k| k.dropped + k.if_dropped),
+            kernel,
         }
     }
 

@@ -200,6 +200,7 @@ fn hand_on(
     let status = SourceStatus {
         nanosecond_times: nanosecond || cursors.iter().flatten().any(|c| c.status.nanosecond_times),
         capture_drops: None,
+        kernel: None,
     };
     consume(&out.records(), &status)?;
     out.clear();

@@ -89,4 +89,15 @@ pub struct SourceStatus {
     pub nanosecond_times: bool,
     /// Frames the kernel or the interface dropped so far, when known.
     pub capture_drops: Option<u64>,
+    /// A live capture's kernel counters so far (pcap_stats).
+    pub kernel: Option<KernelCounters>,
+}
+
+/// pcap_stats of a live capture: frames the kernel handed over, dropped for lack of buffer,
+/// dropped by the interface.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KernelCounters {
+    pub received: u64,
+    pub dropped: u64,
+    pub if_dropped: u64,
 }

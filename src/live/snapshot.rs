@@ -1,0 +1,379 @@
+//! What the live view and the status lines draw: a snapshot of the analysis state, taken on
+//! the analysis thread about once a second and handed to the display, which never touches
+//! the analyzer itself.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use crate::analysis::flow::Flow;
+use crate::analysis::Analyzer;
+use crate::decode::FrameCounts;
+use crate::source::{KernelCounters, SourceStatus};
+
+/// QP rows a snapshot carries (the most troubled, busiest or largest first, as the view
+/// sorts): a screen shows a few dozen; scrolling reaches these.
+pub const ROWS_KEPT: usize = 500;
+/// Findings the view lists, newest first.
+pub const FINDINGS_KEPT: usize = 200;
+
+/// How the QP table is ordered: `s` in the view cycles through them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SortBy {
+    #[default]
+    Trouble,
+    Rate,
+    Packets,
+}
+
+impl SortBy {
+    pub fn next(self) -> Self {
+        match self {
+            SortBy::Trouble => SortBy::Rate,
+            SortBy::Rate => SortBy::Packets,
+            SortBy::Packets => SortBy::Trouble,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SortBy::Trouble => "trouble",
+            SortBy::Rate => "rate",
+            SortBy::Packets => "packets",
+        }
+    }
+}
+
+/// One QP (flow) with its running totals.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QpRow {
+    /// The report's flow label: `10.0.0.5 > 10.0.0.2 qp 0x000213 vlan 100`.
+    pub label: String,
+    pub packets: u64,
+    pub bytes: u64,
+    /// Bits per second over the last interval.
+    pub bps: f64,
+    pub gaps: u64,
+    pub retx: u64,
+    pub naks: u64,
+    pub ce: u64,
+    pub cnps: u64,
+    pub rtt_p50_us: Option<f64>,
+    pub rtt_p99_us: Option<f64>,
+}
+
+impl QpRow {
+    /// Loss, resends and NAKs weigh most, then CE without its CNPs.
+    pub fn trouble(&self) -> u64 {
+        (self.gaps + self.retx + self.naks) * 1000 + self.ce.saturating_sub(self.cnps)
+    }
+}
+
+/// PFC of one priority from one source MAC.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PfcRow {
+    pub priority: u8,
+    pub source: String,
+    /// A priority RoCE uses.
+    pub roce: bool,
+    pub xoff: u64,
+    pub paused_ns: u64,
+    /// Share of the last interval paused, 0 to 1.
+    pub paused_share: f64,
+    pub storms: u64,
+}
+
+/// A finding as it first holds while the capture runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveFinding {
+    /// Seconds into the capture.
+    pub at_s: u64,
+    /// The report's finding code.
+    pub code: &'static str,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Snapshot {
+    pub interface: String,
+    pub filter: String,
+    pub elapsed: Duration,
+    pub frames: u64,
+    pub bytes: u64,
+    pub roce: u64,
+    pub pfc_frames: u64,
+    /// Frames per second and bits per second over the last interval.
+    pub fps: f64,
+    pub bps: f64,
+    pub kernel: Option<KernelCounters>,
+    pub flows: usize,
+    pub psn_gaps: u64,
+    pub retransmitted: u64,
+    pub ce: u64,
+    pub cnps: u64,
+    pub sort: SortBy,
+    pub qps: Vec<QpRow>,
+    pub pfc: Vec<PfcRow>,
+    /// Newest first.
+    pub findings: Vec<LiveFinding>,
+}
+
+/// Takes snapshots: keeps what rates and "first raised" need between two of them.
+pub struct Snapshots {
+    interface: String,
+    filter: String,
+    started: std::time::Instant,
+    last_at: Option<std::time::Instant>,
+    last_frames: u64,
+    last_bytes: u64,
+    /// Per flow index: bytes at the last snapshot.
+    last_flow_bytes: Vec<u64>,
+    /// Per (source, priority): paused time at the last snapshot.
+    last_paused: std::collections::HashMap<(String, u8), u64>,
+    raised: HashSet<(usize, &'static str)>,
+    findings: Vec<LiveFinding>,
+}
+
+impl Snapshots {
+    pub fn new(interface: &str, filter: &str) -> Self {
+        Snapshots {
+            interface: interface.into(),
+            filter: filter.into(),
+            started: std::time::Instant::now(),
+            last_at: None,
+            last_frames: 0,
+            last_bytes: 0,
+            last_flow_bytes: Vec::new(),
+            last_paused: Default::default(),
+            raised: HashSet::new(),
+            findings: Vec::new(),
+        }
+    }
+
+    /// The state now, its QP table ordered by `sort`.
+    pub fn take(
+        &mut self,
+        counts: &FrameCounts,
+        an: &Analyzer,
+        source: &SourceStatus,
+        sort: SortBy,
+    ) -> Snapshot {
+        let now = std::time::Instant::now();
+        let secs = self
+            .last_at
+            .map_or(now - self.started, |t| now - t)
+            .as_secs_f64()
+            .max(1e-3);
+        let elapsed = now - self.started;
+        let flows = an.flows();
+        self.last_flow_bytes.resize(flows.len(), 0);
+        let mut rows: Vec<(usize, QpRow)> = flows
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (i, row(f, self.last_flow_bytes[i], secs)))
+            .collect();
+        for (i, f) in flows.iter().enumerate() {
+            self.last_flow_bytes[i] = f.bytes;
+        }
+        self.raise_flow_findings(&rows, elapsed);
+        order(&mut rows, sort);
+        rows.truncate(ROWS_KEPT);
+        let qps = rows
+            .into_iter()
+            .map(|(i, mut r)| {
+                let s = flows[i].ack_rtt.summary();
+                (r.rtt_p50_us, r.rtt_p99_us) = (s.p50, s.p99);
+                r.label = flows[i].key.to_string();
+                r
+            })
+            .collect();
+        let pfc = self.pfc_rows(an, secs);
+        self.raise_pfc_findings(&pfc, elapsed, source.kernel);
+        let t = an.totals;
+        let snap = Snapshot {
+            interface: self.interface.clone(),
+            filter: self.filter.clone(),
+            elapsed,
+            frames: counts.frames,
+            bytes: counts.bytes,
+            roce: counts.roce,
+            pfc_frames: counts.pfc,
+            fps: (counts.frames - self.last_frames) as f64 / secs,
+            bps: (counts.bytes - self.last_bytes) as f64 * 8.0 / secs,
+            kernel: source.kernel,
+            flows: flows.len(),
+            psn_gaps: t.psn_gaps,
+            retransmitted: t.retransmitted,
+            ce: t.ce,
+            cnps: t.cnps,
+            sort,
+            qps,
+            pfc,
+            findings: self
+                .findings
+                .iter()
+                .rev()
+                .take(FINDINGS_KEPT)
+                .cloned()
+                .collect(),
+        };
+        self.last_at = Some(now);
+        self.last_frames = counts.frames;
+        self.last_bytes = counts.bytes;
+        snap
+    }
+
+    fn pfc_rows(&mut self, an: &Analyzer, secs: f64) -> Vec<PfcRow> {
+        let now = an.last_ts();
+        let roce = an.roce_priorities();
+        an.pfc_trackers()
+            .map(|((mac, prio), t)| {
+                let source = mac.to_string();
+                let paused_ns = t.paused_until(now);
+                let before = self
+                    .last_paused
+                    .insert((source.clone(), prio), paused_ns)
+                    .unwrap_or(0);
+                PfcRow {
+                    priority: prio,
+                    source,
+                    roce: roce.contains(&prio),
+                    xoff: t.xoff,
+                    paused_ns,
+                    paused_share: ((paused_ns - before) as f64 / (secs * 1e9)).min(1.0),
+                    storms: t.storms_until(&an.config().pfc, now),
+                }
+            })
+            .collect()
+    }
+
+    /// A note of the capture itself (`no_roce`: nothing seen yet) among the findings.
+    pub fn note(&mut self, code: &'static str, text: &str) {
+        self.raise(
+            (usize::MAX - 9, code),
+            self.started.elapsed(),
+            text.to_string(),
+        );
+    }
+
+    fn raise(&mut self, key: (usize, &'static str), elapsed: Duration, text: String) {
+        if self.raised.insert(key) {
+            self.findings.push(LiveFinding {
+                at_s: elapsed.as_secs(),
+                code: key.1,
+                text,
+            });
+        }
+    }
+
+    /// The flow findings that first hold now, by the report's codes.
+    fn raise_flow_findings(&mut self, rows: &[(usize, QpRow)], elapsed: Duration) {
+        for (i, r) in rows.iter().filter(|(_, r)| r.trouble() > 0) {
+            let label = || r.label_or_index(*i);
+            if r.gaps > 0 {
+                self.raise(
+                    (*i, "psn_loss"),
+                    elapsed,
+                    format!("PSN gaps on {}", label()),
+                );
+            }
+            if r.retx > 0 {
+                self.raise(
+                    (*i, "retransmissions"),
+                    elapsed,
+                    format!("retransmissions on {}", label()),
+                );
+            }
+            if r.naks > 0 {
+                self.raise((*i, "nak"), elapsed, format!("NAKs for {}", label()));
+            }
+            if r.ce > 0 && r.cnps == 0 {
+                self.raise(
+                    (*i, "ce_without_cnp"),
+                    elapsed,
+                    format!("CE marks and no CNP on {}", label()),
+                );
+            }
+        }
+    }
+
+    fn raise_pfc_findings(
+        &mut self,
+        pfc: &[PfcRow],
+        elapsed: Duration,
+        kernel: Option<KernelCounters>,
+    ) {
+        for p in pfc {
+            // Keys of PFC findings use indexes above any flow's.
+            let key = usize::MAX - usize::from(p.priority);
+            if p.storms > 0 {
+                self.raise(
+                    (key, "pfc_storm"),
+                    elapsed,
+                    format!("PFC storm on priority {} from {}", p.priority, p.source),
+                );
+            }
+            if p.roce && p.xoff > 0 {
+                self.raise(
+                    (key, "pfc_pause_roce_priority"),
+                    elapsed,
+                    format!(
+                        "PFC pauses RoCE priority {} (from {})",
+                        p.priority, p.source
+                    ),
+                );
+            }
+        }
+        if let Some(k) = kernel.filter(|k| k.dropped + k.if_dropped > 0) {
+            self.raise(
+                (usize::MAX - 8, "capture_damaged"),
+                elapsed,
+                format!(
+                    "the capture dropped frames ({} for lack of buffer, {} at the interface)",
+                    k.dropped, k.if_dropped
+                ),
+            );
+        }
+    }
+}
+
+impl QpRow {
+    fn label_or_index(&self, i: usize) -> String {
+        if self.label.is_empty() {
+            format!("flow {}", i + 1)
+        } else {
+            self.label.clone()
+        }
+    }
+}
+
+/// A flow's row; its label is written for the rows kept only. What came back for a data
+/// flow (NAKs, CNPs) is counted on it, as in the report.
+fn row(f: &Flow, bytes_before: u64, secs: f64) -> QpRow {
+    QpRow {
+        label: String::new(),
+        packets: f.packets,
+        bytes: f.bytes,
+        bps: f.bytes.saturating_sub(bytes_before) as f64 * 8.0 / secs,
+        gaps: f.loss.count,
+        retx: f.retrans.count,
+        naks: f.naks.all(),
+        ce: f.ce.count,
+        cnps: f.cnps.count,
+        rtt_p50_us: None,
+        rtt_p99_us: None,
+    }
+}
+
+/// Orders rows by `sort`, ties by flow order.
+pub fn order(rows: &mut [(usize, QpRow)], sort: SortBy) {
+    match sort {
+        SortBy::Trouble => rows.sort_by(|a, b| {
+            b.1.trouble()
+                .cmp(&a.1.trouble())
+                .then(b.1.bps.total_cmp(&a.1.bps))
+                .then(a.0.cmp(&b.0))
+        }),
+        SortBy::Rate => rows.sort_by(|a, b| b.1.bps.total_cmp(&a.1.bps).then(a.0.cmp(&b.0))),
+        SortBy::Packets => rows.sort_by(|a, b| b.1.packets.cmp(&a.1.packets).then(a.0.cmp(&b.0))),
+    }
+}

@@ -1,0 +1,158 @@
+//! The live view's own thread, as bandwhich's display loop: it takes the snapshots the
+//! capture loop offers (a channel of one: a snapshot the display has not taken yet is
+//! replaced, never waited for), reads keys, and draws. It runs at a lower priority (nice) than
+//! the capture, and restores the terminal on the way out. `q` and Ctrl-C (a key in raw mode)
+//! end the capture through the same flag as SIGINT.
+
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+
+use super::snapshot::{Snapshot, SortBy};
+use super::view::{self, ViewState};
+
+/// How much lower than the capture the display thread runs (nice increment).
+const DISPLAY_NICE: i32 = 10;
+/// How often keys are looked for.
+const KEY_POLL: Duration = Duration::from_millis(100);
+
+pub struct LiveView {
+    snapshots: Option<SyncSender<Snapshot>>,
+    sort: Arc<AtomicU8>,
+    thread: Option<JoinHandle<io::Result<()>>>,
+}
+
+impl LiveView {
+    /// Takes over the terminal (raw mode, alternate screen) and starts the display thread.
+    pub fn start(stop: &'static AtomicBool) -> io::Result<LiveView> {
+        let terminal = ratatui::try_init()?;
+        let (tx, rx) = mpsc::sync_channel(1);
+        let sort = Arc::new(AtomicU8::new(0));
+        let shared = Arc::clone(&sort);
+        let thread = std::thread::Builder::new()
+            .name("live-view".into())
+            .spawn(move || {
+                lower_priority();
+                let r = display_loop(terminal, rx, stop, &shared);
+                ratatui::restore();
+                r
+            })?;
+        Ok(LiveView {
+            snapshots: Some(tx),
+            sort,
+            thread: Some(thread),
+        })
+    }
+
+    /// The order the person chose for the QP table.
+    pub fn sort(&self) -> SortBy {
+        sort_of(self.sort.load(Ordering::Relaxed))
+    }
+
+    /// Offers a snapshot; never waits for the display.
+    pub fn offer(&self, s: Snapshot) {
+        if let Some(tx) = &self.snapshots {
+            match tx.try_send(s) {
+                Ok(()) | Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {}
+            }
+        }
+    }
+
+    /// Ends the display and gives the normal screen back.
+    pub fn finish(mut self) -> io::Result<()> {
+        self.snapshots = None;
+        match self.thread.take().map(JoinHandle::join) {
+            Some(Ok(r)) => r,
+            Some(Err(_)) => Err(io::Error::other("the live view's thread failed")),
+            None => Ok(()),
+        }
+    }
+}
+
+fn sort_of(v: u8) -> SortBy {
+    match v {
+        1 => SortBy::Rate,
+        2 => SortBy::Packets,
+        _ => SortBy::Trouble,
+    }
+}
+
+fn sort_code(s: SortBy) -> u8 {
+    match s {
+        SortBy::Trouble => 0,
+        SortBy::Rate => 1,
+        SortBy::Packets => 2,
+    }
+}
+
+/// The display thread yields to the capture: a nice value of its own (on Linux,
+/// setpriority of a thread id changes that thread only). Failing that, it runs as it is.
+fn lower_priority() {
+    let tid = rustix::thread::gettid();
+    let _ = rustix::process::setpriority_process(Some(tid), DISPLAY_NICE);
+}
+
+fn display_loop(
+    mut terminal: ratatui::DefaultTerminal,
+    rx: Receiver<Snapshot>,
+    stop: &AtomicBool,
+    sort: &AtomicU8,
+) -> io::Result<()> {
+    let mut state = ViewState {
+        color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        ..ViewState::default()
+    };
+    let mut shown = Snapshot::default();
+    let mut dirty = true;
+    loop {
+        match rx.try_recv() {
+            Ok(s) => {
+                if !state.paused {
+                    shown = s;
+                    dirty = true;
+                }
+            }
+            Err(TryRecvError::Disconnected) => return Ok(()),
+            Err(TryRecvError::Empty) => {}
+        }
+        if dirty {
+            state.scroll = state.scroll.min(shown.qps.len().saturating_sub(1));
+            terminal.draw(|f| view::draw(f, &shown, &state))?;
+            dirty = false;
+        }
+        if !event::poll(KEY_POLL)? {
+            continue;
+        }
+        match event::read()? {
+            Event::Key(k) if k.kind != KeyEventKind::Release => {
+                let ctrl_c =
+                    k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
+                match k.code {
+                    KeyCode::Char('q') => stop.store(true, Ordering::SeqCst),
+                    _ if ctrl_c => stop.store(true, Ordering::SeqCst),
+                    KeyCode::Down | KeyCode::Char('j') => state.scroll += 1,
+                    KeyCode::Up | KeyCode::Char('k') => {
+                        state.scroll = state.scroll.saturating_sub(1)
+                    }
+                    KeyCode::PageDown => state.scroll += 10,
+                    KeyCode::PageUp => state.scroll = state.scroll.saturating_sub(10),
+                    KeyCode::Char('s') => {
+                        let next = sort_of(sort.load(Ordering::Relaxed)).next();
+                        sort.store(sort_code(next), Ordering::Relaxed);
+                        shown.sort = next;
+                    }
+                    KeyCode::Char('p') => state.paused = !state.paused,
+                    _ => {}
+                }
+                dirty = true;
+            }
+            Event::Resize(..) => dirty = true,
+            _ => {}
+        }
+    }
+}
