@@ -590,7 +590,11 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
                 diagnostics
             };
             let mut pipeline = Pipeline::new(sink, diagnostics, config.threads);
-            let mut snapshots = Snapshots::new(&iface, &source.filter);
+            let shown_filter = match &live.filter {
+                Some(f) => f.clone(),
+                None => "the default (RoCEv2, RoCEv1, PFC, PAUSE)".into(),
+            };
+            let mut snapshots = Snapshots::new(&iface, &shown_filter);
             let mut last_snapshot = Instant::now();
             let end = source.for_each_batch(stop, |batch, src| {
                 pipeline.records(batch, src)?;

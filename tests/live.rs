@@ -287,6 +287,8 @@ fn live_capture_matches_offline_analysis() {
     }
     vlan_subinterface_cannot_show_pcp(&n);
     ctrl_c_ends_with_the_report(&n);
+    status_lines_go_on_after_the_hint(&n);
+    the_view_shows_the_troubled_qps_while_the_capture_runs(&n);
     down_interface_and_permissions(&n);
     std::fs::remove_dir_all(&dir).ok();
 }
@@ -305,6 +307,105 @@ fn ctrl_c_ends_with_the_report(n: &Netns) {
         "{text}"
     );
     assert!(text.contains("RoCE 28 "), "{text}");
+}
+
+/// Started before the traffic, with standard output not a terminal: the no-RoCE hint is
+/// printed and the status lines go on, with running totals, the worst QP and the kernel's
+/// counters.
+fn status_lines_go_on_after_the_hint(n: &Netns) {
+    let child = start_capture(&["-i", &n.host_end, "--json=/dev/null"]);
+    std::thread::sleep(Duration::from_millis(5_800));
+    replay_into(n, &testdata("sample.pcap"), Some("4"));
+    std::thread::sleep(Duration::from_millis(1_500));
+    sh(&["kill", "-INT", &child.id().to_string()]).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    let hint = err
+        .find("no RoCE seen on")
+        .unwrap_or_else(|| panic!("{err}"));
+    let after = &err[hint..];
+    assert!(after.contains("RoCE 13822 in 8 flows"), "{err}");
+    assert!(after.contains("gaps 1"), "{err}");
+    assert!(
+        after.contains("worst 10.0.0.5 > 10.0.0.2 qp 0x000213 vlan 100"),
+        "{err}"
+    );
+    assert!(after.contains("kernel 14623 received, 0 dropped"), "{err}");
+}
+
+/// `tmux` as the terminal: the view opens before the traffic, shows the QPs, the paused
+/// priority and the kernel's counters while it runs; `q` ends it with the report, kernel
+/// counters included, on the normal screen.
+fn the_view_shows_the_troubled_qps_while_the_capture_runs(n: &Netns) {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "tmux missing under CI: `make test` installs it"
+        );
+        eprintln!("SKIPPED live view test: tmux is not installed");
+        return;
+    }
+    let session = format!("rsv{}", std::process::id());
+    let tmux = |args: &[&str]| {
+        Command::new("tmux")
+            .args(args)
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
+    };
+    let command = format!("{} -i {}; echo EXIT=$?; sleep 60", bin(), n.host_end);
+    tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &session,
+        "-x",
+        "100",
+        "-y",
+        "30",
+        &command,
+    ]);
+    let screen = || tmux(&["capture-pane", "-p", "-t", &session]);
+    // The hint comes after 5 s without RoCE; the view stays.
+    std::thread::sleep(Duration::from_millis(6_000));
+    let before = screen();
+    replay_into(n, &testdata("sample.pcap"), Some("4"));
+    std::thread::sleep(Duration::from_millis(2_500));
+    let during = screen();
+    tmux(&["send-keys", "-t", &session, "q"]);
+    std::thread::sleep(Duration::from_millis(2_000));
+    let after = tmux(&["capture-pane", "-p", "-S", "-400", "-t", &session]);
+    tmux(&["kill-session", "-t", &session]);
+    assert!(before.contains("roce-sniff on"), "{before}");
+    assert!(before.contains("no_roce"), "{before}");
+    for want in [
+        "14623 frames",
+        "kernel: 14623 received, 0 dropped, 0 if-dropped",
+        "10.0.0.5 > 10.0.0.2 qp 0x000213 vlan 100",
+        "gaps 1 retx 4",
+        "p3 (RoCE)",
+        "pfc_pause_roce_priority",
+    ] {
+        assert!(
+            during.contains(want),
+            "{want:?} not on the screen:\n{during}"
+        );
+    }
+    // The troubled QP first.
+    let rows: Vec<&str> = during.lines().filter(|l| l.contains(" qp 0x")).collect();
+    assert!(
+        rows[0].starts_with("10.0.0.5 > 10.0.0.2 qp 0x000213"),
+        "{during}"
+    );
+    assert!(
+        after.contains("roce-sniff report: live capture on"),
+        "{after}"
+    );
+    assert!(
+        after.contains("kernel: 14623 received, 0 dropped, 0 dropped by the interface"),
+        "{after}"
+    );
+    assert!(after.contains("EXIT=0"), "{after}");
 }
 
 /// A down interface and a user without capture rights get one line each, and exit code 2.

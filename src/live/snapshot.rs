@@ -174,7 +174,7 @@ impl Snapshots {
         for (i, f) in flows.iter().enumerate() {
             self.last_flow_bytes[i] = f.bytes;
         }
-        self.raise_flow_findings(&rows, elapsed);
+        self.raise_flow_findings(&rows, flows, elapsed);
         order(&mut rows, sort);
         rows.truncate(ROWS_KEPT);
         let qps = rows
@@ -266,9 +266,9 @@ impl Snapshots {
     }
 
     /// The flow findings that first hold now, by the report's codes.
-    fn raise_flow_findings(&mut self, rows: &[(usize, QpRow)], elapsed: Duration) {
+    fn raise_flow_findings(&mut self, rows: &[(usize, QpRow)], flows: &[Flow], elapsed: Duration) {
         for (i, r) in rows.iter().filter(|(_, r)| r.trouble() > 0) {
-            let label = || r.label_or_index(*i);
+            let label = || flows[*i].key.to_string();
             if r.gaps > 0 {
                 self.raise(
                     (*i, "psn_loss"),
@@ -332,16 +332,6 @@ impl Snapshots {
                     k.dropped, k.if_dropped
                 ),
             );
-        }
-    }
-}
-
-impl QpRow {
-    fn label_or_index(&self, i: usize) -> String {
-        if self.label.is_empty() {
-            format!("flow {}", i + 1)
-        } else {
-            self.label.clone()
         }
     }
 }
