@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Live capture side by side: 200,000 RoCE frames replayed with `tcpreplay --topspeed` into a veth
 # pair (one end in a network namespace), captured on the other end by `tcpdump -w /dev/null` and
-# by `roce-sniff -i`, each run alone. Prints what each captured and dropped, its CPU time per
+# by `roce-sniff -i` (status lines, then with the full-screen live view in tmux), each run alone. Prints what each captured and dropped, its CPU time per
 # frame, and the rate the replay reached. Needs root, network namespaces and tcpreplay.
 #
 #   benches/live_compare.sh [CAPTURE]     # default: the first 200,000 frames of the benchmark capture
@@ -67,11 +67,31 @@ read -r RS_RECV RS_DROP RS_FRAMES < <(python3 -c "
 import json; r = json.load(open('$DIR/live.json'))
 l = r['capture']['live']; print(l['received'], l['dropped'] + l['if_dropped'], r['capture']['packets'])")
 
+# The same with the full-screen live view on (tmux as its terminal; --json=FILE leaves it
+# standard output): what drawing once a second costs on top of the capture and analysis.
+VIEW_CPU=""; VIEW_DROP=""; VIEW_FRAMES=""; VIEW_RATE=""
+if command -v tmux >/dev/null; then
+    tmux new-session -d -s "rsview$$" -x 120 -y 40 \
+        "perf stat -x, -e task-clock -o $DIR/view.time $BIN -i $HOST ${ROCE_ARGS:-} --json=$DIR/view.json 2> $DIR/view.err"
+    sleep 1.5
+    VIEW_RATE=$(replay)
+    sleep 1.5
+    tmux send-keys -t "rsview$$" q
+    for _ in $(seq 50); do tmux has-session -t "rsview$$" 2>/dev/null || break; sleep 0.2; done
+    tmux kill-session -t "rsview$$" 2>/dev/null || true
+    VIEW_CPU=$(cpu_seconds "$DIR/view.time")
+    read -r _ VIEW_DROP VIEW_FRAMES < <(python3 -c "
+import json; r = json.load(open('$DIR/view.json'))
+l = r['capture']['live']; print(l['received'], l['dropped'] + l['if_dropped'], r['capture']['packets'])")
+fi
+
 echo "live: $FRAMES frames replayed with tcpreplay --topspeed into a veth pair (CPU: $CLOCK)"
 awk -v n="$FRAMES" -v tc="$TD_CAPT" -v td="$TD_DROP" -v tr="$TD_RATE" -v tcpu="$TD_CPU" \
-    -v rf="$RS_FRAMES" -v rd="$RS_DROP" -v rr="$RS_RATE" -v rcpu="$RS_CPU" 'BEGIN {
+    -v rf="$RS_FRAMES" -v rd="$RS_DROP" -v rr="$RS_RATE" -v rcpu="$RS_CPU" \
+    -v vf="$VIEW_FRAMES" -v vd="$VIEW_DROP" -v vr="$VIEW_RATE" -v vcpu="$VIEW_CPU" 'BEGIN {
     printf "  %-28s %10s %10s %14s %16s\n", "", "captured", "dropped", "replay pps", "CPU us/frame"
     printf "  %-28s %10d %10d %14s %16.2f\n", "tcpdump -w /dev/null", tc, td, tr, tcpu * 1e6 / n
     printf "  %-28s %10d %10d %14s %16.2f\n", "roce-sniff -i (report)", rf, rd, rr, rcpu * 1e6 / n
+    if (vcpu != "") printf "  %-28s %10d %10d %14s %16.2f\n", "roce-sniff -i (live view)", vf, vd, vr, vcpu * 1e6 / n
     printf "  targets: roce-sniff drops <= tcpdump drops; CPU per frame <= 2x tcpdump (%.2fx)\n", rcpu / tcpu
 }'
