@@ -367,3 +367,73 @@ pub fn order(rows: &mut [(usize, QpRow)], sort: SortBy) {
         SortBy::Packets => rows.sort_by(|a, b| b.1.packets.cmp(&a.1.packets).then(a.0.cmp(&b.0))),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::AnalysisConfig;
+    use roce_parsers::capture::{CaptureParser, Next};
+
+    /// The analyzer after every frame of a testdata capture, and the frame counts.
+    fn analysed(name: &str) -> (Analyzer, FrameCounts) {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("testdata")
+            .join(name);
+        let data = std::fs::read(path).unwrap();
+        let (mut parser, mut at) = CaptureParser::new(&data).unwrap();
+        let mut an = Analyzer::new(AnalysisConfig::default());
+        let mut counts = FrameCounts::default();
+        let mut n = 0;
+        loop {
+            match parser.next(&data[at..], at as u64).unwrap() {
+                Next::Record(rec, used) => {
+                    n += 1;
+                    let s = crate::decode::summarize(n, &rec, Default::default());
+                    counts.add(&s);
+                    an.feed(&s);
+                    at += used;
+                }
+                Next::Skip(used) => at += used,
+                Next::Incomplete { .. } => break,
+            }
+        }
+        (an, counts)
+    }
+
+    #[test]
+    fn a_snapshot_puts_the_troubled_qp_first_and_raises_its_findings() {
+        let (an, counts) = analysed("sample.pcap");
+        let mut snaps = Snapshots::new("eth0", "the default");
+        let kernel = Some(KernelCounters {
+            received: counts.frames,
+            dropped: 0,
+            if_dropped: 0,
+        });
+        let status = SourceStatus {
+            kernel,
+            ..SourceStatus::default()
+        };
+        let s = snaps.take(&counts, &an, &status, SortBy::Trouble);
+        assert_eq!((s.frames, s.roce, s.flows), (14623, 13822, 8));
+        assert_eq!(s.qps[0].label, "10.0.0.5 > 10.0.0.2 qp 0x000213 vlan 100");
+        assert_eq!((s.qps[0].gaps, s.qps[0].retx), (1, 4));
+        // Every QP's totals add up to the analysis's.
+        assert_eq!(s.qps.iter().map(|q| q.ce).sum::<u64>(), s.ce);
+        let codes: Vec<&str> = s.findings.iter().map(|f| f.code).collect();
+        for code in [
+            "psn_loss",
+            "retransmissions",
+            "ce_without_cnp",
+            "pfc_pause_roce_priority",
+        ] {
+            assert!(codes.contains(&code), "{code}: {codes:?}");
+        }
+        let p3 = s.pfc.iter().find(|p| p.priority == 3).unwrap();
+        assert!(p3.roce && p3.xoff == 200 && p3.paused_ns > 0, "{p3:?}");
+        // Raised once: the next snapshot adds none, and rates fall to nothing.
+        let again = snaps.take(&counts, &an, &status, SortBy::Packets);
+        assert_eq!(again.findings.len(), s.findings.len());
+        assert!(again.qps.windows(2).all(|w| w[0].packets >= w[1].packets));
+        assert!(again.qps.iter().all(|q| q.bps == 0.0));
+    }
+}

@@ -74,6 +74,17 @@ impl LiveView {
     }
 }
 
+impl Drop for LiveView {
+    /// On an early return (a capture error), the terminal is given back before the error is
+    /// printed.
+    fn drop(&mut self) {
+        self.snapshots = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 fn sort_of(v: u8) -> SortBy {
     match v {
         1 => SortBy::Rate,

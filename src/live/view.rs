@@ -440,6 +440,15 @@ mod tests {
     }
 
     #[test]
+    fn a_small_terminal_degrades_without_breaking() {
+        for (w, h) in [(50, 12), (30, 8), (80, 10)] {
+            let text = screen(w, h, &fixed(), &ViewState::default());
+            assert!(text.contains("roce-sniff on"), "{w}x{h}:\n{text}");
+            assert!(text.lines().all(|l| l.chars().count() <= usize::from(w)));
+        }
+    }
+
+    #[test]
     fn labels_are_shortened_in_the_middle() {
         let l = "fd00:1234:5678:9abc::1 > fd00:1234:5678:9abc::2 qp 0x000214 vlan 100";
         let s = shorten(l, 40);
