@@ -323,6 +323,7 @@ fn report_from_file(
     if let Some(cfg) = &opts.parquet {
         sink = sink.with_export(crate::export::Exporter::new(cfg.clone())?);
     }
+    let mut metrics = MetricsOutput::open(opts)?;
     let mut pipeline = Pipeline::new(sink, diagnostics, run.threads);
     let end = feed(source, &mut pipeline, &run.select);
     let end = match end {
@@ -335,8 +336,82 @@ fn report_from_file(
     let finished = pipeline
         .finish()
         .map_err(output_error(opts.json.as_ref()))?;
+    if let Some(m) = metrics.as_mut() {
+        m.update(
+            &finished.counts,
+            finished.sink.analyzer(),
+            &Default::default(),
+        );
+    }
     let (report, plots) = finish_report(finished, end, name, &CaptureContext::default())?;
-    render(&report, plots.as_ref(), opts, out)
+    let code = render(&report, plots.as_ref(), opts, out)?;
+    if let Some(mut m) = metrics {
+        let _ = out.flush();
+        m.serve_final(&report);
+    }
+    Ok(code)
+}
+
+/// `--metrics`: the server, bound before any work, and the figures it serves.
+struct MetricsOutput {
+    server: crate::monitor::http::MetricsServer,
+    metrics: crate::monitor::metrics::Metrics,
+    last: Option<Instant>,
+}
+
+/// How often a running capture's metrics are brought up to date.
+const METRICS_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+impl MetricsOutput {
+    fn open(opts: &ReportOptions) -> Result<Option<MetricsOutput>, Error> {
+        let Some(cfg) = &opts.metrics else {
+            return Ok(None);
+        };
+        let server = crate::monitor::http::MetricsServer::bind(&cfg.addr).map_err(|e| {
+            Error::Usage(format!("--metrics={}: cannot listen there: {e}", cfg.addr))
+        })?;
+        eprintln!("roce-sniff: metrics at http://{}/metrics", server.addr);
+        Ok(Some(MetricsOutput {
+            server,
+            metrics: crate::monitor::metrics::Metrics::new(cfg.max_qps),
+            last: None,
+        }))
+    }
+
+    /// Brings the figures up to date and publishes them.
+    fn update(
+        &mut self,
+        counts: &crate::decode::FrameCounts,
+        an: &crate::analysis::Analyzer,
+        src: &crate::source::SourceStatus,
+    ) {
+        self.metrics.update(counts, an, src);
+        self.server.publish(self.metrics.text());
+        self.last = Some(Instant::now());
+    }
+
+    fn due(&self) -> bool {
+        self.last.is_none_or(|t| t.elapsed() >= METRICS_EVERY)
+    }
+
+    /// The finished report's findings published, then the final figures served until SIGINT
+    /// or SIGTERM, so that a scrape after the end gets them.
+    fn serve_final(&mut self, report: &Report) {
+        self.metrics.report_findings(&report.findings);
+        self.server.publish(self.metrics.text());
+        let stop = crate::interrupt::flag();
+        // An earlier Ctrl-C ended the read: the report is out, and so is the wait.
+        if stop.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        eprintln!(
+            "roce-sniff: the capture is analysed; serving its final metrics at http://{}/metrics until SIGINT or SIGTERM",
+            self.server.addr
+        );
+        while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
 }
 
 /// How a file is read: the decoding threads and the selection (filter, --qp, -c, -w).
@@ -589,6 +664,7 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
             } else {
                 diagnostics
             };
+            let mut metrics = MetricsOutput::open(opts)?;
             let mut pipeline = Pipeline::new(sink, diagnostics, config.threads);
             let shown_filter = match &live.filter {
                 Some(f) => f.clone(),
@@ -625,14 +701,35 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
                         }
                     }
                 }
+                if let Some(m) = metrics.as_mut().filter(|m| m.due()) {
+                    m.metrics.live_findings(&snapshots.raised());
+                    m.update(pipeline.counts(), pipeline.sink().analyzer(), src);
+                }
                 Ok(())
             })?;
             display.finish()?;
             let finished = pipeline
                 .finish()
                 .map_err(output_error(opts.json.as_ref()))?;
+            if let Some(m) = metrics.as_mut() {
+                let kernel = end.live.as_ref().map(|l| crate::source::KernelCounters {
+                    received: l.received,
+                    dropped: l.dropped,
+                    if_dropped: l.if_dropped,
+                });
+                let status = crate::source::SourceStatus {
+                    kernel,
+                    ..Default::default()
+                };
+                m.update(&finished.counts, finished.sink.analyzer(), &status);
+            }
             let name = format!("live capture on {iface}");
             let (report, plots) = finish_report(finished, end, name, &ctx)?;
+            if let Some(m) = metrics.as_mut() {
+                // The last scrape before the exit sees the report's findings.
+                m.metrics.report_findings(&report.findings);
+                m.server.publish(m.metrics.text());
+            }
             render(&report, plots.as_ref(), opts, &mut out)
         }
         Mode::Correlate { .. } => Err(Error::Usage(

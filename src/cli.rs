@@ -221,6 +221,16 @@ pub struct Args {
     #[arg(long, value_name = "DIR", help_heading = "Parquet export")]
     pub parquet: Option<PathBuf>,
 
+    /// Serve Prometheus metrics at http://ADDR:PORT/metrics while the capture runs (with -r,
+    /// until SIGINT or SIGTERM after the file is read). No authentication: bind it to
+    /// 127.0.0.1 or a management address.
+    #[arg(long, value_name = "ADDR:PORT", help_heading = "Monitoring")]
+    pub metrics: Option<String>,
+
+    /// QPs with metric series of their own; the rest count in qp="other".
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..), help_heading = "Monitoring")]
+    pub metrics_max_qps: u32,
+
     /// The capture's name in the Parquet dataset (default: the file's stem).
     #[arg(long, value_name = "NAME", help_heading = "Parquet export")]
     pub capture_name: Option<String>,
@@ -329,6 +339,14 @@ pub struct ReportOptions {
     pub report_dir: Option<PathBuf>,
     /// `--parquet`: where the tables go.
     pub parquet: Option<crate::export::ExportConfig>,
+    /// `--metrics`: where to serve them, and how many QPs get series.
+    pub metrics: Option<MetricsConfig>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetricsConfig {
+    pub addr: String,
+    pub max_qps: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -577,6 +595,7 @@ impl Args {
             (self.storm_ms.is_some() && !analysing, "--storm-ms"),
             (self.storm_fps.is_some() && !analysing, "--storm-fps"),
             (self.max_flows.is_some() && !analysing, "--max-flows"),
+            (self.metrics.is_some(), "--metrics"),
         ];
         if let Some((_, flag)) = report_only.iter().find(|(given, _)| *given) {
             return Err(Error::Usage(format!(
@@ -625,6 +644,7 @@ impl Args {
             (self.count.is_some(), "-c"),
             (self.write.is_some(), "-w"),
             (self.parquet.is_some(), "--parquet"),
+            (self.metrics.is_some(), "--metrics"),
         ];
         if let Some((_, flag)) = refused.iter().find(|(given, _)| *given) {
             return Err(usage(&format!("{flag} does not apply to --correlate")));
@@ -664,6 +684,10 @@ impl Args {
             json,
             report_dir,
             parquet: self.parquet_export(source)?,
+            metrics: self.metrics.as_ref().map(|addr| MetricsConfig {
+                addr: addr.clone(),
+                max_qps: self.metrics_max_qps as usize,
+            }),
         }))
     }
 

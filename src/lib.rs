@@ -19,6 +19,7 @@ pub mod export;
 pub mod interrupt;
 pub mod live;
 pub mod model;
+pub mod monitor;
 pub mod output;
 pub mod packets;
 pub mod pipeline;

@@ -172,6 +172,41 @@ pub struct Totals {
     /// PFC XOFF frames per priority.
     pub pfc_xoff: [u64; 8],
     pub pause: u64,
+    /// Every ACK round trip measured, for the metrics' histogram.
+    pub ack_rtt: RttHistogram,
+}
+
+/// ACK round trips by bucket: how many took at most each bound (not cumulative here).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RttHistogram {
+    pub buckets: [u64; RTT_BOUNDS_NS.len() + 1],
+    pub sum_ns: u64,
+    pub count: u64,
+}
+
+/// Upper bounds of the ACK RTT buckets, in ns: 1 us to 100 ms (the last bucket is the rest).
+pub const RTT_BOUNDS_NS: [u64; 12] = [
+    1_000,
+    2_000,
+    5_000,
+    10_000,
+    20_000,
+    50_000,
+    100_000,
+    200_000,
+    500_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+];
+
+impl RttHistogram {
+    pub fn add(&mut self, ns: u64) {
+        let i = RTT_BOUNDS_NS.partition_point(|&b| b < ns);
+        self.buckets[i] += 1;
+        self.sum_ns += ns;
+        self.count += 1;
+    }
 }
 
 pub struct Analyzer {
@@ -740,6 +775,7 @@ impl Analyzer {
                     }
                     d.awaiting_ack.pop_front();
                     d.ack_rtt.add(p.ts_ns.saturating_sub(ts));
+                    self.totals.ack_rtt.add(p.ts_ns.saturating_sub(ts));
                 }
             }
             AethKind::RnrNak => {

@@ -246,6 +246,14 @@ impl Snapshots {
             .collect()
     }
 
+    /// The findings raised so far, by code, with the report's severity of each.
+    pub fn raised(&self) -> Vec<(&'static str, &'static str)> {
+        self.findings
+            .iter()
+            .map(|f| (f.code, severity_of(f.code)))
+            .collect()
+    }
+
     /// A note of the capture itself (`no_roce`: nothing seen yet) among the findings.
     pub fn note(&mut self, code: &'static str, text: &str) {
         self.raise(
@@ -354,6 +362,15 @@ fn row(f: &Flow, bytes_before: u64, secs: f64) -> QpRow {
     }
 }
 
+/// The severity the report gives a code the live view raises.
+pub fn severity_of(code: &str) -> &'static str {
+    match code {
+        "psn_loss" | "pfc_storm" => "critical",
+        "no_roce" => "info",
+        _ => "warning",
+    }
+}
+
 /// Orders rows by `sort`, ties by flow order.
 pub fn order(rows: &mut [(usize, QpRow)], sort: SortBy) {
     match sort {
@@ -369,13 +386,13 @@ pub fn order(rows: &mut [(usize, QpRow)], sort: SortBy) {
 }
 
 #[cfg(test)]
-mod tests {
+pub mod tests {
     use super::*;
     use crate::analysis::AnalysisConfig;
     use roce_parsers::capture::{CaptureParser, Next};
 
     /// The analyzer after every frame of a testdata capture, and the frame counts.
-    fn analysed(name: &str) -> (Analyzer, FrameCounts) {
+    pub fn analysed(name: &str) -> (Analyzer, FrameCounts) {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("testdata")
             .join(name);

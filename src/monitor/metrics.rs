@@ -1,0 +1,493 @@
+//! The Prometheus figures of a capture (`--metrics`): counters of frames, flows, per-QP PSN
+//! loss, retransmissions, NAKs, CE and CNPs, PFC pause per source and priority, findings, and
+//! an ACK RTT histogram, in the text exposition format. Rebuilt from the analysis state about
+//! once a second on the analysis thread; the HTTP server only hands out the latest text.
+//!
+//! Cardinality is bounded: at most `max_qps` QPs have series of their own. A QP beyond them
+//! counts in the series labelled `src="other",dst="other",qp="other"`; when the table is full
+//! and a new QP comes, the least recently seen QP gives up its series if it has been idle for
+//! `EVICT_IDLE_NS`, and a series that comes back starts from 0 (Prometheus takes that as a
+//! counter reset). Counts of QPs that left stay in `other`, so sums over the QP series always
+//! equal what the analysis counted.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use crate::analysis::flow::{Flow, FlowKey};
+use crate::analysis::{Analyzer, RTT_BOUNDS_NS};
+use crate::decode::FrameCounts;
+use crate::source::SourceStatus;
+
+/// A tracked QP idle this long (capture time) makes room for a new one.
+pub const EVICT_IDLE_NS: u64 = 1_000_000_000;
+
+/// The per-QP counters, in the order of `QP_COUNTERS`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct QpCounts {
+    packets: u64,
+    bytes: u64,
+    gaps: u64,
+    retx: u64,
+    ce: u64,
+    cnps: u64,
+    /// NAKs by code: PSN sequence error, RNR, remote access, remote operational, invalid
+    /// request, other.
+    naks: [u64; 6],
+}
+
+const NAK_CODES: [&str; 6] = [
+    "psn_sequence_error",
+    "rnr",
+    "remote_access_error",
+    "remote_operational_error",
+    "invalid_request",
+    "other",
+];
+
+impl QpCounts {
+    fn of(f: &Flow) -> Self {
+        let n = &f.naks;
+        QpCounts {
+            packets: f.packets,
+            bytes: f.bytes,
+            gaps: f.loss.count,
+            retx: f.retrans.count,
+            ce: f.ce.count,
+            cnps: f.cnps.count,
+            naks: [
+                n.psn_sequence_error.count,
+                n.rnr.count,
+                n.remote_access_error.count,
+                n.remote_operational_error.count,
+                n.invalid_request.count,
+                n.invalid_rd_request.count + n.other.count,
+            ],
+        }
+    }
+
+    fn minus(self, o: QpCounts) -> QpCounts {
+        let mut naks = [0; 6];
+        for (i, n) in naks.iter_mut().enumerate() {
+            *n = self.naks[i].saturating_sub(o.naks[i]);
+        }
+        QpCounts {
+            packets: self.packets.saturating_sub(o.packets),
+            bytes: self.bytes.saturating_sub(o.bytes),
+            gaps: self.gaps.saturating_sub(o.gaps),
+            retx: self.retx.saturating_sub(o.retx),
+            ce: self.ce.saturating_sub(o.ce),
+            cnps: self.cnps.saturating_sub(o.cnps),
+            naks,
+        }
+    }
+
+    fn plus(&mut self, o: QpCounts) {
+        self.packets += o.packets;
+        self.bytes += o.bytes;
+        self.gaps += o.gaps;
+        self.retx += o.retx;
+        self.ce += o.ce;
+        self.cnps += o.cnps;
+        for (a, b) in self.naks.iter_mut().zip(o.naks) {
+            *a += b;
+        }
+    }
+}
+
+/// A per-QP counter family: its name, help and the count it shows.
+type Family = (&'static str, &'static str, fn(&QpCounts) -> u64);
+
+/// A QP with a series of its own: what its flow had counted when the series started.
+#[derive(Debug, Clone, Copy)]
+struct Tracked {
+    key: FlowKey,
+    base: QpCounts,
+}
+
+/// The figures and the QP table between two updates.
+pub struct Metrics {
+    max_qps: usize,
+    /// Per flow index: the counts already accounted for (in a QP series or in `other`).
+    seen: Vec<QpCounts>,
+    /// Per flow index: its series, when it has one.
+    tracked: HashMap<usize, Tracked>,
+    other: QpCounts,
+    findings: HashMap<(&'static str, &'static str), u64>,
+    /// The text of the last update, findings apart.
+    body: String,
+}
+
+impl Metrics {
+    pub fn new(max_qps: usize) -> Self {
+        Metrics {
+            max_qps,
+            seen: Vec::new(),
+            tracked: HashMap::new(),
+            other: QpCounts::default(),
+            findings: HashMap::new(),
+            body: String::new(),
+        }
+    }
+
+    /// The findings of the finished report, each flow of a grouped finding counted.
+    pub fn report_findings(&mut self, findings: &[crate::model::Finding]) {
+        self.findings.clear();
+        for f in findings {
+            let n = f.group.as_ref().map_or(1, |g| g.flows);
+            *self
+                .findings
+                .entry((f.code.name(), f.severity.name()))
+                .or_default() += n;
+        }
+    }
+
+    /// The exposition text: the last update's figures and the findings now.
+    pub fn text(&self) -> String {
+        let mut o = self.body.clone();
+        self.write_findings(&mut o);
+        o
+    }
+
+    /// The findings raised so far while the capture runs: (code, severity), one per raise.
+    pub fn live_findings(&mut self, raised: &[(&'static str, &'static str)]) {
+        self.findings.clear();
+        for &k in raised {
+            *self.findings.entry(k).or_default() += 1;
+        }
+    }
+
+    /// Takes in the state now; `text` then gives it.
+    pub fn update(&mut self, counts: &FrameCounts, an: &Analyzer, source: &SourceStatus) {
+        self.account(an.flows(), an.last_ts());
+        let mut o = String::with_capacity(4096 + self.tracked.len() * 1200);
+        self.write_totals(&mut o, counts, an, source);
+        self.write_qps(&mut o);
+        write_pfc(&mut o, an);
+        write_rtt(&mut o, an);
+        self.body = o;
+    }
+
+    /// Takes in what every flow counted since the last update: into its series, or `other`.
+    fn account(&mut self, flows: &[Flow], now: u64) {
+        self.seen.resize(flows.len(), QpCounts::default());
+        for (i, f) in flows.iter().enumerate() {
+            let now_counts = QpCounts::of(f);
+            let delta = now_counts.minus(self.seen[i]);
+            if delta == QpCounts::default() {
+                continue;
+            }
+            self.seen[i] = now_counts;
+            if self.tracked.contains_key(&i) {
+                continue;
+            }
+            let never_seen = now_counts == delta;
+            if self.tracked.len() >= self.max_qps && !self.make_room(flows, now) {
+                self.other.plus(delta);
+                continue;
+            }
+            // A new QP's series holds all it counted; one that comes back starts from 0.
+            let base = if never_seen {
+                QpCounts::default()
+            } else {
+                self.other.plus(delta);
+                now_counts
+            };
+            self.tracked.insert(i, Tracked { key: f.key, base });
+        }
+    }
+
+    /// Frees the series of the least recently seen QP when it has been idle long enough; its
+    /// counts move to `other`.
+    fn make_room(&mut self, flows: &[Flow], now: u64) -> bool {
+        let Some((&i, _)) = self
+            .tracked
+            .iter()
+            .min_by_key(|(&i, _)| (flows[i].last_ts, i))
+        else {
+            return false;
+        };
+        if now.saturating_sub(flows[i].last_ts) < EVICT_IDLE_NS {
+            return false;
+        }
+        let t = self.tracked.remove(&i).expect("found");
+        self.other.plus(self.seen[i].minus(t.base));
+        true
+    }
+
+    fn write_totals(&self, o: &mut String, c: &FrameCounts, an: &Analyzer, source: &SourceStatus) {
+        header(o, "roce_sniff_frames_total", "counter", "Frames captured, by kind: roce (RoCEv2, RoCEv1, InfiniBand), pfc (802.1Qbb), pause (802.3x), other.");
+        let other = c.frames.saturating_sub(c.roce + c.pfc + c.pause);
+        for (kind, n) in [
+            ("roce", c.roce),
+            ("pfc", c.pfc),
+            ("pause", c.pause),
+            ("other", other),
+        ] {
+            let _ = writeln!(o, "roce_sniff_frames_total{{kind=\"{kind}\"}} {n}");
+        }
+        header(
+            o,
+            "roce_sniff_dropped_frames_total",
+            "counter",
+            "Frames the kernel or the interface dropped before the capture got them.",
+        );
+        let dropped = source.kernel.map_or(0, |k| k.dropped + k.if_dropped);
+        let _ = writeln!(o, "roce_sniff_dropped_frames_total {dropped}");
+        header(
+            o,
+            "roce_sniff_flows_active",
+            "gauge",
+            "Flows (source, destination, destination QP, VLAN) open now.",
+        );
+        let _ = writeln!(o, "roce_sniff_flows_active {}", an.flows().len());
+        header(
+            o,
+            "roce_sniff_flows_ended_total",
+            "counter",
+            "Flows ended (flows end with the capture: no flow timeout yet).",
+        );
+        let _ = writeln!(o, "roce_sniff_flows_ended_total 0");
+        header(o, "roce_sniff_metrics_qps", "gauge", "QPs with series of their own (at most --metrics-max-qps); the rest count in qp=\"other\".");
+        let _ = writeln!(o, "roce_sniff_metrics_qps {}", self.tracked.len());
+    }
+
+    fn write_qps(&self, o: &mut String) {
+        let mut rows: Vec<(String, QpCounts)> = self
+            .tracked
+            .iter()
+            .map(|(&i, t)| (qp_labels(&t.key), self.seen[i].minus(t.base)))
+            .collect();
+        rows.sort_by(|a, b| a.0.cmp(&b.0));
+        rows.push((
+            "src=\"other\",dst=\"other\",qp=\"other\"".into(),
+            self.other,
+        ));
+        let families: [Family; 6] = [
+            (
+                "roce_sniff_qp_packets_total",
+                "RoCE packets of a QP (flow).",
+                |q| q.packets,
+            ),
+            (
+                "roce_sniff_qp_bytes_total",
+                "Bytes on the wire of a QP.",
+                |q| q.bytes,
+            ),
+            (
+                "roce_sniff_qp_psn_gaps_total",
+                "PSN gaps (loss) on a QP.",
+                |q| q.gaps,
+            ),
+            (
+                "roce_sniff_qp_retransmitted_total",
+                "Retransmitted packets of a QP.",
+                |q| q.retx,
+            ),
+            (
+                "roce_sniff_qp_ce_total",
+                "CE-marked packets of a QP.",
+                |q| q.ce,
+            ),
+            (
+                "roce_sniff_qp_cnps_total",
+                "CNPs that came back for a QP's data.",
+                |q| q.cnps,
+            ),
+        ];
+        for (name, help, value) in families {
+            header(o, name, "counter", help);
+            for (labels, q) in &rows {
+                let _ = writeln!(o, "{name}{{{labels}}} {}", value(q));
+            }
+        }
+        header(
+            o,
+            "roce_sniff_qp_naks_total",
+            "counter",
+            "NAKs that came back for a QP's requests, by code.",
+        );
+        for (labels, q) in &rows {
+            for (code, n) in NAK_CODES.iter().zip(q.naks) {
+                let _ = writeln!(
+                    o,
+                    "roce_sniff_qp_naks_total{{{labels},code=\"{code}\"}} {n}"
+                );
+            }
+        }
+    }
+
+    fn write_findings(&self, o: &mut String) {
+        header(
+            o,
+            "roce_sniff_findings_total",
+            "counter",
+            "Findings raised while the capture ran, by code and severity.",
+        );
+        let mut rows: Vec<_> = self.findings.iter().collect();
+        rows.sort();
+        for ((code, severity), n) in rows {
+            let _ = writeln!(
+                o,
+                "roce_sniff_findings_total{{code=\"{code}\",severity=\"{severity}\"}} {n}"
+            );
+        }
+    }
+}
+
+fn header(o: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(o, "# HELP {name} {help}");
+    let _ = writeln!(o, "# TYPE {name} {kind}");
+}
+
+/// A label value with `\`, `"` and newlines escaped.
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// `src="10.0.0.5",dst="10.0.0.2",qp="0x000213",vlan="100"` (no vlan when untagged).
+fn qp_labels(k: &FlowKey) -> String {
+    let mut s = format!(
+        "src=\"{}\",dst=\"{}\",qp=\"0x{:06x}\"",
+        escape(&k.src.to_string()),
+        escape(&k.dst.to_string()),
+        k.dqpn.0
+    );
+    if let Some(v) = k.vlan {
+        let _ = write!(s, ",vlan=\"{v}\"");
+    }
+    s
+}
+
+fn write_pfc(o: &mut String, an: &Analyzer) {
+    let now = an.last_ts();
+    let rows: Vec<(String, u64, u64)> = an
+        .pfc_trackers()
+        .map(|((mac, prio), t)| {
+            (
+                format!("source=\"{mac}\",priority=\"{prio}\""),
+                t.xoff,
+                t.paused_until(now),
+            )
+        })
+        .collect();
+    header(
+        o,
+        "roce_sniff_pfc_pause_frames_total",
+        "counter",
+        "PFC XOFF frames, by source MAC and priority.",
+    );
+    for (labels, xoff, _) in &rows {
+        let _ = writeln!(o, "roce_sniff_pfc_pause_frames_total{{{labels}}} {xoff}");
+    }
+    header(
+        o,
+        "roce_sniff_pfc_paused_seconds_total",
+        "counter",
+        "Time paused by PFC (at --link-speed), by source MAC and priority.",
+    );
+    for (labels, _, ns) in &rows {
+        let _ = writeln!(
+            o,
+            "roce_sniff_pfc_paused_seconds_total{{{labels}}} {}",
+            *ns as f64 / 1e9
+        );
+    }
+}
+
+fn write_rtt(o: &mut String, an: &Analyzer) {
+    let h = an.totals.ack_rtt;
+    header(
+        o,
+        "roce_sniff_ack_rtt_seconds",
+        "histogram",
+        "Round trip from a request asking for an ACK to the ACK, as the capture point sees it.",
+    );
+    let mut cumulative = 0;
+    for (bound, n) in RTT_BOUNDS_NS.iter().zip(h.buckets) {
+        cumulative += n;
+        let _ = writeln!(
+            o,
+            "roce_sniff_ack_rtt_seconds_bucket{{le=\"{}\"}} {cumulative}",
+            *bound as f64 / 1e9
+        );
+    }
+    let _ = writeln!(
+        o,
+        "roce_sniff_ack_rtt_seconds_bucket{{le=\"+Inf\"}} {}",
+        h.count
+    );
+    let _ = writeln!(
+        o,
+        "roce_sniff_ack_rtt_seconds_sum {}",
+        h.sum_ns as f64 / 1e9
+    );
+    let _ = writeln!(o, "roce_sniff_ack_rtt_seconds_count {}", h.count);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::live::snapshot::tests::analysed;
+
+    /// `name{labels} value` lines of `family`, as (labels, value).
+    fn series(text: &str, family: &str) -> Vec<(String, f64)> {
+        text.lines()
+            .filter(|l| l.starts_with(&format!("{family}{{")))
+            .map(|l| {
+                let (k, v) = l.rsplit_once(' ').unwrap();
+                (k[family.len()..].to_string(), v.parse().unwrap())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn qp_series_are_bounded_and_always_add_up_to_the_totals() {
+        let (an, counts) = analysed("sample.pcap");
+        let total_packets: u64 = an.flows().iter().map(|f| f.packets).sum();
+        for max in [1000, 3] {
+            let mut m = Metrics::new(max);
+            m.update(&counts, &an, &SourceStatus::default());
+            let text = m.text();
+            let packets = series(&text, "roce_sniff_qp_packets_total");
+            // Each QP of its own up to the bound, plus `other`.
+            assert_eq!(packets.len(), an.flows().len().min(max) + 1, "{text}");
+            let sum: f64 = packets.iter().map(|(_, v)| v).sum();
+            assert_eq!(sum as u64, total_packets);
+            let other = packets
+                .iter()
+                .find(|(k, _)| k.contains("qp=\"other\""))
+                .unwrap();
+            assert_eq!(other.1 > 0.0, max < an.flows().len(), "{max}: {other:?}");
+            let gaps: f64 = series(&text, "roce_sniff_qp_psn_gaps_total")
+                .iter()
+                .map(|(_, v)| v)
+                .sum();
+            assert_eq!(gaps as u64, an.totals.psn_gaps);
+        }
+        let mut m = Metrics::new(1000);
+        m.update(&counts, &an, &SourceStatus::default());
+        let text = m.text();
+        assert!(text.contains(
+            "roce_sniff_qp_psn_gaps_total{src=\"10.0.0.5\",dst=\"10.0.0.2\",qp=\"0x000213\",vlan=\"100\"} 1"
+        ), "{text}");
+        assert!(text.contains("roce_sniff_frames_total{kind=\"roce\"} 13822"));
+        assert!(text.contains("roce_sniff_frames_total{kind=\"pfc\"} 801"));
+        assert!(text.contains(
+            "roce_sniff_pfc_pause_frames_total{source=\"02:00:00:00:00:5e\",priority=\"3\"} 200"
+        ), "{text}");
+        // The histogram counts every RTT, cumulatively.
+        let buckets = series(&text, "roce_sniff_ack_rtt_seconds_bucket");
+        assert!(buckets.windows(2).all(|w| w[0].1 <= w[1].1));
+        assert_eq!(buckets.last().unwrap().1 as u64, an.totals.ack_rtt.count);
+        // A second update with nothing new changes no counter.
+        m.update(&counts, &an, &SourceStatus::default());
+        assert_eq!(m.text(), text);
+    }
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
+}
