@@ -2,14 +2,15 @@
 # and `make test` (the whole test suite; .ci/run runs it).
 
 SAMPLE ?= testdata/sample.pcap
-APT_PACKAGES := libpcap-dev tshark tcpdump tcpreplay chromium tmux
+APT_PACKAGES := libpcap-dev tshark tcpdump tcpreplay chromium tmux prometheus
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: deps pydeps demo test build sample-report testdata fuzz-check
 
 # Debian packages: libpcap (live capture), tshark (the agreement tests), tcpdump and tcpreplay
 # (live tests), chromium (the headless screenshot of the HTML report), tmux (the terminal the live
-# view is tested in). Installed only when missing.
+# view is tested in), prometheus (the server that scrapes --metrics in the tests). Installed only
+# when missing.
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \

@@ -1,0 +1,212 @@
+//! `--metrics` scraped by a real Prometheus server (Debian's `prometheus`, which `make test`
+//! installs): the test starts roce-sniff on a capture of testdata/ and Prometheus with a scrape
+//! config for it, both on free loopback ports, then asks Prometheus's HTTP API with PromQL:
+//! the answers must be the offline report's counters.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+
+/// A process killed (SIGTERM) when the test ends, however it ends.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn http_get(port: u16, path: &str) -> Option<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    out.split_once("\r\n\r\n").map(|(_, body)| body.to_string())
+}
+
+/// `%`-encodes a PromQL query for a URL.
+fn encode(q: &str) -> String {
+    q.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'.' | b'-' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The single value PromQL `q` gives, once Prometheus has it.
+fn query(port: u16, q: &str) -> Option<f64> {
+    let body = http_get(port, &format!("/api/v1/query?query={}", encode(q)))?;
+    let v: Value = serde_json::from_str(&body).ok()?;
+    let result = v["data"]["result"].as_array()?;
+    let first = result.first()?;
+    first["value"][1].as_str()?.parse().ok()
+}
+
+#[test]
+fn prometheus_scrapes_the_offline_reports_counters() {
+    if Command::new("prometheus")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "prometheus missing under CI: `make test` installs it"
+        );
+        eprintln!("SKIPPED: prometheus is not installed (`make test` installs it)");
+        return;
+    }
+    let capture = testdata("sample.pcap");
+    let report: Value = serde_json::from_slice(&run_path(&capture, &["--json"]).stdout).unwrap();
+    let (metrics_port, prom_port) = (free_port(), free_port());
+    let sniff = Running(
+        Command::new(bin())
+            .args(["-r", capture.to_str().unwrap()])
+            .arg(format!("--metrics=127.0.0.1:{metrics_port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let dir = std::env::temp_dir().join(format!("roce-sniff-prom-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: roce-sniff\n    static_configs:\n      - targets: ['127.0.0.1:{metrics_port}']\n"
+        ),
+    )
+    .unwrap();
+    let _prometheus = Running(
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    // Wait for the first scrape to be queryable.
+    let started = Instant::now();
+    let roce = loop {
+        if let Some(v) = query(prom_port, "roce_sniff_frames_total{kind=\"roce\"}") {
+            break v;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "Prometheus never scraped roce-sniff"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    let c = &report["capture"];
+    assert_eq!(roce as u64, c["roce_packets"].as_u64().unwrap());
+    let flows = report["flows"].as_array().unwrap();
+    let sum = |k: &dyn Fn(&Value) -> u64| flows.iter().map(k).sum::<u64>() as f64;
+    let expect = [
+        (
+            "roce_sniff_frames_total{kind=\"pfc\"}",
+            c["pfc_frames"].as_u64().unwrap() as f64,
+        ),
+        (
+            "sum(roce_sniff_qp_packets_total)",
+            sum(&|f| f["packets"].as_u64().unwrap()),
+        ),
+        (
+            "sum(roce_sniff_qp_bytes_total)",
+            sum(&|f| f["bytes"].as_u64().unwrap()),
+        ),
+        (
+            "sum(roce_sniff_qp_psn_gaps_total)",
+            sum(&|f| f["psn"]["gaps"].as_u64().unwrap()),
+        ),
+        (
+            "sum(roce_sniff_qp_ce_total)",
+            sum(&|f| f["ce"].as_u64().unwrap()),
+        ),
+        (
+            "sum(roce_sniff_qp_cnps_total)",
+            sum(&|f| f["cnps"].as_u64().unwrap()),
+        ),
+        (
+            "roce_sniff_qp_psn_gaps_total{src=\"10.0.0.5\",qp=\"0x000213\"}",
+            1.0,
+        ),
+        ("roce_sniff_flows_active", flows.len() as f64),
+        (
+            "sum(roce_sniff_pfc_pause_frames_total{priority=\"3\"})",
+            report["pfc"]["priorities"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|p| p["priority"] == 3)
+                .map(|p| p["xoff"].as_u64().unwrap())
+                .sum::<u64>() as f64,
+        ),
+        (
+            "count(roce_sniff_findings_total{code=\"psn_loss\",severity=\"critical\"})",
+            1.0,
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (q, want) in expect {
+        let got = query(prom_port, q);
+        if got != Some(want) {
+            wrong.push(format!("{q}: got {got:?}, expected {want}"));
+        }
+    }
+    // Paused time: the report's microseconds, in seconds.
+    let paused_us: f64 = report["pfc"]["priorities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["pause_us"].as_f64().unwrap())
+        .sum();
+    let paused = query(prom_port, "sum(roce_sniff_pfc_paused_seconds_total)").unwrap();
+    assert!(
+        (paused - paused_us / 1e6).abs() < 1e-6,
+        "{paused} vs {paused_us} us"
+    );
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    // SIGTERM ends the server with exit 0.
+    let mut sniff = sniff;
+    let child = &mut sniff.0;
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert!(err.contains("serving its final metrics"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
