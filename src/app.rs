@@ -323,6 +323,9 @@ fn report_from_file(
     if let Some(cfg) = &opts.parquet {
         sink = sink.with_export(crate::export::Exporter::new(cfg.clone())?);
     }
+    if let Some(out) = &opts.events {
+        sink = sink.with_events(events_writer(out)?);
+    }
     let mut metrics = MetricsOutput::open(opts)?;
     let mut pipeline = Pipeline::new(sink, diagnostics, run.threads);
     let end = feed(source, &mut pipeline, &run.select);
@@ -350,6 +353,20 @@ fn report_from_file(
         m.serve_final(&report);
     }
     Ok(code)
+}
+
+/// `--events`: its output opened before any work, written line by line.
+fn events_writer(out: &Output) -> Result<crate::monitor::events::EventWriter, Error> {
+    let w: Box<dyn Write + Send> = match out {
+        Output::File(path) => {
+            Box::new(std::fs::File::create(path).map_err(|source| Error::Output {
+                path: path.clone(),
+                source,
+            })?)
+        }
+        Output::Stdout => Box::new(io::stdout()),
+    };
+    Ok(crate::monitor::events::EventWriter::new(w))
 }
 
 /// `--metrics`: the server, bound before any work, and the figures it serves.
@@ -578,7 +595,8 @@ impl LiveDisplay {
         live: &LiveConfig,
         stop: &'static std::sync::atomic::AtomicBool,
     ) -> Self {
-        let stdout_free = !matches!(opts.json, Some(output::Output::Stdout));
+        let stdout_free = !matches!(opts.json, Some(output::Output::Stdout))
+            && !matches!(opts.events, Some(output::Output::Stdout));
         if stdout_free && !live.no_tui && std::io::stdout().is_terminal() {
             if let Ok(v) = crate::live::terminal::LiveView::start(stop) {
                 return LiveDisplay::View(v);
@@ -656,7 +674,10 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
             let ctx = CaptureContext {
                 vlan_subinterface: source.vlan_subinterface.clone(),
             };
-            let sink = ReportSink::new(opts.analysis, opts.expect, opts.decode);
+            let mut sink = ReportSink::new(opts.analysis, opts.expect, opts.decode);
+            if let Some(out) = &opts.events {
+                sink = sink.with_events(events_writer(out)?);
+            }
             let mut display = LiveDisplay::open(opts, live, stop);
             // The view has the terminal: warnings go to the report, not over the screen.
             let diagnostics = if display.is_view() {
@@ -700,6 +721,9 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
                             ));
                         }
                     }
+                }
+                if let (Some(k), Some(ev)) = (src.kernel, pipeline.sink_mut().events_mut()) {
+                    ev.drops(crate::live::now_ns(), k.dropped, k.if_dropped)?;
                 }
                 if let Some(m) = metrics.as_mut().filter(|m| m.due()) {
                     m.metrics.live_findings(&snapshots.raised());

@@ -227,6 +227,12 @@ pub struct Args {
     #[arg(long, value_name = "ADDR:PORT", help_heading = "Monitoring")]
     pub metrics: Option<String>,
 
+    /// NDJSON events: findings as they first hold (evaluated every second of capture time),
+    /// flows as they end, the kernel's drops; to standard output, or to FILE with
+    /// --events=FILE (flushed per line).
+    #[arg(long, value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = "-", help_heading = "Monitoring")]
+    pub events: Option<String>,
+
     /// QPs with metric series of their own; the rest count in qp="other".
     #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..), help_heading = "Monitoring")]
     pub metrics_max_qps: u32,
@@ -341,6 +347,8 @@ pub struct ReportOptions {
     pub parquet: Option<crate::export::ExportConfig>,
     /// `--metrics`: where to serve them, and how many QPs get series.
     pub metrics: Option<MetricsConfig>,
+    /// `--events`: where the NDJSON events go.
+    pub events: Option<Output>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -596,6 +604,7 @@ impl Args {
             (self.storm_fps.is_some() && !analysing, "--storm-fps"),
             (self.max_flows.is_some() && !analysing, "--max-flows"),
             (self.metrics.is_some(), "--metrics"),
+            (self.events.is_some(), "--events"),
         ];
         if let Some((_, flag)) = report_only.iter().find(|(given, _)| *given) {
             return Err(Error::Usage(format!(
@@ -645,6 +654,7 @@ impl Args {
             (self.write.is_some(), "-w"),
             (self.parquet.is_some(), "--parquet"),
             (self.metrics.is_some(), "--metrics"),
+            (self.events.is_some(), "--events"),
         ];
         if let Some((_, flag)) = refused.iter().find(|(given, _)| *given) {
             return Err(usage(&format!("{flag} does not apply to --correlate")));
@@ -667,6 +677,7 @@ impl Args {
     }
 
     fn report_mode(&self, json: Option<Output>, source: &Source) -> Result<Mode, Error> {
+        let events = self.events_output(&json)?;
         if self.roce_only {
             return Err(usage("--roce-only applies to --packets"));
         }
@@ -688,7 +699,35 @@ impl Args {
                 addr: addr.clone(),
                 max_qps: self.metrics_max_qps as usize,
             }),
+            events,
         }))
+    }
+
+    /// `--events`: its output, refused where another output already has standard output.
+    fn events_output(&self, json: &Option<Output>) -> Result<Option<Output>, Error> {
+        let events = match self.events.as_deref() {
+            None => return Ok(None),
+            Some("") => {
+                return Err(usage(
+                    "--events= needs a file name (or --events for standard output)",
+                ))
+            }
+            Some("-") => Output::Stdout,
+            Some(path) => Output::File(PathBuf::from(path)),
+        };
+        if events == Output::Stdout {
+            let other = match json {
+                Some(Output::Stdout) => Some("--json"),
+                None => Some("the text report"),
+                Some(Output::File(_)) => None,
+            };
+            if let Some(other) = other {
+                return Err(usage(&format!(
+                    "--events and {other} would both write to standard output: give --events=FILE or --json=FILE"
+                )));
+            }
+        }
+        Ok(Some(events))
     }
 
     fn parquet_export(

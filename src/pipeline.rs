@@ -154,6 +154,10 @@ impl<S: Sink> Pipeline<S> {
         &self.consumer.sink
     }
 
+    pub fn sink_mut(&mut self) -> &mut S {
+        &mut self.consumer.sink
+    }
+
     /// The frames counted so far (those consumed).
     pub fn counts(&self) -> &FrameCounts {
         &self.consumer.counts

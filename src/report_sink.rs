@@ -12,6 +12,7 @@ use crate::decode::summarize;
 use crate::error::Error;
 use crate::export::Exporter;
 use crate::model::{Expectations, PlotData, Report};
+use crate::monitor::events::EventWriter;
 use crate::pipeline::{Position, Sink};
 use crate::summary::PacketSummary;
 use crate::verify::{CaptureContext, Verifier};
@@ -22,6 +23,8 @@ pub struct ReportSink {
     decode: DecodeOptions,
     /// `--parquet`: every frame and the report's tables.
     exporter: Option<Exporter>,
+    /// `--events`: findings as they first hold, flows as they end.
+    events: Option<EventWriter>,
 }
 
 impl ReportSink {
@@ -31,7 +34,19 @@ impl ReportSink {
             verifier: expect.any().then(|| Verifier::new(expect)),
             decode,
             exporter: None,
+            events: None,
         }
+    }
+
+    /// Writes the events of the capture too.
+    pub fn with_events(mut self, events: EventWriter) -> Self {
+        self.events = Some(events);
+        self
+    }
+
+    /// The events, to tell the live capture's drops.
+    pub fn events_mut(&mut self) -> Option<&mut EventWriter> {
+        self.events.as_mut()
     }
 
     /// Exports the capture as Parquet tables too.
@@ -52,9 +67,17 @@ impl ReportSink {
         meta: CaptureMeta,
         ctx: &CaptureContext,
     ) -> Result<(Report, Option<PlotData>), Error> {
+        let last_ts = meta.counts.last_ts;
         let end = self.analyzer.finish_all(meta);
         let mut report = end.report;
         report.verify = self.verifier.map(|v| v.finish(ctx));
+        if let Some(mut e) = self.events {
+            e.finish(&report, &end.order, last_ts)
+                .map_err(|source| Error::Output {
+                    path: "--events".into(),
+                    source,
+                })?;
+        }
         if let Some(e) = self.exporter {
             e.finish(&report, &end.order, &end.pauses)?;
         }
@@ -84,6 +107,9 @@ impl Sink for ReportSink {
 
     fn consume(&mut self, chunk: Vec<PacketSummary>) -> io::Result<()> {
         for s in &chunk {
+            if let Some(e) = self.events.as_mut() {
+                e.frame(s, &self.analyzer)?;
+            }
             self.analyzer.feed(s);
             if let Some(v) = self.verifier.as_mut() {
                 v.feed(s);

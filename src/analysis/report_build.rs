@@ -231,13 +231,16 @@ impl Analyzer {
         (reports, order)
     }
 
-    fn pfc_report(&self) -> PfcReport {
+    fn pfc_report(
+        &self,
+        pfc: &BTreeMap<(MacAddr, u8), PauseTracker>,
+        pause: &BTreeMap<MacAddr, PauseTracker>,
+    ) -> PfcReport {
         let cfg = &self.cfg.pfc;
         let roce_priorities: Vec<u8> = (0..8u8)
             .filter(|&p| self.state.roce_pcp[usize::from(p)] > 0)
             .collect();
-        let priorities = self
-            .pfc
+        let priorities = pfc
             .iter()
             .map(|(&(mac, prio), t)| PriorityReport {
                 priority: prio,
@@ -253,8 +256,7 @@ impl Analyzer {
                 first_frame: t.first_frame,
             })
             .collect();
-        let pause_8023x = self
-            .pause
+        let pause_8023x = pause
             .iter()
             .map(|(&mac, t)| PauseReport {
                 source: mac.to_string(),
@@ -349,6 +351,39 @@ impl Analyzer {
         for t in self.pfc.values_mut().chain(self.pause.values_mut()) {
             t.finish(&cfg.pfc);
         }
+        let (report, order) = self.report_with(&self.pfc, &self.pause, &meta);
+        let plots = self.plot_data(&order, &report);
+        let pauses = self
+            .pfc
+            .iter()
+            .map(|(&k, t)| (k, t.intervals().to_vec()))
+            .collect();
+        AnalysisEnd {
+            report,
+            plots,
+            order,
+            pauses,
+        }
+    }
+
+    /// The report of the traffic so far, findings included, the analysis going on (pauses in
+    /// force end now); with the analyzer's flow index of each report flow.
+    pub fn report_now(&self, meta: &CaptureMeta) -> (Report, Vec<usize>) {
+        let (mut pfc, mut pause) = (self.pfc.clone(), self.pause.clone());
+        for t in pfc.values_mut().chain(pause.values_mut()) {
+            t.finish(&self.cfg.pfc);
+        }
+        self.report_with(&pfc, &pause, meta)
+    }
+
+    /// The report, with `pfc` and `pause` as the pause state.
+    fn report_with(
+        &self,
+        pfc: &BTreeMap<(MacAddr, u8), PauseTracker>,
+        pause: &BTreeMap<MacAddr, PauseTracker>,
+        meta: &CaptureMeta,
+    ) -> (Report, Vec<usize>) {
+        let cfg = self.cfg;
         let (flows, order) = self.flow_reports();
         let evidence: Vec<FlowEvidence> = order
             .iter()
@@ -363,9 +398,9 @@ impl Analyzer {
             .collect();
         let mut report = Report {
             schema: SCHEMA,
-            capture: self.capture_report(&meta),
+            capture: self.capture_report(meta),
             flows,
-            pfc: self.pfc_report(),
+            pfc: self.pfc_report(pfc, pause),
             findings: Vec::new(),
             verify: None,
         };
@@ -375,7 +410,7 @@ impl Analyzer {
             other_by_pcp: &self.state.other_by_pcp,
             other_by_dscp: &self.state.other_by_dscp,
             pfc_not_honoured: &self.state.pfc_not_honoured,
-            mutual_pauses: super::pfc::mutual_pauses(&self.pfc),
+            mutual_pauses: super::pfc::mutual_pauses(pfc),
             cm_requests: &self.cm_requests,
             icmp_errors: &self.state.icmp_errors,
             link_gbps: cfg.link_speed_given.then_some(cfg.pfc.link_gbps),
@@ -384,18 +419,7 @@ impl Analyzer {
             icrc_unchecked_malformed: meta.counts.icrc_unchecked_malformed,
         };
         report.findings = findings::find(&report, &evidence, &facts);
-        let plots = self.plot_data(&order, &report);
-        let pauses = self
-            .pfc
-            .iter()
-            .map(|(&k, t)| (k, t.intervals().to_vec()))
-            .collect();
-        AnalysisEnd {
-            report,
-            plots,
-            order,
-            pauses,
-        }
+        (report, order)
     }
 
     fn pfc_rows(&self, roce_priorities: &[u8]) -> Vec<PfcRow> {

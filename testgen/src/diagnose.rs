@@ -169,6 +169,11 @@ pub fn scenarios() -> Vec<Scenario> {
             acks_stop_before_the_end(),
             &[("unacknowledged_requests", 4)],
         ),
+        scenario(
+            "loss_early_in_a_long_capture",
+            loss_early_in_a_long_capture(),
+            &[("psn_loss", 1), ("retransmissions", 2)],
+        ),
         scenario("damaged_bad_icrc", damaged_bad_icrc(), &[("icrc_bad", 1)]),
         scenario(
             "damaged_udp_length",
@@ -993,6 +998,35 @@ fn vlans_of_two_links() -> Frames {
         for (seq, (ts, f)) in (1u32..).zip(frames) {
             tl.push(ts, erspan2(outer, seq, session, 0, false, &f));
         }
+    }
+    tl.into_frames()
+}
+
+/// Milliseconds in ns.
+const MS: u64 = 1_000_000;
+
+/// .1 writes to .2 every 100 ms for 3 s, each ACKed; at 0.5 s one WRITE is lost: the next
+/// arrives, .2 NAKs the lost PSN and .1 resends both. The loss first holds in the capture's
+/// first second: `--events` tells it then, long before the end.
+fn loss_early_in_a_long_capture() -> Frames {
+    let mut tl = Timeline::default();
+    let mut c = conn(host(1), host(2), 0x400, 0x100);
+    let mut t = T0_NS;
+    for i in 0..30u64 {
+        if i == 5 {
+            let lost = c.write(1024).remove(0);
+            let next = c.write(1024).remove(0);
+            tl.push(t + 2 * US, c.request_frame(&next));
+            tl.push(t + 7 * US, c.response_frame(&c.nak(lost.bth.psn, 0)));
+            tl.push(t + 12 * US, c.request_frame(&lost));
+            tl.push(t + 14 * US, c.request_frame(&next));
+            tl.push(t + 19 * US, c.response_frame(&c.ack(next.bth.psn)));
+        } else {
+            let p = c.write(1024).remove(0);
+            tl.push(t, c.request_frame(&p));
+            tl.push(t + 5 * US, c.response_frame(&c.ack(p.bth.psn)));
+        }
+        t += 100 * MS;
     }
     tl.into_frames()
 }

@@ -1,0 +1,157 @@
+//! `--events`: the NDJSON stream of findings as they first hold and flows as they end, on
+//! captures of testdata/: the same findings and flows as the report, told in capture time, the
+//! same at any --threads.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use common::*;
+use serde_json::Value;
+
+fn events(capture: &str, extra: &[&str]) -> Vec<Value> {
+    let dir = std::env::temp_dir().join(format!("roce-sniff-events-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(format!("{}.ndjson", capture.replace('/', "_")));
+    let mut args = vec![
+        format!("--events={}", file.display()),
+        "--json=/dev/null".to_string(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run_path(&testdata(capture), &argv);
+    assert!(
+        out.status.code().is_some_and(|c| c <= 1),
+        "{}",
+        stderr(&out)
+    );
+    let lines: Vec<Value> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let _ = std::fs::remove_file(&file);
+    lines
+}
+
+fn report(capture: &str) -> Value {
+    serde_json::from_slice(&run_path(&testdata(capture), &["--json"]).stdout).unwrap()
+}
+
+#[test]
+fn a_finding_is_told_when_it_first_holds_not_at_the_end() {
+    let e = events("diagnose/loss_early_in_a_long_capture.pcap", &[]);
+    let r = report("diagnose/loss_early_in_a_long_capture.pcap");
+    let start = r["capture"]["first_ts_ns"].as_u64().unwrap();
+    let loss = e
+        .iter()
+        .find(|x| x["event"] == "finding" && x["finding"]["code"] == "psn_loss")
+        .expect("a psn_loss event");
+    // Told at the first evaluation, within the capture's first second (of 3).
+    let at = loss["ts_ns"].as_u64().unwrap() - start;
+    assert!(at < 1_000_000_000, "told {at} ns into the capture");
+    assert_eq!(
+        loss["finding"]["flow"],
+        "10.0.0.1 > 10.0.0.2 qp 0x000100 vlan 100"
+    );
+    // Told once, and the flows end after it, at the capture's end.
+    let codes: Vec<&str> = e
+        .iter()
+        .filter(|x| x["event"] == "finding")
+        .map(|x| x["finding"]["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes, vec!["psn_loss", "retransmissions"]);
+    let ends: Vec<&Value> = e.iter().filter(|x| x["event"] == "flow_end").collect();
+    assert_eq!(ends.len(), 2);
+    assert!(ends
+        .iter()
+        .all(|x| x["ts_ns"].as_u64().unwrap() - start > 2_000_000_000));
+}
+
+#[test]
+fn events_tell_the_reports_findings_and_flows_at_any_thread_count() {
+    for capture in [
+        "sample.pcap",
+        "diagnose/loss_on_lossless_priority.pcap",
+        "encap.pcap",
+    ] {
+        let e = events(capture, &["--threads", "1"]);
+        assert_eq!(e, events(capture, &["--threads", "2"]), "{capture}");
+        let r = report(capture);
+        let told: BTreeSet<(String, String)> = e
+            .iter()
+            .filter(|x| x["event"] == "finding")
+            .map(|x| {
+                (
+                    x["finding"]["code"].to_string(),
+                    x["finding"]["flow"].to_string(),
+                )
+            })
+            .collect();
+        for f in r["findings"].as_array().unwrap() {
+            let key = (f["code"].to_string(), f["flow"].to_string());
+            assert!(told.contains(&key), "{capture}: {key:?} not told");
+        }
+        // Every flow ends once, with the report's keys; its id is its own (order of
+        // appearance), not its place in the sorted report.
+        let key = |f: &Value| {
+            format!(
+                "{} {} {} {} {}",
+                f["src"], f["dst"], f["dqpn"], f["vlan"], f["packets"]
+            )
+        };
+        let ended: Vec<&Value> = e
+            .iter()
+            .filter(|x| x["event"] == "flow_end")
+            .map(|x| &x["flow"])
+            .collect();
+        let mut a: Vec<String> = ended.iter().map(|f| key(f)).collect();
+        let mut b: Vec<String> = r["flows"].as_array().unwrap().iter().map(key).collect();
+        a.sort();
+        b.sort();
+        assert_eq!(a, b, "{capture}");
+        let ids: Vec<u64> = ended.iter().map(|f| f["id"].as_u64().unwrap()).collect();
+        assert_eq!(ids, (1..=ids.len() as u64).collect::<Vec<_>>(), "{capture}");
+        let first: Vec<u64> = ended
+            .iter()
+            .map(|f| f["first_frame"].as_u64().unwrap())
+            .collect();
+        assert!(
+            first.windows(2).all(|w| w[0] < w[1]),
+            "{capture}: {first:?}"
+        );
+        let keys = ended[0]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<BTreeSet<_>>();
+        let report_keys = r["flows"][0]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<BTreeSet<_>>();
+        assert_eq!(keys, report_keys);
+    }
+}
+
+#[test]
+fn only_one_output_may_have_standard_output() {
+    let out = run_path(&testdata("sample.pcap"), &["--events"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--events and the text report would both write to standard output"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run_path(&testdata("sample.pcap"), &["--events", "--json"]);
+    assert_eq!(out.status.code(), Some(2));
+    // Events on standard output with the report in a file: one JSON object per line.
+    let out = run_path(&testdata("sample.pcap"), &["--events", "--json=/dev/null"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    for line in stdout(&out).lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        assert!(v["ts_ns"].is_u64(), "{v}");
+    }
+    let out = run_path(&testdata("sample.pcap"), &["--packets", "--events=x"]);
+    assert_eq!(out.status.code(), Some(2));
+}
