@@ -327,6 +327,9 @@ fn report_from_file(
         sink = sink.with_events(events_writer(out)?);
     }
     let mut metrics = MetricsOutput::open(opts)?;
+    if metrics.is_some() {
+        sink = sink.with_metrics();
+    }
     let mut pipeline = Pipeline::new(sink, diagnostics, run.threads);
     let end = feed(source, &mut pipeline, &run.select);
     let end = match end {
@@ -336,15 +339,11 @@ fn report_from_file(
             return Err(e);
         }
     };
-    let finished = pipeline
+    let mut finished = pipeline
         .finish()
         .map_err(output_error(opts.json.as_ref()))?;
     if let Some(m) = metrics.as_mut() {
-        m.update(
-            &finished.counts,
-            finished.sink.analyzer(),
-            &Default::default(),
-        );
+        m.update_from(&finished.counts, &mut finished.sink, &Default::default());
     }
     let (report, plots) = finish_report(finished, end, name, &CaptureContext::default())?;
     let code = render(&report, plots.as_ref(), opts, out)?;
@@ -376,6 +375,10 @@ struct MetricsOutput {
     last: Option<Instant>,
 }
 
+/// A live capture's clock on an idle link: the wall clock less this much, the most a frame
+/// may wait between the kernel's timestamp and the analysis.
+const IDLE_CLOCK_SLACK_NS: u64 = 200_000_000;
+
 /// How often a running capture's metrics are brought up to date.
 const METRICS_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
@@ -405,6 +408,19 @@ impl MetricsOutput {
         self.metrics.update(counts, an, src);
         self.server.publish(self.metrics.text());
         self.last = Some(Instant::now());
+    }
+
+    /// Takes in the flows that ended, then brings the figures up to date.
+    fn update_from(
+        &mut self,
+        counts: &crate::decode::FrameCounts,
+        sink: &mut ReportSink,
+        src: &crate::source::SourceStatus,
+    ) {
+        for (id, last) in sink.take_ended_for_metrics() {
+            self.metrics.flow_ended(id, last);
+        }
+        self.update(counts, sink.analyzer(), src);
     }
 
     fn due(&self) -> bool {
@@ -686,6 +702,9 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
                 diagnostics
             };
             let mut metrics = MetricsOutput::open(opts)?;
+            if metrics.is_some() {
+                sink = sink.with_metrics();
+            }
             let mut pipeline = Pipeline::new(sink, diagnostics, config.threads);
             let shown_filter = match &live.filter {
                 Some(f) => f.clone(),
@@ -695,6 +714,10 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
             let mut last_snapshot = Instant::now();
             let end = source.for_each_batch(stop, |batch, src| {
                 pipeline.records(batch, src)?;
+                // On an idle link the clock goes on with wall time (less what may still be
+                // decoding), so that idle flows end without a frame to tell the time.
+                let wall = crate::live::now_ns().saturating_sub(IDLE_CLOCK_SLACK_NS);
+                pipeline.sink_mut().advance_clock(wall)?;
                 let hint = hint.check(&iface, pipeline.counts().roce);
                 if let Some(h) = &hint {
                     snapshots.note("no_roce", h);
@@ -727,12 +750,13 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
                 }
                 if let Some(m) = metrics.as_mut().filter(|m| m.due()) {
                     m.metrics.live_findings(&snapshots.raised());
-                    m.update(pipeline.counts(), pipeline.sink().analyzer(), src);
+                    let counts = pipeline.counts().clone();
+                    m.update_from(&counts, pipeline.sink_mut(), src);
                 }
                 Ok(())
             })?;
             display.finish()?;
-            let finished = pipeline
+            let mut finished = pipeline
                 .finish()
                 .map_err(output_error(opts.json.as_ref()))?;
             if let Some(m) = metrics.as_mut() {
@@ -745,7 +769,7 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
                     kernel,
                     ..Default::default()
                 };
-                m.update(&finished.counts, finished.sink.analyzer(), &status);
+                m.update_from(&finished.counts, &mut finished.sink, &status);
             }
             let name = format!("live capture on {iface}");
             let (report, plots) = finish_report(finished, end, name, &ctx)?;

@@ -172,9 +172,15 @@ pub struct Args {
     #[arg(long, value_name = "FPS")]
     pub storm_fps: Option<f64>,
 
-    /// Most flows tracked; packets of further flows are counted but not analysed.
+    /// Most flows open at once; packets of further flows are counted but not analysed.
     #[arg(long, value_name = "N")]
     pub max_flows: Option<usize>,
+
+    /// A connection idle this long (capture time; both directions: ACKs and CNPs keep it
+    /// alive) ends: it is reported as it stood, its state freed, and its QP used again starts
+    /// a new flow. `0` or `never`: flows last the whole run.
+    #[arg(long, value_name = "DURATION", value_parser = parse_flow_timeout)]
+    pub flow_timeout: Option<FlowTimeout>,
 
     /// Verify: every RoCE data/ACK frame must carry this DSCP (0-63).
     #[arg(long, value_name = "N", value_parser = parse_dscp, help_heading = "Verification (exit code 1 when a frame does not match)")]
@@ -270,6 +276,20 @@ pub enum Source {
     Files(Vec<String>),
     Live(LiveConfig),
     ListDevices,
+}
+
+/// `--flow-timeout` when not given.
+pub const DEFAULT_FLOW_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// `--flow-timeout`: a duration, or none (`0`, `never`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlowTimeout(pub Option<Duration>);
+
+fn parse_flow_timeout(s: &str) -> Result<FlowTimeout, String> {
+    match s {
+        "0" | "never" => Ok(FlowTimeout(None)),
+        _ => parse_duration(s).map(|d| FlowTimeout(Some(d))),
+    }
 }
 
 /// Parses a duration: a number with ns, us (or µs), ms, s, m (or min) or h; a plain number is
@@ -801,6 +821,11 @@ impl Args {
                 .map(|d| d.as_nanos().clamp(1, u128::from(u64::MAX)) as u64),
             several_points: false,
             link_speed_given: self.link_speed.is_some(),
+            flow_timeout_ns: self
+                .flow_timeout
+                .map_or(Some(DEFAULT_FLOW_TIMEOUT), |t| t.0)
+                .map(|d| d.as_nanos().clamp(1, u128::from(u64::MAX)) as u64),
+            keep_ended: self.interface.is_none(),
         })
     }
 

@@ -58,7 +58,10 @@ pub struct CaptureReport {
     /// `first_ts` in exact nanoseconds.
     pub first_ts_ns: Option<u64>,
     pub duration_s: f64,
+    /// Flows seen over the run, open or ended.
     pub flows: usize,
+    /// Flows that ended before the capture did (idle longer than `--flow-timeout`).
+    pub flows_ended: u64,
     /// Packets of flows beyond --max-flows (counted, not analysed).
     pub flows_untracked_packets: u64,
     pub cnps_unattributed: u64,

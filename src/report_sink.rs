@@ -13,6 +13,7 @@ use crate::error::Error;
 use crate::export::Exporter;
 use crate::model::{Expectations, PlotData, Report};
 use crate::monitor::events::EventWriter;
+use crate::monitor::metrics::QpCounts;
 use crate::pipeline::{Position, Sink};
 use crate::summary::PacketSummary;
 use crate::verify::{CaptureContext, Verifier};
@@ -25,17 +26,63 @@ pub struct ReportSink {
     exporter: Option<Exporter>,
     /// `--events`: findings as they first hold, flows as they end.
     events: Option<EventWriter>,
+    /// `--metrics`: the final counts of flows that ended since the metrics last took them.
+    ended_for_metrics: Option<Vec<(u64, QpCounts)>>,
 }
 
 impl ReportSink {
     pub fn new(analysis: AnalysisConfig, expect: Expectations, decode: DecodeOptions) -> Self {
+        let mut analyzer = Analyzer::new(analysis);
+        analyzer.tell_ended();
         ReportSink {
-            analyzer: Analyzer::new(analysis),
+            analyzer,
             verifier: expect.any().then(|| Verifier::new(expect)),
             decode,
             exporter: None,
             events: None,
+            ended_for_metrics: None,
         }
+    }
+
+    /// Keeps the final counts of ended flows for the metrics (`take_ended_for_metrics`).
+    pub fn with_metrics(mut self) -> Self {
+        self.ended_for_metrics = Some(Vec::new());
+        self
+    }
+
+    /// The flows that ended since the last call: (id, final counts).
+    pub fn take_ended_for_metrics(&mut self) -> Vec<(u64, QpCounts)> {
+        self.ended_for_metrics
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// The capture's clock moved to `now` with no frame (an idle live link): connections idle
+    /// longer than the flow timeout end.
+    pub fn advance_clock(&mut self, now: u64) -> io::Result<()> {
+        self.analyzer.sweep(now);
+        self.tell_ended()
+    }
+
+    /// Hands the flows that just ended to the outputs that tell them.
+    fn tell_ended(&mut self) -> io::Result<()> {
+        if !self.analyzer.has_ended() {
+            return Ok(());
+        }
+        for e in self.analyzer.take_ended() {
+            if let Some(ev) = self.events.as_mut() {
+                ev.flow_end(e.ended_ns, &e.report)?;
+            }
+            if let Some(x) = self.exporter.as_mut() {
+                x.flow_ended(e.flow.id as usize)
+                    .map_err(|e| io::Error::other(e.to_string()))?;
+            }
+            if let Some(m) = self.ended_for_metrics.as_mut() {
+                m.push((e.flow.id, QpCounts::of(&e.flow)));
+            }
+        }
+        Ok(())
     }
 
     /// Writes the events of the capture too.
@@ -72,7 +119,7 @@ impl ReportSink {
         let mut report = end.report;
         report.verify = self.verifier.map(|v| v.finish(ctx));
         if let Some(mut e) = self.events {
-            e.finish(&report, &end.order, last_ts)
+            e.finish(&report, &end.order, &end.open_ids, last_ts)
                 .map_err(|source| Error::Output {
                     path: "--events".into(),
                     source,
@@ -111,6 +158,7 @@ impl Sink for ReportSink {
                 e.frame(s, &self.analyzer)?;
             }
             self.analyzer.feed(s);
+            self.tell_ended()?;
             if let Some(v) = self.verifier.as_mut() {
                 v.feed(s);
             }

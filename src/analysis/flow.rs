@@ -260,6 +260,8 @@ pub struct FlowEvidence {
 
 #[derive(Debug, Clone)]
 pub struct Flow {
+    /// The flow's own number: the order flows appeared in over the whole run, never reused.
+    pub id: u64,
     pub key: FlowKey,
     /// The link the flow was first seen on (`PacketSummary::link`).
     pub link: u64,
@@ -267,6 +269,9 @@ pub struct Flow {
     pub first_frame: u64,
     pub first_ts: u64,
     pub last_ts: u64,
+    /// The latest ACK, NAK, READ response or CNP for this flow's requests, which arrive on
+    /// other flows: a connection is alive while either direction is.
+    pub feedback_ts: u64,
     pub packets: u64,
     pub bytes: u64,
     pub payload_bytes: u64,
@@ -361,14 +366,16 @@ const RECENT_COPIES: usize = 8;
 pub const COPY_WINDOW_NS: u64 = 5_000;
 
 impl Flow {
-    pub fn new(key: FlowKey, frame_no: u64, ts: u64) -> Self {
+    pub fn new(id: u64, key: FlowKey, frame_no: u64, ts: u64) -> Self {
         Flow {
+            id,
             key,
             link: 0,
             transport: None,
             first_frame: frame_no,
             first_ts: ts,
             last_ts: ts,
+            feedback_ts: ts,
             packets: 0,
             bytes: 0,
             payload_bytes: 0,
@@ -524,6 +531,11 @@ impl Flow {
         };
         self.psn_position = Some((psn, pos));
         pos
+    }
+
+    /// The latest time anything of this flow or for its requests went by.
+    pub fn active_ts(&self) -> u64 {
+        self.last_ts.max(self.feedback_ts)
     }
 
     /// Whether this flow carried requests (data), as opposed to only responses or CNPs.

@@ -7,6 +7,7 @@ pub mod copies;
 pub mod findings;
 pub mod flow;
 pub mod latency;
+pub mod lifetime;
 pub mod pfc;
 pub mod psn;
 pub mod report_build;
@@ -45,6 +46,12 @@ pub struct AnalysisConfig {
     pub several_points: bool,
     /// `--link-speed` was given: the link's speed is known, not assumed.
     pub link_speed_given: bool,
+    /// `--flow-timeout`: a connection idle this long (capture time) ends; None: flows last
+    /// as long as the run.
+    pub flow_timeout_ns: Option<u64>,
+    /// Keep a record of every ended flow for the report at the end (reading files); a live
+    /// capture reports the flows still open and frees the others.
+    pub keep_ended: bool,
 }
 
 impl Default for AnalysisConfig {
@@ -60,6 +67,8 @@ impl Default for AnalysisConfig {
             bin_ns: None,
             several_points: false,
             link_speed_given: false,
+            flow_timeout_ns: None,
+            keep_ended: true,
         }
     }
 }
@@ -212,7 +221,20 @@ impl RttHistogram {
 pub struct Analyzer {
     cfg: AnalysisConfig,
     pub totals: Totals,
+    /// The open flows (see `lifetime` for how they leave).
     pub(crate) flows: Vec<Flow>,
+    /// The id the next new flow gets: flows seen so far.
+    next_flow_id: u64,
+    /// Records of the flows that ended (with `keep_ended`).
+    pub(crate) kept: Vec<lifetime::FlowRecord>,
+    /// Flows ended since the outputs last took them (when they asked: `tell_ended`).
+    ended: Vec<lifetime::EndedFlow>,
+    tell_ended: bool,
+    flows_ended: u64,
+    /// When idle flows are looked for next.
+    next_sweep_ns: u64,
+    /// ACK RTT samples of ended flows, for the plots.
+    ended_rtt: Vec<u64>,
     /// Flow lookup on every packet: FxHash, as SipHash showed in profiles (a capture is not an
     /// adversary that can pick keys to collide: flows are bounded by --max-flows anyway).
     pub(crate) index: FxHashMap<FlowKey, usize>,
@@ -237,8 +259,8 @@ pub struct Analyzer {
     last: Outcome,
 }
 
-/// What one frame did in the analysis: the flow it counted in (an index of the analyzer's
-/// flows), and how its PSN was judged.
+/// What one frame did in the analysis: the flow it counted in (by `Flow::id`), and how its
+/// PSN was judged.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Outcome {
     pub flow: Option<usize>,
@@ -274,6 +296,13 @@ impl Analyzer {
             cfg,
             totals: Totals::default(),
             flows: Vec::new(),
+            next_flow_id: 0,
+            kept: Vec::new(),
+            ended: Vec::new(),
+            tell_ended: false,
+            flows_ended: 0,
+            next_sweep_ns: 0,
+            ended_rtt: Vec::new(),
             index: FxHashMap::default(),
             cm_requests: HashMap::new(),
             cm_pairs: HashMap::new(),
@@ -298,11 +327,12 @@ impl Analyzer {
         &self.cfg
     }
 
+    /// Flows open now.
     pub fn flow_count(&self) -> usize {
         self.flows.len()
     }
 
-    /// The flows so far, in the order they appeared (the live view reads them).
+    /// The flows open now (the live view reads them); their order changes as flows end.
     pub fn flows(&self) -> &[Flow] {
         &self.flows
     }
@@ -327,8 +357,13 @@ impl Analyzer {
     /// Records an event of flow `fi` for the timelines, when they are collected.
     fn timeline(&mut self, fi: usize, ts: u64, e: Event) {
         if let Some(t) = self.timelines.as_mut() {
-            t.add(fi, ts, e);
+            t.add(self.flows[fi].id as usize, ts, e);
         }
+    }
+
+    /// The id of open flow `fi`, as outputs name it.
+    fn id_of(&self, fi: usize) -> usize {
+        self.flows[fi].id as usize
     }
 
     /// What the latest frame fed did.
@@ -343,6 +378,7 @@ impl Analyzer {
             t.start(p.ts_ns);
         }
         self.state.last_ts = self.state.last_ts.max(p.ts_ns);
+        self.sweep(p.ts_ns);
         match p.payload {
             Payload::Roce(r) => self.roce(p, &r),
             Payload::Pfc { cev, quanta } => {
@@ -381,13 +417,17 @@ impl Analyzer {
 
     fn flow_index(&mut self, key: FlowKey, p: &PacketSummary) -> Option<usize> {
         if let Some(&i) = self.index.get(&key) {
-            return Some(i);
+            // A QP used again after its connection timed out starts a new flow.
+            if !self.end_if_idle(i, p.ts_ns) {
+                return Some(i);
+            }
         }
         if self.flows.len() >= self.cfg.max_flows {
             return None;
         }
         let i = self.flows.len();
-        let mut flow = Flow::new(key, p.frame_no, p.ts_ns);
+        let mut flow = Flow::new(self.next_flow_id, key, p.frame_no, p.ts_ns);
+        self.next_flow_id += 1;
         flow.link = p.link;
         // A pair learned from RDMA-CM before the flow's first packet.
         if let Some(&(peer_key, mtu)) = self.cm_pairs.get(&key) {
@@ -450,9 +490,10 @@ impl Analyzer {
         if self.flows[fi].is_capture_copy(r.psn, r.identity, p.ts_ns) {
             return true;
         }
+        let id = self.id_of(fi);
         self.point_copies
             .as_mut()
-            .is_some_and(|c| c.is_copy(fi, r.psn, r.identity, p.point, p.ts_ns))
+            .is_some_and(|c| c.is_copy(id, r.psn, r.identity, p.point, p.ts_ns))
     }
 
     fn roce(&mut self, p: &PacketSummary, r: &RoceSummary) {
@@ -482,7 +523,7 @@ impl Analyzer {
             self.state.capture_duplicates += 1;
             return;
         }
-        self.last.flow = Some(fi);
+        self.last.flow = Some(self.id_of(fi));
         let op = r.opcode;
         let ce = p.tclass.is_some_and(|t| t.ecn() == Ecn::Ce);
         {
@@ -569,9 +610,10 @@ impl Analyzer {
         let op = r.opcode;
         let mtu = self.mtu_of(fi);
         if self.flows[fi].requests == 0 {
-            let k = self.flows[fi].key;
+            // In the order flows appeared (ties in the choices below go to the older flow).
+            let (k, id) = (self.flows[fi].key, self.flows[fi].id);
             let list = self.data_by_hosts.entry((k.src, k.dst)).or_default();
-            let at = list.binary_search(&fi).unwrap_or_else(|i| i);
+            let at = list.partition_point(|&j| self.flows[j].id < id);
             list.insert(at, fi);
         }
         let f = &mut self.flows[fi];
@@ -743,6 +785,7 @@ impl Analyzer {
             self.flows[di].path_mtu = self.flows[fi].path_mtu;
         }
         let d = &mut self.flows[di];
+        d.feedback_ts = d.feedback_ts.max(p.ts_ns);
         if op.operation() == Operation::ReadResponse {
             d.read_responses += 1;
             if matches!(op.position(), Position::First | Position::Only) {
@@ -808,7 +851,7 @@ impl Analyzer {
             AethKind::Reserved => {}
         }
         if matches!(aeth.kind(), AethKind::Nak | AethKind::RnrNak) {
-            self.last.nak_for = Some(di);
+            self.last.nak_for = Some(self.id_of(di));
             self.timeline(
                 di,
                 p.ts_ns,
@@ -848,8 +891,9 @@ impl Analyzer {
             self.state.cnps_unattributed += 1;
             return;
         };
-        self.last.cnp_for = Some(di);
+        self.last.cnp_for = Some(self.id_of(di));
         let d = &mut self.flows[di];
+        d.feedback_ts = d.feedback_ts.max(p.ts_ns);
         d.cnps.add(p.frame_no);
         let (pcp, dscp) = (p.vlan.map(|v| v.1), p.tclass.map(|t| t.dscp()));
         if d.class().is_some_and(|data| cnp_below(pcp, dscp, data)) {

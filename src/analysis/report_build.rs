@@ -20,10 +20,12 @@ use crate::model::{
 pub struct AnalysisEnd {
     pub report: Report,
     pub plots: Option<PlotData>,
-    /// The analyzer's flow index of each report flow, in report order.
+    /// The `Flow::id` of each report flow, in report order.
     pub order: Vec<usize>,
     /// Pause intervals per (source MAC, priority).
     pub pauses: BTreeMap<(MacAddr, u8), Vec<(u64, u64)>>,
+    /// The ids of the flows still open at the end (the others ended before).
+    pub open_ids: Vec<usize>,
 }
 
 /// What the reader and decoder know about the file, beyond the packets.
@@ -42,6 +44,9 @@ const AUTO_BINS: usize = 500;
 fn secs(ns: u64) -> f64 {
     ns as f64 / 1e9
 }
+
+/// Where a flow goes in the report: most trouble, then most bytes, first seen, own id.
+type Rank = (std::cmp::Reverse<(u64, u64)>, u64, usize);
 
 /// A number to sort flows by: the more trouble, the higher.
 fn trouble(f: &FlowReport) -> u64 {
@@ -131,7 +136,7 @@ fn gbps(f: &Flow) -> Option<f64> {
 }
 
 impl Analyzer {
-    fn flow_report(&self, f: &Flow, last_ts: u64) -> FlowReport {
+    pub(super) fn flow_report(&self, f: &Flow, last_ts: u64) -> FlowReport {
         // CE marks still waiting for a CNP when the capture ended count only if their window
         // ended inside the capture.
         let late_unanswered = f
@@ -200,35 +205,54 @@ impl Analyzer {
         }
     }
 
-    /// Flow reports, most troubled first, numbered from 1, with the index of each one's flow.
-    fn flow_reports(&self) -> (Vec<FlowReport>, Vec<usize>) {
+    /// What findings need of open flow `i` at `capture_end`.
+    pub(super) fn flow_evidence(&self, i: usize, capture_end: u64) -> FlowEvidence {
+        let f = &self.flows[i];
+        let mut e = f.evidence(capture_end);
+        e.path_mtu_seen = e
+            .path_mtu_seen
+            .or_else(|| f.peer.and_then(|j| self.flows[j].path_mtu));
+        e
+    }
+
+    /// Every flow of the run, ended or open: report entries most troubled first, numbered
+    /// from 1, with their evidence and the `Flow::id` of each.
+    fn flow_reports(&self) -> (Vec<FlowReport>, Vec<FlowEvidence>, Vec<usize>) {
         let last_ts = self.state.last_ts;
-        let mut flows: Vec<(FlowReport, usize)> = self
-            .flows
+        let kept = self
+            .kept
+            .iter()
+            .map(|k| (k.report.clone(), k.evidence.clone(), k.report.id - 1));
+        let open = (0..self.flows.len()).map(|i| {
+            let f = &self.flows[i];
+            let r = self.flow_report(f, last_ts);
+            (r, self.flow_evidence(i, last_ts), f.id as usize)
+        });
+        let mut flows: Vec<Option<(FlowReport, FlowEvidence, usize)>> =
+            kept.chain(open).map(Some).collect();
+        // Sorted by small keys, not the entries themselves: moving a kilobyte-sized entry
+        // n log n times was most of the time of a report with many flows.
+        let mut rank: Vec<(Rank, usize)> = flows
             .iter()
             .enumerate()
-            .map(|(i, f)| (self.flow_report(f, last_ts), i))
-            .collect();
-        flows.sort_by(|(a, ia), (b, ib)| {
-            trouble(b)
-                .cmp(&trouble(a))
-                .then(b.bytes.cmp(&a.bytes))
-                .then(
-                    self.flows[*ia]
-                        .first_frame
-                        .cmp(&self.flows[*ib].first_frame),
-                )
-        });
-        let order = flows.iter().map(|&(_, i)| i).collect();
-        let reports = flows
-            .into_iter()
-            .enumerate()
-            .map(|(n, (mut r, _))| {
-                r.id = n + 1;
-                r
+            .map(|(at, e)| {
+                let (r, _, id) = e.as_ref().expect("every entry is there");
+                let rank = (std::cmp::Reverse((trouble(r), r.bytes)), r.first_frame, *id);
+                (rank, at)
             })
             .collect();
-        (reports, order)
+        rank.sort_unstable();
+        let mut reports = Vec::with_capacity(flows.len());
+        let mut evidence = Vec::with_capacity(flows.len());
+        let mut order = Vec::with_capacity(flows.len());
+        for (n, &(_, at)) in rank.iter().enumerate() {
+            let (mut r, e, id) = flows[at].take().expect("taken once");
+            r.id = n + 1;
+            reports.push(r);
+            evidence.push(e);
+            order.push(id);
+        }
+        (reports, evidence, order)
     }
 
     fn pfc_report(
@@ -324,7 +348,8 @@ impl Analyzer {
             last_ts: c.first_ts.map(|_| secs(c.last_ts)),
             first_ts_ns: c.first_ts,
             duration_s: secs(duration_ns),
-            flows: self.flows.len(),
+            flows: self.next_flow_id as usize,
+            flows_ended: self.flows_ended,
             flows_untracked_packets: self.state.flows_untracked_packets,
             cnps_unattributed: self.state.cnps_unattributed,
             capture_duplicates: self.state.capture_duplicates,
@@ -352,6 +377,7 @@ impl Analyzer {
             t.finish(&cfg.pfc);
         }
         let (report, order) = self.report_with(&self.pfc, &self.pause, &meta);
+        let open_ids = self.open_ids();
         let plots = self.plot_data(&order, &report);
         let pauses = self
             .pfc
@@ -363,6 +389,7 @@ impl Analyzer {
             plots,
             order,
             pauses,
+            open_ids,
         }
     }
 
@@ -384,18 +411,7 @@ impl Analyzer {
         meta: &CaptureMeta,
     ) -> (Report, Vec<usize>) {
         let cfg = self.cfg;
-        let (flows, order) = self.flow_reports();
-        let evidence: Vec<FlowEvidence> = order
-            .iter()
-            .map(|&i| {
-                let f = &self.flows[i];
-                let mut e = f.evidence(self.state.last_ts);
-                e.path_mtu_seen = e
-                    .path_mtu_seen
-                    .or_else(|| f.peer.and_then(|j| self.flows[j].path_mtu));
-                e
-            })
-            .collect();
+        let (flows, evidence, order) = self.flow_reports();
         let mut report = Report {
             schema: SCHEMA,
             capture: self.capture_report(meta),
@@ -470,7 +486,9 @@ impl Analyzer {
         let mut rtt_us: Vec<f64> = self
             .flows
             .iter()
-            .flat_map(|f| f.ack_rtt.kept().iter().map(|&ns| ns as f64 / 1e3))
+            .flat_map(|f| f.ack_rtt.kept().iter())
+            .chain(&self.ended_rtt)
+            .map(|&ns| ns as f64 / 1e3)
             .collect();
         rtt_us.sort_by(f64::total_cmp);
         Some(PlotData {

@@ -115,6 +115,14 @@ impl Exporter {
         })
     }
 
+    /// Flow `id` ended: its open timeline bin is closed (a QP used again is another flow).
+    pub fn flow_ended(&mut self, id: usize) -> Result<(), Error> {
+        match self.open_bins.remove(&id) {
+            Some(bin) => self.spill_bin(id, bin),
+            None => Ok(()),
+        }
+    }
+
     /// One frame, and what the analysis made of it.
     pub fn frame(&mut self, p: &PacketSummary, o: Outcome) -> Result<(), Error> {
         let row = PacketRow::new(p, o);
@@ -200,7 +208,7 @@ impl Exporter {
             .map_err(io_err(&self.timeline_path))
     }
 
-    /// Writes every table. `order[i]` is the analyzer's flow index of the report's flow `i+1`;
+    /// Writes every table. `order[i]` is the `Flow::id` of the report's flow `i+1`;
     /// `pauses` the pause intervals per (source, priority).
     pub fn finish(
         mut self,

@@ -6,9 +6,10 @@
 //!   evaluated on the traffic seen so far at every second of capture time (packet timestamps,
 //!   so a file gives the same events at any speed and any --threads), and once more at the
 //!   end; the object is the report's `findings[]` entry as it stood then.
-//! - `{"event":"flow_end","ts_ns":...,"flow":{...}}` when a flow ends: flows end with the
-//!   capture (there is no flow timeout yet), each with the keys of the report's `flows[]`, its
-//!   `id` its own (the order flows appeared in), not a position in the sorted report.
+//! - `{"event":"flow_end","ts_ns":...,"flow":{...}}` when a flow ends: idle longer than
+//!   `--flow-timeout` (both directions), or open when the capture ends; with the keys of the
+//!   report's `flows[]`, its `id` its own (the order flows appeared in over the run), not a
+//!   position in the sorted report.
 //! - `{"event":"drops","ts_ns":...,"dropped":N,"if_dropped":N}` when a live capture's kernel
 //!   drop counters rise (running totals).
 
@@ -122,17 +123,33 @@ impl EventWriter {
         Ok(())
     }
 
-    /// The end of the capture: the findings that first hold now, and every flow ending.
-    /// `order[i]`: the analyzer's index of report flow `i`.
-    pub fn finish(&mut self, report: &Report, order: &[usize], ts_ns: u64) -> io::Result<()> {
+    /// A flow ended before the capture did; `flow.id` is its own.
+    pub fn flow_end(&mut self, ts_ns: u64, flow: &FlowReport) -> io::Result<()> {
+        self.write(&Event::FlowEnd { ts_ns, flow })
+    }
+
+    /// The end of the capture: the findings that first hold now, and every flow still open
+    /// ending. `order[i]`: the `Flow::id` of report flow `i`; `open`: the ids still open.
+    pub fn finish(
+        &mut self,
+        report: &Report,
+        order: &[usize],
+        open: &[usize],
+        ts_ns: u64,
+    ) -> io::Result<()> {
         self.findings(ts_ns, &report.findings)?;
-        let mut ended: Vec<(usize, &FlowReport)> =
-            order.iter().copied().zip(&report.flows).collect();
-        ended.sort_by_key(|&(i, _)| i);
-        for (i, f) in ended {
+        let open: std::collections::HashSet<usize> = open.iter().copied().collect();
+        let mut ending: Vec<(usize, &FlowReport)> = order
+            .iter()
+            .copied()
+            .zip(&report.flows)
+            .filter(|(id, _)| open.contains(id))
+            .collect();
+        ending.sort_by_key(|&(id, _)| id);
+        for (id, f) in ending {
             let mut flow = f.clone();
-            flow.id = i + 1;
-            self.write(&Event::FlowEnd { ts_ns, flow: &flow })?;
+            flow.id = id + 1;
+            self.flow_end(ts_ns, &flow)?;
         }
         Ok(())
     }

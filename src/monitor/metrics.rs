@@ -7,11 +7,14 @@
 //! counts in the series labelled `src="other",dst="other",qp="other"`; when the table is full
 //! and a new QP comes, the least recently seen QP gives up its series if it has been idle for
 //! `EVICT_IDLE_NS`, and a series that comes back starts from 0 (Prometheus takes that as a
-//! counter reset). Counts of QPs that left stay in `other`, so sums over the QP series always
-//! equal what the analysis counted.
+//! counter reset). A QP's series also leaves when its flow ends (`--flow-timeout`). Counts of
+//! QPs that left stay in `other`, so sums over the QP series always equal what the analysis
+//! counted.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
+
+use rustc_hash::FxHashMap;
 
 use crate::analysis::flow::{Flow, FlowKey};
 use crate::analysis::{Analyzer, RTT_BOUNDS_NS};
@@ -23,7 +26,7 @@ pub const EVICT_IDLE_NS: u64 = 1_000_000_000;
 
 /// The per-QP counters, in the order of `QP_COUNTERS`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct QpCounts {
+pub struct QpCounts {
     packets: u64,
     bytes: u64,
     gaps: u64,
@@ -45,7 +48,7 @@ const NAK_CODES: [&str; 6] = [
 ];
 
 impl QpCounts {
-    fn of(f: &Flow) -> Self {
+    pub fn of(f: &Flow) -> Self {
         let n = &f.naks;
         QpCounts {
             packets: f.packets,
@@ -97,20 +100,23 @@ impl QpCounts {
 /// A per-QP counter family: its name, help and the count it shows.
 type Family = (&'static str, &'static str, fn(&QpCounts) -> u64);
 
-/// A QP with a series of its own: what its flow had counted when the series started.
+/// A QP with a series of its own: what its flow had counted when the series started, and
+/// when it was last seen.
 #[derive(Debug, Clone, Copy)]
 struct Tracked {
     key: FlowKey,
     base: QpCounts,
+    last_ts: u64,
 }
 
 /// The figures and the QP table between two updates.
 pub struct Metrics {
     max_qps: usize,
-    /// Per flow index: the counts already accounted for (in a QP series or in `other`).
-    seen: Vec<QpCounts>,
-    /// Per flow index: its series, when it has one.
-    tracked: HashMap<usize, Tracked>,
+    /// Per open flow (by `Flow::id`): the counts already accounted for (in a QP series or in
+    /// `other`).
+    seen: FxHashMap<u64, QpCounts>,
+    /// Per flow id: its series, when it has one.
+    tracked: FxHashMap<u64, Tracked>,
     other: QpCounts,
     findings: HashMap<(&'static str, &'static str), u64>,
     /// The text of the last update, findings apart.
@@ -121,8 +127,8 @@ impl Metrics {
     pub fn new(max_qps: usize) -> Self {
         Metrics {
             max_qps,
-            seen: Vec::new(),
-            tracked: HashMap::new(),
+            seen: FxHashMap::default(),
+            tracked: FxHashMap::default(),
             other: QpCounts::default(),
             findings: HashMap::new(),
             body: String::new(),
@@ -156,6 +162,16 @@ impl Metrics {
         }
     }
 
+    /// A flow ended with these counts: what it counted since the last update goes to its
+    /// series, then the series leaves and its counts stay in `other`.
+    pub fn flow_ended(&mut self, id: u64, last: QpCounts) {
+        let seen = self.seen.remove(&id).unwrap_or_default();
+        match self.tracked.remove(&id) {
+            Some(t) => self.other.plus(last.minus(t.base)),
+            None => self.other.plus(last.minus(seen)),
+        }
+    }
+
     /// Takes in the state now; `text` then gives it.
     pub fn update(&mut self, counts: &FrameCounts, an: &Analyzer, source: &SourceStatus) {
         self.account(an.flows(), an.last_ts());
@@ -169,21 +185,27 @@ impl Metrics {
 
     /// Takes in what every flow counted since the last update: into its series, or `other`.
     fn account(&mut self, flows: &[Flow], now: u64) {
-        self.seen.resize(flows.len(), QpCounts::default());
-        for (i, f) in flows.iter().enumerate() {
+        // Once no tracked QP is idle enough to make room, none is for the rest of this update.
+        let mut room = true;
+        for f in flows {
             let now_counts = QpCounts::of(f);
-            let delta = now_counts.minus(self.seen[i]);
+            let seen = self.seen.entry(f.id).or_default();
+            let delta = now_counts.minus(*seen);
             if delta == QpCounts::default() {
                 continue;
             }
-            self.seen[i] = now_counts;
-            if self.tracked.contains_key(&i) {
+            *seen = now_counts;
+            if let Some(t) = self.tracked.get_mut(&f.id) {
+                t.last_ts = f.last_ts;
                 continue;
             }
             let never_seen = now_counts == delta;
-            if self.tracked.len() >= self.max_qps && !self.make_room(flows, now) {
-                self.other.plus(delta);
-                continue;
+            if self.tracked.len() >= self.max_qps {
+                room = room && self.make_room(now);
+                if !room {
+                    self.other.plus(delta);
+                    continue;
+                }
             }
             // A new QP's series holds all it counted; one that comes back starts from 0.
             let base = if never_seen {
@@ -192,25 +214,27 @@ impl Metrics {
                 self.other.plus(delta);
                 now_counts
             };
-            self.tracked.insert(i, Tracked { key: f.key, base });
+            let t = Tracked {
+                key: f.key,
+                base,
+                last_ts: f.last_ts,
+            };
+            self.tracked.insert(f.id, t);
         }
     }
 
     /// Frees the series of the least recently seen QP when it has been idle long enough; its
     /// counts move to `other`.
-    fn make_room(&mut self, flows: &[Flow], now: u64) -> bool {
-        let Some((&i, _)) = self
-            .tracked
-            .iter()
-            .min_by_key(|(&i, _)| (flows[i].last_ts, i))
-        else {
+    fn make_room(&mut self, now: u64) -> bool {
+        let Some((&id, t)) = self.tracked.iter().min_by_key(|(&id, t)| (t.last_ts, id)) else {
             return false;
         };
-        if now.saturating_sub(flows[i].last_ts) < EVICT_IDLE_NS {
+        if now.saturating_sub(t.last_ts) < EVICT_IDLE_NS {
             return false;
         }
-        let t = self.tracked.remove(&i).expect("found");
-        self.other.plus(self.seen[i].minus(t.base));
+        let t = self.tracked.remove(&id).expect("found");
+        let seen = self.seen.get(&id).copied().unwrap_or_default();
+        self.other.plus(seen.minus(t.base));
         true
     }
 
@@ -244,9 +268,9 @@ impl Metrics {
             o,
             "roce_sniff_flows_ended_total",
             "counter",
-            "Flows ended (flows end with the capture: no flow timeout yet).",
+            "Flows ended: idle longer than --flow-timeout (both directions).",
         );
-        let _ = writeln!(o, "roce_sniff_flows_ended_total 0");
+        let _ = writeln!(o, "roce_sniff_flows_ended_total {}", an.flows_ended());
         header(o, "roce_sniff_metrics_qps", "gauge", "QPs with series of their own (at most --metrics-max-qps); the rest count in qp=\"other\".");
         let _ = writeln!(o, "roce_sniff_metrics_qps {}", self.tracked.len());
     }
@@ -255,7 +279,10 @@ impl Metrics {
         let mut rows: Vec<(String, QpCounts)> = self
             .tracked
             .iter()
-            .map(|(&i, t)| (qp_labels(&t.key), self.seen[i].minus(t.base)))
+            .map(|(id, t)| {
+                let seen = self.seen.get(id).copied().unwrap_or_default();
+                (qp_labels(&t.key), seen.minus(t.base))
+            })
             .collect();
         rows.sort_by(|a, b| a.0.cmp(&b.0));
         rows.push((

@@ -2,6 +2,7 @@
 //! Every value is chosen by the caller, so tests know exactly what to expect.
 
 pub mod bulk;
+pub mod churn;
 pub mod correlate;
 pub mod diagnose;
 pub mod encap;

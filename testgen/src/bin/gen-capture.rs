@@ -1,62 +1,82 @@
-//! Writes a large realistic capture for benchmarks (see testgen/src/bulk.rs).
+//! Writes a large capture for benchmarks: the realistic bulk traffic of a few long-lived QPs
+//! (testgen/src/bulk.rs), or with `--churn` a cluster's many short-lived QPs
+//! (testgen/src/churn.rs).
+//!
 //! Usage: gen-capture [--frames N] [--qps N] [--seed N] OUT.pcap
+//!        gen-capture --churn QPS [--requests N] [--no-acks] [--concurrent N] [--gap-ns N] OUT.pcap
 
 use std::fs::File;
 use std::io::BufWriter;
 use std::process::ExitCode;
 
 use roce_testgen::bulk::{write_bulk, BulkConfig};
+use roce_testgen::churn::{write_churn, ChurnConfig};
+
+const USAGE: &str = "usage: gen-capture [--frames N] [--qps N] [--seed N] OUT.pcap\n       \
+gen-capture --churn QPS [--requests N] [--no-acks] [--concurrent N] [--gap-ns N] OUT.pcap";
 
 fn main() -> ExitCode {
-    let mut cfg = BulkConfig {
+    let mut bulk = BulkConfig {
         frames: 2_000_000,
         qps: 64,
         seed: 1,
     };
+    let mut churn: Option<ChurnConfig> = None;
     let mut out = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
-        let mut num = |name: &str| -> Option<u64> {
-            let v = args.next().and_then(|v| v.parse().ok());
-            if v.is_none() {
-                eprintln!("gen-capture: {name} takes a number");
-            }
-            v
+        if a == "-h" || a == "--help" {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        if a == "--no-acks" {
+            churn.get_or_insert_with(ChurnConfig::default).acks = false;
+            continue;
+        }
+        if !a.starts_with("--") {
+            out = Some(a);
+            continue;
+        }
+        let Some(v) = args.next().and_then(|v| v.parse::<u64>().ok()) else {
+            eprintln!("gen-capture: {a} takes a number\n{USAGE}");
+            return ExitCode::from(2);
         };
+        let c = || ChurnConfig::default();
         match a.as_str() {
-            "--frames" => match num("--frames") {
-                Some(v) => cfg.frames = v,
-                None => return ExitCode::from(2),
-            },
-            "--qps" => match num("--qps") {
-                Some(v) => cfg.qps = v as u32,
-                None => return ExitCode::from(2),
-            },
-            "--seed" => match num("--seed") {
-                Some(v) => cfg.seed = v,
-                None => return ExitCode::from(2),
-            },
-            "-h" | "--help" => {
-                println!("usage: gen-capture [--frames N] [--qps N] [--seed N] OUT.pcap");
-                return ExitCode::SUCCESS;
+            "--frames" => bulk.frames = v,
+            "--qps" => bulk.qps = v as u32,
+            "--seed" => bulk.seed = v,
+            "--churn" => churn.get_or_insert_with(c).qps = v as u32,
+            "--requests" => churn.get_or_insert_with(c).requests = v as u32,
+            "--concurrent" => churn.get_or_insert_with(c).concurrent = v as u32,
+            "--gap-ns" => churn.get_or_insert_with(c).gap_ns = v,
+            _ => {
+                eprintln!("gen-capture: unknown option {a}\n{USAGE}");
+                return ExitCode::from(2);
             }
-            path => out = Some(path.to_string()),
         }
     }
     let Some(path) = out else {
-        eprintln!("gen-capture: give the output file");
+        eprintln!("gen-capture: give the output file\n{USAGE}");
         return ExitCode::from(2);
     };
     let file = match File::create(&path) {
-        Ok(f) => f,
+        Ok(f) => BufWriter::with_capacity(1 << 20, f),
         Err(e) => {
             eprintln!("gen-capture: {path}: {e}");
             return ExitCode::from(2);
         }
     };
-    match write_bulk(BufWriter::with_capacity(1 << 20, file), cfg) {
-        Ok(bytes) => {
-            println!("{path}: {} frames, {bytes} bytes", cfg.frames);
+    let written = match churn {
+        Some(cfg) => write_churn(file, cfg)
+            .map(|frames| format!("{frames} frames of {} QPs, {} flows", cfg.qps, cfg.flows())),
+        None => {
+            write_bulk(file, bulk).map(|bytes| format!("{} frames, {bytes} bytes", bulk.frames))
+        }
+    };
+    match written {
+        Ok(what) => {
+            println!("{path}: {what}");
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -1,0 +1,364 @@
+//! Flow lifetime (`--flow-timeout`): a connection idle for the timeout, both its directions
+//! (ACKs, NAKs and CNPs keep the data flow they answer alive), ends. Its report entry is made
+//! then, from its state then; its state is freed, and a QP used again later starts a new flow.
+//!
+//! Open flows stay in one dense vector (the per-packet lookups index it): an ended flow is
+//! swap-removed and the one moved into its place renumbered wherever an index of it is kept
+//! (the key index, its peer, the per-host data lists). Everything outside the analysis names
+//! flows by `Flow::id`, which never changes.
+
+use super::flow::{Flow, FlowEvidence, FlowKey};
+use super::Analyzer;
+use crate::model::FlowReport;
+
+/// What is kept of an ended flow for the report at the end (with `-r`: every flow is listed).
+#[derive(Debug, Clone)]
+pub struct FlowRecord {
+    pub report: FlowReport,
+    pub evidence: FlowEvidence,
+}
+
+/// A flow that just ended, for the outputs that tell it (events, metrics, the dataset): its
+/// state as it ended and its report entry, numbered by its own id.
+#[derive(Debug)]
+pub struct EndedFlow {
+    pub flow: Flow,
+    pub report: FlowReport,
+    /// When it ended: the capture time of the check that found it idle.
+    pub ended_ns: u64,
+}
+
+/// Idle flows are looked for this often, as a fraction of the timeout...
+const SWEEPS_PER_TIMEOUT: u64 = 8;
+/// ...and at least once a second.
+const MAX_SWEEP_INTERVAL_NS: u64 = 1_000_000_000;
+
+impl Analyzer {
+    /// Whether the connection of flow `i` (it and its peer) has been idle longer than the
+    /// timeout at `now`.
+    fn connection_idle(&self, i: usize, now: u64, timeout: u64) -> bool {
+        let idle = |f: &Flow| now.saturating_sub(f.active_ts()) > timeout;
+        idle(&self.flows[i]) && self.flows[i].peer.is_none_or(|j| idle(&self.flows[j]))
+    }
+
+    /// Ends the connection of flow `i` when it has been idle too long at `now`; whether it did.
+    pub(super) fn end_if_idle(&mut self, i: usize, now: u64) -> bool {
+        match self.cfg.flow_timeout_ns {
+            Some(t) if self.connection_idle(i, now, t) => {
+                self.end_connection(i, now);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Ends every connection idle longer than the timeout at `now` (a packet's time, or the
+    /// wall clock on an idle live link). Cheap between sweeps.
+    pub fn sweep(&mut self, now: u64) {
+        let Some(timeout) = self.cfg.flow_timeout_ns else {
+            return;
+        };
+        if now < self.next_sweep_ns {
+            return;
+        }
+        let interval = (timeout / SWEEPS_PER_TIMEOUT).clamp(1, MAX_SWEEP_INTERVAL_NS);
+        self.next_sweep_ns = now.saturating_add(interval);
+        let idle: Vec<FlowKey> = (0..self.flows.len())
+            .filter(|&i| self.connection_idle(i, now, timeout))
+            .map(|i| self.flows[i].key)
+            .collect();
+        for key in idle {
+            // Indices move as flows leave; a flow already gone ended with its peer.
+            if let Some(&i) = self.index.get(&key) {
+                self.end_connection(i, now);
+            }
+        }
+    }
+
+    /// Ends flow `i` and its peer at `now`: their report entries are made, their state leaves.
+    pub(super) fn end_connection(&mut self, i: usize, now: u64) {
+        let mut members = vec![i];
+        members.extend(self.flows[i].peer);
+        let entries: Vec<(FlowReport, FlowEvidence)> = members
+            .iter()
+            .map(|&m| {
+                let mut report = self.flow_report(&self.flows[m], now);
+                report.id = self.flows[m].id as usize + 1;
+                (report, self.flow_evidence(m, now))
+            })
+            .collect();
+        for &m in &members {
+            self.flows[m].peer = None;
+        }
+        // The higher index first, so that removing it does not move the other.
+        members.sort_unstable_by(|a, b| b.cmp(a));
+        let mut flows: Vec<Flow> = members.iter().map(|&m| self.remove_flow(m)).collect();
+        flows.reverse();
+        for (flow, (report, evidence)) in flows.into_iter().zip(entries) {
+            self.flows_ended += 1;
+            self.fold_ended_samples(&flow);
+            if self.cfg.keep_ended {
+                self.kept.push(FlowRecord {
+                    report: report.clone(),
+                    evidence,
+                });
+            }
+            if self.tell_ended {
+                self.ended.push(EndedFlow {
+                    flow,
+                    report,
+                    ended_ns: now,
+                });
+            }
+        }
+    }
+
+    /// Takes flow `i` out of the open flows, renumbering the flow moved into its place.
+    fn remove_flow(&mut self, i: usize) -> Flow {
+        let key = self.flows[i].key;
+        self.index.remove(&key);
+        self.forget_data_flow(i);
+        let flow = self.flows.swap_remove(i);
+        let moved_from = self.flows.len();
+        if i < moved_from {
+            let moved = &self.flows[i];
+            let (key, peer, hosts) = (moved.key, moved.peer, (moved.key.src, moved.key.dst));
+            self.index.insert(key, i);
+            if let Some(p) = peer {
+                self.flows[p].peer = Some(i);
+            }
+            if let Some(list) = self.data_by_hosts.get_mut(&hosts) {
+                if let Some(slot) = list.iter_mut().find(|j| **j == moved_from) {
+                    *slot = i;
+                    let flows = &self.flows;
+                    list.sort_unstable_by_key(|&j| flows[j].id);
+                }
+            }
+        }
+        flow
+    }
+
+    /// Removes flow `i` from the data flows by host pair.
+    fn forget_data_flow(&mut self, i: usize) {
+        let hosts = (self.flows[i].key.src, self.flows[i].key.dst);
+        if let Some(list) = self.data_by_hosts.get_mut(&hosts) {
+            list.retain(|&j| j != i);
+            if list.is_empty() {
+                self.data_by_hosts.remove(&hosts);
+            }
+        }
+    }
+
+    /// The plots' RTT distribution keeps the samples of flows that ended.
+    fn fold_ended_samples(&mut self, flow: &Flow) {
+        if self.timelines.is_some() {
+            for &ns in flow.ack_rtt.kept() {
+                self.ended_rtt.push(ns);
+            }
+        }
+    }
+
+    /// Keeps the flows that end for `take_ended` (else they are dropped as they end).
+    pub fn tell_ended(&mut self) {
+        self.tell_ended = true;
+    }
+
+    /// The ids of the flows open now.
+    pub fn open_ids(&self) -> Vec<usize> {
+        self.flows.iter().map(|f| f.id as usize).collect()
+    }
+
+    /// The flows that ended since the last call, oldest first (their state is freed with them).
+    pub fn take_ended(&mut self) -> Vec<EndedFlow> {
+        std::mem::take(&mut self.ended)
+    }
+
+    /// Whether flows ended since the last `take_ended`.
+    pub fn has_ended(&self) -> bool {
+        !self.ended.is_empty()
+    }
+
+    /// Flows ended over the run so far.
+    pub fn flows_ended(&self) -> u64 {
+        self.flows_ended
+    }
+
+    /// Flows seen over the run so far, open or ended.
+    pub fn flows_seen(&self) -> u64 {
+        self.next_flow_id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use roce_parsers::capture::{CaptureParser, Next};
+    use roce_testgen::churn::{write_churn, ChurnConfig};
+    use roce_testgen::{FrameSpec, Net, PcapFlavor, PcapWriter, RoceSpec};
+
+    use super::super::{AnalysisConfig, Analyzer};
+    use crate::analysis::report_build::CaptureMeta;
+    use crate::decode::FrameCounts;
+
+    const MS: u64 = 1_000_000;
+
+    /// Feeds a capture held in memory; `each` sees the analyzer after every frame. With the
+    /// frame counts, in the meta a report needs.
+    fn feed(
+        data: &[u8],
+        cfg: AnalysisConfig,
+        mut each: impl FnMut(&mut Analyzer),
+    ) -> (Analyzer, CaptureMeta) {
+        let (mut parser, mut at) = CaptureParser::new(data).unwrap();
+        let mut an = Analyzer::new(cfg);
+        let mut counts = FrameCounts::default();
+        let mut n = 0;
+        loop {
+            match parser.next(&data[at..], at as u64).unwrap() {
+                Next::Record(rec, used) => {
+                    n += 1;
+                    let s = crate::decode::summarize(n, &rec, Default::default());
+                    counts.add(&s);
+                    an.feed(&s);
+                    each(&mut an);
+                    at += used;
+                }
+                Next::Skip(used) => at += used,
+                Next::Incomplete { .. } => break,
+            }
+        }
+        let meta = CaptureMeta {
+            counts,
+            ..CaptureMeta::default()
+        };
+        (an, meta)
+    }
+
+    fn with_timeout(ns: u64, keep_ended: bool) -> AnalysisConfig {
+        AnalysisConfig {
+            flow_timeout_ns: Some(ns),
+            keep_ended,
+            max_flows: 1_000_000,
+            ..AnalysisConfig::default()
+        }
+    }
+
+    fn churn(qps: u32) -> (Vec<u8>, ChurnConfig) {
+        let cfg = ChurnConfig {
+            qps,
+            concurrent: 8,
+            ..ChurnConfig::default()
+        };
+        let mut out = Vec::new();
+        write_churn(&mut out, cfg).unwrap();
+        (out, cfg)
+    }
+
+    #[test]
+    fn a_live_churn_keeps_only_the_flows_active_within_the_timeout() {
+        let (data, cfg) = churn(5_000);
+        let (mut most_open, mut told) = (0, Vec::new());
+        let (mut an, meta) = feed(&data, with_timeout(MS, false), |an| {
+            most_open = most_open.max(an.flow_count());
+            told.extend(an.take_ended().into_iter().map(|e| e.report.id));
+        });
+        an.tell_ended();
+        // 1 ms of a 300,000 frames/s churn of 4-frame QPs: ~150 flows; never the 10,000.
+        assert!(most_open < 400, "{most_open} flows open at once");
+        let open = an.flow_count() as u64;
+        assert_eq!(an.flows_ended() + open, cfg.flows());
+        assert_eq!(an.flows_seen(), cfg.flows());
+        // A live report covers the open flows, its totals the whole run.
+        let report = an.finish(meta);
+        assert_eq!(report.flows.len() as u64, open);
+        assert_eq!(report.capture.flows as u64, cfg.flows());
+        assert_eq!(report.capture.flows_ended, cfg.flows() - open);
+        assert!(report.findings.is_empty(), "{:?}", report.findings);
+        // Without tell_ended the analyzer keeps nothing of them.
+        assert!(told.is_empty());
+    }
+
+    #[test]
+    fn every_flow_of_a_churn_is_reported_once_with_or_without_a_timeout() {
+        let (data, cfg) = churn(2_000);
+        let (ended, meta) = feed(&data, with_timeout(MS, true), |_| {});
+        let (never, _) = feed(&data, AnalysisConfig::default(), |_| {});
+        assert!(ended.flows_ended() > cfg.flows() / 2);
+        let a = ended.finish(meta.clone());
+        let b = never.finish(meta);
+        assert_eq!(a.flows.len() as u64, cfg.flows());
+        let ids: std::collections::BTreeSet<usize> = a.flows.iter().map(|f| f.id).collect();
+        assert_eq!(ids.len() as u64, cfg.flows());
+        // The same entries, in the same order, as when every flow lasts the whole run.
+        let strip = |r: &crate::model::Report| -> Vec<String> {
+            r.flows
+                .iter()
+                .map(|f| serde_json::to_string(f).unwrap())
+                .collect()
+        };
+        assert_eq!(strip(&a), strip(&b));
+        assert!(
+            a.findings.is_empty() && b.findings.is_empty(),
+            "{:?}",
+            a.findings
+        );
+    }
+
+    /// QP 0x100 from host 1 to 2: WRITEs at the times given (ms), and ACKs at others.
+    fn writes_and_acks(writes_ms: &[u64], acks_ms: &[u64]) -> Vec<u8> {
+        let a = [0x02, 0, 0, 0, 0, 1];
+        let b = [0x02, 0, 0, 0, 0, 2];
+        let net = Net::v4([10, 0, 0, 1], [10, 0, 0, 2], 0x6a);
+        let mut frames: Vec<(u64, Vec<u8>)> = Vec::new();
+        for (k, &t) in writes_ms.iter().enumerate() {
+            let s = RoceSpec::new(0x0a, 0x100, k as u32)
+                .ackreq()
+                .payload(64)
+                .reth(0x1000, 1, 64);
+            frames.push((
+                t,
+                roce_testgen::frames::rocev2(&FrameSpec::new(a, b), net, 50000, &s),
+            ));
+        }
+        for &t in acks_ms {
+            let psn = writes_ms.iter().filter(|&&w| w < t).count() as u32 - 1;
+            let s = RoceSpec::new(0x11, 0x200, psn).aeth(0x1f, psn + 1);
+            let rev = FrameSpec::new(b, a);
+            frames.push((
+                t,
+                roce_testgen::frames::rocev2(&rev, net.reversed(), 50000, &s),
+            ));
+        }
+        frames.sort_by_key(|f| f.0);
+        let mut w = PcapWriter::new(Vec::new(), PcapFlavor::NANO_LE, 1, 65535).unwrap();
+        for (t, f) in frames {
+            w.write(1_700_000_000_000_000_000 + t * MS, &f).unwrap();
+        }
+        w.into_inner()
+    }
+
+    #[test]
+    fn a_qp_used_again_after_the_timeout_is_a_new_flow() {
+        let data = writes_and_acks(&[0, 20], &[1, 21]);
+        let (an, meta) = feed(&data, with_timeout(5 * MS, true), |_| {});
+        assert_eq!((an.flows_seen(), an.flows_ended()), (4, 2));
+        let r = an.finish(meta);
+        assert_eq!(r.flows.len(), 4);
+        assert!(r.flows.iter().all(|f| f.packets == 1 && f.peer.is_some()));
+        // The later connection's data flow starts afresh: no PSN gap from 0 to 1.
+        assert!(r.flows.iter().all(|f| f.psn.gaps == 0));
+        let (never, _) = feed(&data, AnalysisConfig::default(), |_| {});
+        assert_eq!(never.flows_seen(), 2);
+    }
+
+    #[test]
+    fn the_acks_of_the_other_direction_keep_a_connection_alive() {
+        // Requests 8 ms apart, an ACK 4 ms after each: neither direction alone is busy
+        // enough for a 5 ms timeout, the connection is.
+        let data = writes_and_acks(&[0, 8, 16], &[4, 12, 20]);
+        let (mut an, _) = feed(&data, with_timeout(5 * MS, true), |_| {});
+        assert_eq!((an.flows_seen(), an.flows_ended()), (2, 0));
+        // Idle 9 ms at 29 ms: the whole connection ends, both flows.
+        an.sweep(1_700_000_000_000_000_000 + 29 * MS);
+        assert_eq!((an.flow_count(), an.flows_ended()), (0, 2));
+    }
+}
