@@ -120,11 +120,11 @@ pub struct FlowReport {
     pub pps: Option<f64>,
     pub messages_per_s: Option<f64>,
     pub path_mtu: Option<u32>,
-    pub pcp: BTreeMap<String, u64>,
+    pub pcp: Tally<&'static str>,
     /// DSCP values in numeric order (JSON object keys are strings: "9" before "10").
-    pub dscp: BTreeMap<u8, u64>,
-    pub ecn: BTreeMap<String, u64>,
-    pub opcodes: BTreeMap<String, u64>,
+    pub dscp: Tally<u8>,
+    pub ecn: Tally<&'static str>,
+    pub opcodes: Tally<roce_parsers::Opcode>,
     pub psn: PsnCounts,
     /// Frames where loss (a gap) and retransmissions were first seen.
     pub loss_frames: Vec<u64>,
@@ -149,6 +149,84 @@ pub struct FlowReport {
     /// The other direction of the same QP pair, and how it was found ("rdma_cm" or "psn").
     pub peer: Option<String>,
     pub paired_by: Option<PairingMethod>,
+}
+
+/// Counts by key of one flow, which has few keys (its PCPs, DSCPs, ECN codepoints, opcodes):
+/// a short vector in the order the JSON object lists them. A map per count took ~370 bytes
+/// per flow each, what a report of many short flows could not afford.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tally<K>(Vec<(K, u64)>);
+
+impl<K> Default for Tally<K> {
+    fn default() -> Self {
+        Tally(Vec::new())
+    }
+}
+
+impl<K: Display> Tally<K> {
+    /// The non-zero counts, listed in the order of the keys' spelling (as a JSON object's
+    /// keys sort).
+    pub fn by_name(counts: impl IntoIterator<Item = (K, u64)>) -> Self {
+        let mut v: Vec<(K, u64)> = counts.into_iter().filter(|&(_, n)| n > 0).collect();
+        v.sort_by_cached_key(|(k, _)| k.to_string());
+        v.shrink_to_fit();
+        Tally(v)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&K, u64)> {
+        self.0.iter().map(|(k, n)| (k, *n))
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl<K: Ord + Copy> Tally<K> {
+    /// The non-zero counts, in key order.
+    pub fn by_key(counts: impl IntoIterator<Item = (K, u64)>) -> Self {
+        let mut v: Vec<(K, u64)> = counts.into_iter().filter(|&(_, n)| n > 0).collect();
+        v.sort_by_key(|&(k, _)| k);
+        v.shrink_to_fit();
+        Tally(v)
+    }
+
+    pub fn get(&self, key: K) -> Option<u64> {
+        self.0.iter().find(|(k, _)| *k == key).map(|&(_, n)| n)
+    }
+}
+
+/// Counts by key as the reports print them: `Tally` and the verification's maps.
+pub trait Counts {
+    /// (key as written, count), in order.
+    fn entries(&self) -> Vec<(String, u64)>;
+}
+
+impl<K: Display> Counts for Tally<K> {
+    fn entries(&self) -> Vec<(String, u64)> {
+        self.iter().map(|(k, n)| (k.to_string(), n)).collect()
+    }
+}
+
+impl<K: Display> Counts for BTreeMap<K, u64> {
+    fn entries(&self) -> Vec<(String, u64)> {
+        self.iter().map(|(k, &n)| (k.to_string(), n)).collect()
+    }
+}
+
+impl<K: Display> Serialize for Tally<K> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, n) in &self.0 {
+            m.serialize_entry(&k.to_string(), n)?;
+        }
+        m.end()
+    }
 }
 
 /// The one spelling of a flow everywhere roce-sniff names one:

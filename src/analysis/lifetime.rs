@@ -11,11 +11,12 @@ use super::flow::{Flow, FlowEvidence, FlowKey};
 use super::Analyzer;
 use crate::model::FlowReport;
 
-/// What is kept of an ended flow for the report at the end (with `-r`: every flow is listed).
-#[derive(Debug, Clone)]
-pub struct FlowRecord {
-    pub report: FlowReport,
-    pub evidence: FlowEvidence,
+/// What is kept of the ended flows for the report at the end (with `-r`: every flow is
+/// listed): each one's report entry, numbered by its own id, and what findings need of it.
+#[derive(Debug, Clone, Default)]
+pub struct KeptFlows {
+    pub reports: Vec<FlowReport>,
+    pub evidence: Vec<FlowEvidence>,
 }
 
 /// A flow that just ended, for the outputs that tell it (events, metrics, the dataset): its
@@ -98,10 +99,8 @@ impl Analyzer {
             self.flows_ended += 1;
             self.fold_ended_samples(&flow);
             if self.cfg.keep_ended {
-                self.kept.push(FlowRecord {
-                    report: report.clone(),
-                    evidence,
-                });
+                self.kept.reports.push(report.clone());
+                self.kept.evidence.push(evidence);
             }
             if self.tell_ended {
                 self.ended.push(EndedFlow {

@@ -226,7 +226,7 @@ pub struct Analyzer {
     /// The id the next new flow gets: flows seen so far.
     next_flow_id: u64,
     /// Records of the flows that ended (with `keep_ended`).
-    pub(crate) kept: Vec<lifetime::FlowRecord>,
+    pub(crate) kept: lifetime::KeptFlows,
     /// Flows ended since the outputs last took them (when they asked: `tell_ended`).
     ended: Vec<lifetime::EndedFlow>,
     tell_ended: bool,
@@ -297,7 +297,7 @@ impl Analyzer {
             totals: Totals::default(),
             flows: Vec::new(),
             next_flow_id: 0,
-            kept: Vec::new(),
+            kept: lifetime::KeptFlows::default(),
             ended: Vec::new(),
             tell_ended: false,
             flows_ended: 0,

@@ -8,12 +8,13 @@ use roce_parsers::{Ecn, MacAddr, Opcode, Transport};
 
 use super::findings::{self, CaptureFacts};
 use super::flow::{Flow, FlowEvidence};
+use super::lifetime::KeptFlows;
 use super::pfc::PauseTracker;
 use super::{Analyzer, CNP_WINDOW_NS};
 use crate::decode::FrameCounts;
 use crate::model::{
     Bin, CaptureReport, CaptureWarning, FlowReport, FlowRole, FlowSeries, MirrorReport, NakReport,
-    PauseReport, PfcReport, PfcRow, PlotData, PriorityReport, Report, SCHEMA,
+    PauseReport, PfcReport, PfcRow, PlotData, PriorityReport, Report, Tally, SCHEMA,
 };
 
 /// The end of an analysis: the report, the plots' data, and what an export needs.
@@ -48,6 +49,23 @@ fn secs(ns: u64) -> f64 {
 /// Where a flow goes in the report: most trouble, then most bytes, first seen, own id.
 type Rank = (std::cmp::Reverse<(u64, u64)>, u64, usize);
 
+/// Reorders `v` in place so that `v[n]` is what was at `from[n]` (a permutation).
+fn permute<T>(v: &mut [T], from: &[usize]) {
+    let mut done = vec![false; v.len()];
+    for start in 0..v.len() {
+        let mut at = start;
+        while !done[at] {
+            done[at] = true;
+            let next = from[at];
+            if next == start {
+                break;
+            }
+            v.swap(at, next);
+            at = next;
+        }
+    }
+}
+
 /// A number to sort flows by: the more trouble, the higher.
 fn trouble(f: &FlowReport) -> u64 {
     (f.psn.missing + f.psn.recovered) * 10_000
@@ -62,37 +80,15 @@ fn trouble(f: &FlowReport) -> u64 {
         + f.oversize * 100
 }
 
-/// Non-zero counts of an indexed array, keyed by index (numeric order).
-fn nonzero_counts(counts: &[u64]) -> BTreeMap<u8, u64> {
-    counts
-        .iter()
-        .enumerate()
-        .filter(|(_, &n)| n > 0)
-        .map(|(i, &n)| (i as u8, n))
-        .collect()
+/// PCP names by index (8: untagged frames).
+const PCP_NAMES: [&str; 9] = ["0", "1", "2", "3", "4", "5", "6", "7", "untagged"];
+
+fn pcp_counts(f: &Flow) -> Tally<&'static str> {
+    Tally::by_name(PCP_NAMES.iter().copied().zip(f.pcp))
 }
 
-fn pcp_counts(f: &Flow) -> BTreeMap<String, u64> {
-    nonzero_counts(&f.pcp)
-        .into_iter()
-        .map(|(i, n)| {
-            (
-                if i == 8 {
-                    "untagged".into()
-                } else {
-                    i.to_string()
-                },
-                n,
-            )
-        })
-        .collect()
-}
-
-fn ecn_counts(f: &Flow) -> BTreeMap<String, u64> {
-    nonzero_counts(&f.ecn)
-        .into_iter()
-        .map(|(i, n)| (Ecn::from_bits(i).name().to_string(), n))
-        .collect()
+fn ecn_counts(f: &Flow) -> Tally<&'static str> {
+    Tally::by_name((0..4u8).map(|i| (Ecn::from_bits(i).name(), f.ecn[usize::from(i)])))
 }
 
 fn nak_report(f: &Flow) -> NakReport {
@@ -169,13 +165,9 @@ impl Analyzer {
                 .or_else(|| f.peer.and_then(|j| self.flows[j].path_mtu))
                 .or(f.cm_mtu),
             pcp: pcp_counts(f),
-            dscp: nonzero_counts(&f.dscp),
+            dscp: Tally::by_key((0..64u8).zip(f.dscp)),
             ecn: ecn_counts(f),
-            opcodes: f
-                .opcodes
-                .iter()
-                .map(|(&op, &n)| (Opcode(op).to_string(), n))
-                .collect(),
+            opcodes: Tally::by_name(f.opcodes.iter().map(|(&op, &n)| (Opcode(op), n))),
             psn: if f.transport == Some(Transport::Ud) {
                 f.ud_psn.clone()
             } else {
@@ -217,40 +209,44 @@ impl Analyzer {
 
     /// Every flow of the run, ended or open: report entries most troubled first, numbered
     /// from 1, with their evidence and the `Flow::id` of each.
-    fn flow_reports(&self) -> (Vec<FlowReport>, Vec<FlowEvidence>, Vec<usize>) {
+    /// `kept`: the ended flows (entries numbered by their own ids).
+    fn flow_reports(&self, kept: KeptFlows) -> (Vec<FlowReport>, Vec<FlowEvidence>, Vec<usize>) {
         let last_ts = self.state.last_ts;
-        let kept = self
-            .kept
-            .iter()
-            .map(|k| (k.report.clone(), k.evidence.clone(), k.report.id - 1));
-        let open = (0..self.flows.len()).map(|i| {
-            let f = &self.flows[i];
-            let r = self.flow_report(f, last_ts);
-            (r, self.flow_evidence(i, last_ts), f.id as usize)
-        });
-        let mut flows: Vec<Option<(FlowReport, FlowEvidence, usize)>> =
-            kept.chain(open).map(Some).collect();
-        // Sorted by small keys, not the entries themselves: moving a kilobyte-sized entry
-        // n log n times was most of the time of a report with many flows.
-        let mut rank: Vec<(Rank, usize)> = flows
+        let KeptFlows {
+            mut reports,
+            mut evidence,
+        } = kept;
+        reports.reserve_exact(self.flows.len());
+        evidence.reserve_exact(self.flows.len());
+        for (i, f) in self.flows.iter().enumerate() {
+            let mut r = self.flow_report(f, last_ts);
+            r.id = f.id as usize + 1;
+            reports.push(r);
+            evidence.push(self.flow_evidence(i, last_ts));
+        }
+        // Sorted by small keys, the entries then put in place where they are: moving
+        // kilobyte-sized entries n log n times, or into new vectors, was most of the time
+        // and memory of a report with many flows.
+        let mut rank: Vec<(Rank, usize)> = reports
             .iter()
             .enumerate()
-            .map(|(at, e)| {
-                let (r, _, id) = e.as_ref().expect("every entry is there");
-                let rank = (std::cmp::Reverse((trouble(r), r.bytes)), r.first_frame, *id);
+            .map(|(at, r)| {
+                let rank = (
+                    std::cmp::Reverse((trouble(r), r.bytes)),
+                    r.first_frame,
+                    r.id,
+                );
                 (rank, at)
             })
             .collect();
         rank.sort_unstable();
-        let mut reports = Vec::with_capacity(flows.len());
-        let mut evidence = Vec::with_capacity(flows.len());
-        let mut order = Vec::with_capacity(flows.len());
-        for (n, &(_, at)) in rank.iter().enumerate() {
-            let (mut r, e, id) = flows[at].take().expect("taken once");
+        let from: Vec<usize> = rank.into_iter().map(|(_, at)| at).collect();
+        permute(&mut reports, &from);
+        permute(&mut evidence, &from);
+        let mut order = Vec::with_capacity(reports.len());
+        for (n, r) in reports.iter_mut().enumerate() {
+            order.push(r.id - 1);
             r.id = n + 1;
-            reports.push(r);
-            evidence.push(e);
-            order.push(id);
         }
         (reports, evidence, order)
     }
@@ -376,7 +372,8 @@ impl Analyzer {
         for t in self.pfc.values_mut().chain(self.pause.values_mut()) {
             t.finish(&cfg.pfc);
         }
-        let (report, order) = self.report_with(&self.pfc, &self.pause, &meta);
+        let kept = std::mem::take(&mut self.kept);
+        let (report, order) = self.report_with(&self.pfc, &self.pause, &meta, kept);
         let open_ids = self.open_ids();
         let plots = self.plot_data(&order, &report);
         let pauses = self
@@ -400,7 +397,7 @@ impl Analyzer {
         for t in pfc.values_mut().chain(pause.values_mut()) {
             t.finish(&self.cfg.pfc);
         }
-        self.report_with(&pfc, &pause, meta)
+        self.report_with(&pfc, &pause, meta, self.kept.clone())
     }
 
     /// The report, with `pfc` and `pause` as the pause state.
@@ -409,9 +406,10 @@ impl Analyzer {
         pfc: &BTreeMap<(MacAddr, u8), PauseTracker>,
         pause: &BTreeMap<MacAddr, PauseTracker>,
         meta: &CaptureMeta,
+        kept: KeptFlows,
     ) -> (Report, Vec<usize>) {
         let cfg = self.cfg;
-        let (flows, evidence, order) = self.flow_reports();
+        let (flows, evidence, order) = self.flow_reports(kept);
         let mut report = Report {
             schema: SCHEMA,
             capture: self.capture_report(meta),
@@ -501,5 +499,19 @@ impl Analyzer {
             pfc: self.pfc_rows(&report.pfc.roce_priorities),
             rtt_us,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn permute_puts_each_entry_where_it_is_asked() {
+        let mut v = vec!['a', 'b', 'c', 'd', 'e'];
+        super::permute(&mut v, &[3, 0, 4, 1, 2]);
+        assert_eq!(v, ['d', 'a', 'e', 'b', 'c']);
+        let mut w: Vec<u32> = (0..100).collect();
+        let from: Vec<usize> = (0..100).map(|i| (i * 37) % 100).collect();
+        super::permute(&mut w, &from);
+        assert!(w.iter().zip(&from).all(|(&x, &f)| x as usize == f));
     }
 }

@@ -33,8 +33,9 @@ fn severity_class(s: Severity) -> &'static str {
     }
 }
 
-fn counts<K: std::fmt::Display>(map: &std::collections::BTreeMap<K, u64>) -> String {
-    map.iter()
+fn counts(map: &impl crate::model::Counts) -> String {
+    map.entries()
+        .iter()
         .map(|(k, v)| format!("{k}:{v}"))
         .collect::<Vec<_>>()
         .join(" ")

@@ -20,14 +20,16 @@ fn human_bytes(b: u64) -> String {
 }
 
 /// A count map in a table cell: the key alone when there is one, else `key:count,...`.
-pub fn counts<K: std::fmt::Display>(map: &std::collections::BTreeMap<K, u64>) -> String {
-    if map.is_empty() {
+pub fn counts(map: &impl crate::model::Counts) -> String {
+    let entries = map.entries();
+    if entries.is_empty() {
         return "-".into();
     }
-    if map.len() == 1 {
-        return map.keys().next().map(K::to_string).unwrap_or_default();
+    if entries.len() == 1 {
+        return entries[0].0.clone();
     }
-    map.iter()
+    entries
+        .iter()
         .map(|(k, v)| format!("{k}:{v}"))
         .collect::<Vec<_>>()
         .join(",")
