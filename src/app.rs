@@ -714,10 +714,13 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
             let mut last_snapshot = Instant::now();
             let end = source.for_each_batch(stop, |batch, src| {
                 pipeline.records(batch, src)?;
-                // On an idle link the clock goes on with wall time (less what may still be
-                // decoding), so that idle flows end without a frame to tell the time.
-                let wall = crate::live::now_ns().saturating_sub(IDLE_CLOCK_SLACK_NS);
-                pipeline.sink_mut().advance_clock(wall)?;
+                // On an idle link (an empty batch: the capture had nothing waiting) the clock
+                // goes on with wall time, less a margin, so that idle flows end without a
+                // frame to tell the time. A busy link's frames tell it.
+                if batch.is_empty() {
+                    let wall = crate::live::now_ns().saturating_sub(IDLE_CLOCK_SLACK_NS);
+                    pipeline.sink_mut().advance_clock(wall)?;
+                }
                 let hint = hint.check(&iface, pipeline.counts().roce);
                 if let Some(h) = &hint {
                     snapshots.note("no_roce", h);

@@ -289,8 +289,131 @@ fn live_capture_matches_offline_analysis() {
     ctrl_c_ends_with_the_report(&n);
     status_lines_go_on_after_the_hint(&n);
     the_view_shows_the_troubled_qps_while_the_capture_runs(&n);
+    a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs(&n, &dir);
     down_interface_and_permissions(&n);
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// GET `path` of 127.0.0.1:`port`: the body.
+fn http_get(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    text.split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default()
+}
+
+/// The JSON objects of an NDJSON file.
+fn json_lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The value of the unlabelled series `name` in a metrics text.
+fn metric(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+}
+
+/// A monitor left running: many short-lived QPs replayed with a short --flow-timeout. Flows
+/// end while the link goes idle (the wall clock moves the capture's), each told once as a
+/// flow_end event, the metrics count them, the open flows stay few; SIGTERM then ends the
+/// capture with every output complete.
+fn a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs(n: &Netns, dir: &Path) {
+    use roce_testgen::churn::{write_churn, ChurnConfig};
+    let cfg = ChurnConfig {
+        qps: 3_000,
+        concurrent: 8,
+        ..ChurnConfig::default()
+    };
+    let capture = dir.join("churn.pcap");
+    write_churn(std::fs::File::create(&capture).unwrap(), cfg).unwrap();
+    let (events, json) = (dir.join("churn.ndjson"), dir.join("churn.json"));
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = start_capture(&[
+        "-i",
+        &n.host_end,
+        // Short against the run, long against a replay's scheduling hiccups (a QP's frames
+        // come within 0.3 ms): no QP splits into two flows.
+        "--flow-timeout",
+        "50ms",
+        &format!("--events={}", events.display()),
+        &format!("--json={}", json.display()),
+        &format!("--metrics=127.0.0.1:{port}"),
+    ]);
+    replay_into(n, &capture, None);
+    // Idle: the flows end by the wall clock, the metrics (updated each second) show it.
+    std::thread::sleep(Duration::from_millis(2_500));
+    let text = http_get(port, "/metrics");
+    assert_eq!(
+        metric(&text, "roce_sniff_flows_active"),
+        Some(0.0),
+        "{text}"
+    );
+    assert_eq!(
+        metric(&text, "roce_sniff_flows_ended_total"),
+        Some(cfg.flows() as f64),
+        "{text}"
+    );
+    let told_before_the_end = json_lines(&events)
+        .iter()
+        .filter(|e| e["event"] == "flow_end")
+        .count();
+    assert_eq!(told_before_the_end as u64, cfg.flows());
+    sh(&["kill", "-TERM", &child.id().to_string()]).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let c = &report["capture"];
+    assert_eq!(c["live"]["dropped"], 0);
+    assert_eq!(c["roce_packets"].as_u64(), Some(4 * u64::from(cfg.qps)));
+    assert_eq!(c["flows"].as_u64(), Some(cfg.flows()));
+    assert_eq!(c["flows_ended"].as_u64(), Some(cfg.flows()));
+    // A live report lists the flows still open: none.
+    assert_eq!(report["flows"].as_array().unwrap().len(), 0);
+    let ends: Vec<Value> = json_lines(&events)
+        .into_iter()
+        .filter(|e| e["event"] == "flow_end")
+        .collect();
+    let ids: std::collections::BTreeSet<u64> = ends
+        .iter()
+        .map(|e| e["flow"]["id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        ids.len() as u64,
+        cfg.flows(),
+        "every flow ends exactly once"
+    );
+    assert_eq!(ids.iter().next_back().copied(), Some(cfg.flows()));
+    let packets: u64 = ends
+        .iter()
+        .map(|e| e["flow"]["packets"].as_u64().unwrap())
+        .sum();
+    assert_eq!(packets, 4 * u64::from(cfg.qps));
+    // Each ended after its last packet, idle at least the timeout.
+    for e in &ends {
+        let last_ns = (e["flow"]["last_ts"].as_f64().unwrap() * 1e9) as u64;
+        assert!(e["ts_ns"].as_u64().unwrap() >= last_ns + 50_000_000, "{e}");
+    }
+    assert!(
+        report["findings"].as_array().unwrap().is_empty(),
+        "{}",
+        report["findings"]
+    );
 }
 
 /// Ctrl-C (SIGINT) ends a capture that has no -c or --duration, with the full report.

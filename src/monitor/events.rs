@@ -53,6 +53,7 @@ pub struct EventWriter {
     /// The frames so far, for the capture-wide findings of an evaluation.
     counts: FrameCounts,
     drops: (u64, u64),
+    line: Vec<u8>,
 }
 
 impl EventWriter {
@@ -63,12 +64,17 @@ impl EventWriter {
             next_evaluation_ns: None,
             counts: FrameCounts::default(),
             drops: (0, 0),
+            line: Vec::with_capacity(4096),
         }
     }
 
+    /// One line, written whole with one call (serializing into an unbuffered file made a
+    /// system call per JSON token: a live churn's flow ends fell behind the capture).
     fn write(&mut self, e: &Event) -> io::Result<()> {
-        serde_json::to_writer(&mut self.out, e).map_err(io::Error::from)?;
-        self.out.write_all(b"\n")?;
+        self.line.clear();
+        serde_json::to_writer(&mut self.line, e).map_err(io::Error::from)?;
+        self.line.push(b'\n');
+        self.out.write_all(&self.line)?;
         self.out.flush()
     }
 
