@@ -32,10 +32,8 @@ pub struct ReportSink {
 
 impl ReportSink {
     pub fn new(analysis: AnalysisConfig, expect: Expectations, decode: DecodeOptions) -> Self {
-        let mut analyzer = Analyzer::new(analysis);
-        analyzer.tell_ended();
         ReportSink {
-            analyzer,
+            analyzer: Analyzer::new(analysis),
             verifier: expect.any().then(|| Verifier::new(expect)),
             decode,
             exporter: None,
@@ -47,6 +45,8 @@ impl ReportSink {
     /// Keeps the final counts of ended flows for the metrics (`take_ended_for_metrics`).
     pub fn with_metrics(mut self) -> Self {
         self.ended_for_metrics = Some(Vec::new());
+        let reports = self.events.is_some();
+        self.analyzer.tell_ended(reports);
         self
     }
 
@@ -62,7 +62,11 @@ impl ReportSink {
     /// longer than the flow timeout end.
     pub fn advance_clock(&mut self, now: u64) -> io::Result<()> {
         self.analyzer.sweep(now);
-        self.tell_ended()
+        self.tell_ended()?;
+        match self.events.as_mut() {
+            Some(e) => e.flush(),
+            None => Ok(()),
+        }
     }
 
     /// Hands the flows that just ended to the outputs that tell them.
@@ -71,8 +75,8 @@ impl ReportSink {
             return Ok(());
         }
         for e in self.analyzer.take_ended() {
-            if let Some(ev) = self.events.as_mut() {
-                ev.flow_end(e.ended_ns, &e.report)?;
+            if let (Some(ev), Some(r)) = (self.events.as_mut(), &e.report) {
+                ev.flow_end(e.ended_ns, r)?;
             }
             if let Some(x) = self.exporter.as_mut() {
                 x.flow_ended(e.flow.id as usize)
@@ -88,6 +92,7 @@ impl ReportSink {
     /// Writes the events of the capture too.
     pub fn with_events(mut self, events: EventWriter) -> Self {
         self.events = Some(events);
+        self.analyzer.tell_ended(true);
         self
     }
 
@@ -99,6 +104,8 @@ impl ReportSink {
     /// Exports the capture as Parquet tables too.
     pub fn with_export(mut self, exporter: Exporter) -> Self {
         self.exporter = Some(exporter);
+        let reports = self.events.is_some();
+        self.analyzer.tell_ended(reports);
         self
     }
 
@@ -166,6 +173,9 @@ impl Sink for ReportSink {
                 e.frame(s, self.analyzer.last_outcome())
                     .map_err(|e| io::Error::other(e.to_string()))?;
             }
+        }
+        if let Some(e) = self.events.as_mut() {
+            e.flush()?;
         }
         Ok(())
     }

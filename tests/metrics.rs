@@ -191,6 +191,7 @@ fn prometheus_scrapes_the_offline_reports_counters() {
         "{paused} vs {paused_us} us"
     );
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    grafana_dashboard_queries_what_is_served(metrics_port, prom_port);
     // SIGTERM ends the server with exit 0.
     let mut sniff = sniff;
     let child = &mut sniff.0;
@@ -209,4 +210,42 @@ fn prometheus_scrapes_the_offline_reports_counters() {
     assert_eq!(status.code(), Some(0), "{err}");
     assert!(err.contains("serving its final metrics"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// docs/grafana/roce-sniff.json: every metric its panels query is one the monitor serves, and
+/// Prometheus accepts every query.
+fn grafana_dashboard_queries_what_is_served(metrics_port: u16, prom_port: u16) {
+    let dashboard: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("docs/grafana/roce-sniff.json")).unwrap(),
+    )
+    .unwrap();
+    let served = http_get(metrics_port, "/metrics").unwrap();
+    let exprs: Vec<&str> = dashboard["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["targets"].as_array().unwrap())
+        .map(|t| t["expr"].as_str().unwrap())
+        .collect();
+    assert!(exprs.len() >= 10, "{exprs:?}");
+    let mut missing = Vec::new();
+    for e in &exprs {
+        for (at, _) in e.match_indices("roce_sniff_") {
+            let name: String = e[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                .collect();
+            let family = name.strip_suffix("_bucket").unwrap_or(&name);
+            if !served.contains(&format!("# TYPE {family} ")) {
+                missing.push(name);
+            }
+        }
+        let body = http_get(prom_port, &format!("/api/v1/query?query={}", encode(e))).unwrap();
+        let v: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v["status"], "success", "{e}: {body}");
+    }
+    assert!(
+        missing.is_empty(),
+        "the dashboard queries unserved metrics: {missing:?}"
+    );
 }

@@ -24,7 +24,8 @@ pub struct KeptFlows {
 #[derive(Debug)]
 pub struct EndedFlow {
     pub flow: Flow,
-    pub report: FlowReport,
+    /// Its report entry, when asked for (`tell_ended(true)`) or kept anyway.
+    pub report: Option<FlowReport>,
     /// When it ended: the capture time of the check that found it idle.
     pub ended_ns: u64,
 }
@@ -80,12 +81,21 @@ impl Analyzer {
     pub(super) fn end_connection(&mut self, i: usize, now: u64) {
         let mut members = vec![i];
         members.extend(self.flows[i].peer);
-        let entries: Vec<(FlowReport, FlowEvidence)> = members
+        // Entries and evidence only for who needs them: a live monitor without events makes
+        // none (a churn ends a hundred thousand flows a second).
+        let (keep, report) = (
+            self.cfg.keep_ended,
+            self.cfg.keep_ended || self.ended_reports,
+        );
+        let entries: Vec<(Option<FlowReport>, Option<FlowEvidence>)> = members
             .iter()
             .map(|&m| {
-                let mut report = self.flow_report(&self.flows[m], now);
-                report.id = self.flows[m].id as usize + 1;
-                (report, self.flow_evidence(m, now))
+                let report = report.then(|| {
+                    let mut r = self.flow_report(&self.flows[m], now);
+                    r.id = self.flows[m].id as usize + 1;
+                    r
+                });
+                (report, keep.then(|| self.flow_evidence(m, now)))
             })
             .collect();
         for &m in &members {
@@ -98,9 +108,9 @@ impl Analyzer {
         for (flow, (report, evidence)) in flows.into_iter().zip(entries) {
             self.flows_ended += 1;
             self.fold_ended_samples(&flow);
-            if self.cfg.keep_ended {
-                self.kept.reports.push(report.clone());
-                self.kept.evidence.push(evidence);
+            if let (Some(r), Some(e)) = (&report, evidence) {
+                self.kept.reports.push(r.clone());
+                self.kept.evidence.push(e);
             }
             if self.tell_ended {
                 self.ended.push(EndedFlow {
@@ -157,9 +167,11 @@ impl Analyzer {
         }
     }
 
-    /// Keeps the flows that end for `take_ended` (else they are dropped as they end).
-    pub fn tell_ended(&mut self) {
+    /// Keeps the flows that end for `take_ended` (else they are dropped as they end), with
+    /// their report entries when `with_reports`.
+    pub fn tell_ended(&mut self, with_reports: bool) {
         self.tell_ended = true;
+        self.ended_reports = with_reports;
     }
 
     /// The ids of the flows open now.
@@ -258,9 +270,9 @@ mod tests {
         let (mut most_open, mut told) = (0, Vec::new());
         let (mut an, meta) = feed(&data, with_timeout(MS, false), |an| {
             most_open = most_open.max(an.flow_count());
-            told.extend(an.take_ended().into_iter().map(|e| e.report.id));
+            told.extend(an.take_ended().into_iter().map(|e| e.flow.id));
         });
-        an.tell_ended();
+        an.tell_ended(true);
         // 1 ms of a 300,000 frames/s churn of 4-frame QPs: ~150 flows; never the 10,000.
         assert!(most_open < 400, "{most_open} flows open at once");
         let open = an.flow_count() as u64;

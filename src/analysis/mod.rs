@@ -230,6 +230,8 @@ pub struct Analyzer {
     /// Flows ended since the outputs last took them (when they asked: `tell_ended`).
     ended: Vec<lifetime::EndedFlow>,
     tell_ended: bool,
+    /// ...with their report entries.
+    ended_reports: bool,
     flows_ended: u64,
     /// When idle flows are looked for next.
     next_sweep_ns: u64,
@@ -300,6 +302,7 @@ impl Analyzer {
             kept: lifetime::KeptFlows::default(),
             ended: Vec::new(),
             tell_ended: false,
+            ended_reports: false,
             flows_ended: 0,
             next_sweep_ns: 0,
             ended_rtt: Vec::new(),
