@@ -85,3 +85,6 @@ awk -v n="$NFRAMES" -v cat="${WALL[cat > /dev/null]}" -v rs="${WALL[roce-sniff (
 
 # Live capture against tcpdump (root only: a veth pair in a network namespace, tcpreplay).
 benches/live_compare.sh "$SLICE"
+
+# Flow state at scale: many short-lived flows, offline and live.
+benches/scale.sh
