@@ -623,6 +623,7 @@ impl Args {
             (self.storm_ms.is_some() && !analysing, "--storm-ms"),
             (self.storm_fps.is_some() && !analysing, "--storm-fps"),
             (self.max_flows.is_some() && !analysing, "--max-flows"),
+            (self.flow_timeout.is_some() && !analysing, "--flow-timeout"),
             (self.metrics.is_some(), "--metrics"),
             (self.events.is_some(), "--events"),
         ];

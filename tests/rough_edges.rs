@@ -349,6 +349,12 @@ fn smaller_rough_edges() {
     let out = run_path(&testdata("sample.pcap"), &["--packets", "--max-flows", "3"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--max-flows applies to the analysis"));
+    let out = run_path(
+        &testdata("sample.pcap"),
+        &["--packets", "--flow-timeout", "1s"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--flow-timeout applies to the analysis"));
     // Errors are one line, without "(os error N)".
     for args in [&["--bogus"][..], &["-r", "/nonexistent/x.pcap"][..]] {
         let err = stderr(&run(args));
