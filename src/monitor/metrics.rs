@@ -514,6 +514,57 @@ mod tests {
     }
 
     #[test]
+    fn the_series_of_ended_flows_leave_and_their_counts_stay_in_the_totals() {
+        use crate::analysis::AnalysisConfig;
+        use roce_parsers::capture::{CaptureParser, Next};
+        use roce_testgen::churn::{write_churn, ChurnConfig};
+        let cfg = ChurnConfig {
+            qps: 2_000,
+            ..ChurnConfig::default()
+        };
+        let mut data = Vec::new();
+        write_churn(&mut data, cfg).unwrap();
+        let mut an = Analyzer::new(AnalysisConfig {
+            flow_timeout_ns: Some(1_000_000),
+            keep_ended: false,
+            ..AnalysisConfig::default()
+        });
+        an.tell_ended(false);
+        let (mut m, mut counts) = (Metrics::new(50), FrameCounts::default());
+        let (mut parser, mut at) = CaptureParser::new(&data).unwrap();
+        let mut n = 0;
+        while let Next::Record(rec, used) = parser.next(&data[at..], at as u64).unwrap() {
+            n += 1;
+            let s = crate::decode::summarize(n, &rec, Default::default());
+            counts.add(&s);
+            an.feed(&s);
+            for e in an.take_ended() {
+                m.flow_ended(e.flow.id, QpCounts::of(&e.flow));
+            }
+            if n % 1000 == 0 {
+                m.update(&counts, &an, &SourceStatus::default());
+                // Only open flows have series of their own (and `other`).
+                let series = series(&m.text(), "roce_sniff_qp_packets_total").len();
+                assert!(series <= an.flow_count().min(50) + 1, "{series}");
+            }
+            at += used;
+        }
+        m.update(&counts, &an, &SourceStatus::default());
+        let text = m.text();
+        let packets: f64 = series(&text, "roce_sniff_qp_packets_total")
+            .iter()
+            .map(|(_, v)| v)
+            .sum();
+        assert_eq!(packets as u64, counts.roce);
+        assert!(an.flows_ended() > cfg.flows() / 2);
+        assert!(text.contains(&format!(
+            "roce_sniff_flows_ended_total {}",
+            an.flows_ended()
+        )));
+        assert!(text.contains(&format!("roce_sniff_flows_active {}", an.flow_count())));
+    }
+
+    #[test]
     fn label_values_are_escaped() {
         assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
     }
