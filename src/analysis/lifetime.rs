@@ -202,13 +202,11 @@ impl Analyzer {
 
 #[cfg(test)]
 mod tests {
-    use roce_parsers::capture::{CaptureParser, Next};
     use roce_testgen::churn::{write_churn, ChurnConfig};
     use roce_testgen::{FrameSpec, Net, PcapFlavor, PcapWriter, RoceSpec};
 
     use super::super::{AnalysisConfig, Analyzer};
     use crate::analysis::report_build::CaptureMeta;
-    use crate::decode::FrameCounts;
 
     const MS: u64 = 1_000_000;
 
@@ -219,24 +217,8 @@ mod tests {
         cfg: AnalysisConfig,
         mut each: impl FnMut(&mut Analyzer),
     ) -> (Analyzer, CaptureMeta) {
-        let (mut parser, mut at) = CaptureParser::new(data).unwrap();
-        let mut an = Analyzer::new(cfg);
-        let mut counts = FrameCounts::default();
-        let mut n = 0;
-        loop {
-            match parser.next(&data[at..], at as u64).unwrap() {
-                Next::Record(rec, used) => {
-                    n += 1;
-                    let s = crate::decode::summarize(n, &rec, Default::default());
-                    counts.add(&s);
-                    an.feed(&s);
-                    each(&mut an);
-                    at += used;
-                }
-                Next::Skip(used) => at += used,
-                Next::Incomplete { .. } => break,
-            }
-        }
+        let an = Analyzer::new(cfg);
+        let (an, counts) = crate::analysis::testing::feed(data, an, |an, _| each(an));
         let meta = CaptureMeta {
             counts,
             ..CaptureMeta::default()

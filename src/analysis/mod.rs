@@ -11,6 +11,8 @@ pub mod lifetime;
 pub mod pfc;
 pub mod psn;
 pub mod report_build;
+#[cfg(test)]
+pub mod testing;
 pub mod timeline;
 
 use std::collections::{BTreeMap, HashMap};

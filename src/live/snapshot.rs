@@ -389,7 +389,6 @@ pub fn order(rows: &mut [(usize, QpRow)], sort: SortBy) {
 pub mod tests {
     use super::*;
     use crate::analysis::AnalysisConfig;
-    use roce_parsers::capture::{CaptureParser, Next};
 
     /// The analyzer after every frame of a testdata capture, and the frame counts.
     pub fn analysed(name: &str) -> (Analyzer, FrameCounts) {
@@ -397,24 +396,8 @@ pub mod tests {
             .join("testdata")
             .join(name);
         let data = std::fs::read(path).unwrap();
-        let (mut parser, mut at) = CaptureParser::new(&data).unwrap();
-        let mut an = Analyzer::new(AnalysisConfig::default());
-        let mut counts = FrameCounts::default();
-        let mut n = 0;
-        loop {
-            match parser.next(&data[at..], at as u64).unwrap() {
-                Next::Record(rec, used) => {
-                    n += 1;
-                    let s = crate::decode::summarize(n, &rec, Default::default());
-                    counts.add(&s);
-                    an.feed(&s);
-                    at += used;
-                }
-                Next::Skip(used) => at += used,
-                Next::Incomplete { .. } => break,
-            }
-        }
-        (an, counts)
+        let an = Analyzer::new(AnalysisConfig::default());
+        crate::analysis::testing::feed(&data, an, |_, _| {})
     }
 
     #[test]

@@ -516,7 +516,6 @@ mod tests {
     #[test]
     fn the_series_of_ended_flows_leave_and_their_counts_stay_in_the_totals() {
         use crate::analysis::AnalysisConfig;
-        use roce_parsers::capture::{CaptureParser, Next};
         use roce_testgen::churn::{write_churn, ChurnConfig};
         let cfg = ChurnConfig {
             qps: 2_000,
@@ -530,25 +529,18 @@ mod tests {
             ..AnalysisConfig::default()
         });
         an.tell_ended(false);
-        let (mut m, mut counts) = (Metrics::new(50), FrameCounts::default());
-        let (mut parser, mut at) = CaptureParser::new(&data).unwrap();
-        let mut n = 0;
-        while let Next::Record(rec, used) = parser.next(&data[at..], at as u64).unwrap() {
-            n += 1;
-            let s = crate::decode::summarize(n, &rec, Default::default());
-            counts.add(&s);
-            an.feed(&s);
+        let mut m = Metrics::new(50);
+        let (an, counts) = crate::analysis::testing::feed(&data, an, |an, counts| {
             for e in an.take_ended() {
                 m.flow_ended(e.flow.id, QpCounts::of(&e.flow));
             }
-            if n % 1000 == 0 {
-                m.update(&counts, &an, &SourceStatus::default());
+            if counts.frames % 1000 == 0 {
+                m.update(counts, an, &SourceStatus::default());
                 // Only open flows have series of their own (and `other`).
                 let series = series(&m.text(), "roce_sniff_qp_packets_total").len();
                 assert!(series <= an.flow_count().min(50) + 1, "{series}");
             }
-            at += used;
-        }
+        });
         m.update(&counts, &an, &SourceStatus::default());
         let text = m.text();
         let packets: f64 = series(&text, "roce_sniff_qp_packets_total")
