@@ -105,7 +105,9 @@ pub struct Snapshot {
     pub fps: f64,
     pub bps: f64,
     pub kernel: Option<KernelCounters>,
+    /// Flows open now, and seen over the run (with a flow timeout most may have ended).
     pub flows: usize,
+    pub flows_seen: u64,
     pub psn_gaps: u64,
     pub retransmitted: u64,
     pub ce: u64,
@@ -201,6 +203,7 @@ impl Snapshots {
             bps: (counts.bytes - self.last_bytes) as f64 * 8.0 / secs,
             kernel: source.kernel,
             flows: flows.len(),
+            flows_seen: an.flows_seen(),
             psn_gaps: t.psn_gaps,
             retransmitted: t.retransmitted,
             ce: t.ce,

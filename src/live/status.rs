@@ -112,7 +112,7 @@ pub fn line(s: &Snapshot, previous: Option<&Snapshot>) -> String {
         frame_rate(s.fps),
         bit_rate(s.bps),
         s.roce,
-        s.flows,
+        s.flows_seen,
         running(s.psn_gaps, before(|p| p.psn_gaps)),
         running(s.retransmitted, before(|p| p.retransmitted)),
         running(s.ce, before(|p| p.ce)),
@@ -134,6 +134,7 @@ mod tests {
             bps: 5.0e6,
             roce: 900,
             flows: 2,
+            flows_seen: 2,
             psn_gaps: 3,
             kernel: Some(KernelCounters {
                 received: 1000,

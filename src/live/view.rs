@@ -101,7 +101,7 @@ fn draw_header(f: &mut Frame, area: Rect, s: &Snapshot, state: &ViewState) {
             frame_rate(s.fps),
             bit_rate(s.bps),
             s.roce,
-            s.flows,
+            s.flows_seen,
             s.pfc_frames
         )),
         Line::from(vec![
@@ -326,6 +326,7 @@ mod tests {
                 if_dropped: 0,
             }),
             flows: 2,
+            flows_seen: 2,
             psn_gaps: 3,
             retransmitted: 9,
             ce: 24,
