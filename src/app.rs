@@ -301,7 +301,7 @@ fn packets_from_file<W: Write + Send>(
             warnings,
         };
         let end = analyzer.finish_all(meta);
-        exporter.finish(&end.report, &end.order, &end.pauses)?;
+        exporter.finish(&end.report, &end.order, &end.open_ids, &end.pauses)?;
     }
     Ok(out)
 }
@@ -691,6 +691,9 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
                 vlan_subinterface: source.vlan_subinterface.clone(),
             };
             let mut sink = ReportSink::new(opts.analysis, opts.expect, opts.decode);
+            if let Some(cfg) = &opts.parquet {
+                sink = sink.with_export(crate::export::Exporter::new(cfg.clone())?);
+            }
             if let Some(out) = &opts.events {
                 sink = sink.with_events(events_writer(out)?);
             }

@@ -227,6 +227,13 @@ pub struct Args {
     #[arg(long, value_name = "DIR", help_heading = "Parquet export")]
     pub parquet: Option<PathBuf>,
 
+    /// With --parquet: a complete set of parts every DURATION of capture time (aligned on
+    /// multiples of it), each file renamed into place when whole, so that DuckDB or Spark can
+    /// read the dataset while the capture runs; flows are named by their own id. The default
+    /// of a live capture: 1m (a file is written whole without it).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Parquet export")]
+    pub rotate: Option<Duration>,
+
     /// Serve Prometheus metrics at http://ADDR:PORT/metrics while the capture runs (with -r,
     /// until SIGINT or SIGTERM after the file is read). No authentication: bind it to
     /// 127.0.0.1 or a management address.
@@ -294,6 +301,9 @@ fn parse_flow_timeout(s: &str) -> Result<FlowTimeout, String> {
 
 /// Parses a duration: a number with ns, us (or µs), ms, s, m (or min) or h; a plain number is
 /// seconds.
+/// A live capture's `--parquet` writes a set of parts this often unless told.
+const DEFAULT_ROTATE: Duration = Duration::from_secs(60);
+
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
     let (num, unit) = match t.find(|c: char| c.is_alphabetic()) {
@@ -650,7 +660,7 @@ impl Args {
                 decode: self.decode_options(),
             },
             out: json.unwrap_or(Output::Stdout),
-            export: match self.parquet_export(source)? {
+            export: match self.parquet_export(source, false)? {
                 Some(parquet) => Some(PacketsExport {
                     parquet,
                     analysis: self.analysis()?,
@@ -715,7 +725,7 @@ impl Args {
             expect: self.expectations()?,
             json,
             report_dir,
-            parquet: self.parquet_export(source)?,
+            parquet: self.parquet_export(source, true)?,
             metrics: self.metrics.as_ref().map(|addr| MetricsConfig {
                 addr: addr.clone(),
                 max_qps: self.metrics_max_qps as usize,
@@ -751,43 +761,69 @@ impl Args {
         Ok(Some(events))
     }
 
+    /// `--parquet`: where the tables go; `rolling`: whether a live capture may write a rolling
+    /// dataset (the report does; --packets does not).
     fn parquet_export(
         &self,
         source: &Source,
+        rolling: bool,
     ) -> Result<Option<crate::export::ExportConfig>, Error> {
         let Some(dir) = &self.parquet else {
             if self.capture_name.is_some() {
                 return Err(usage("--capture-name applies to --parquet"));
             }
+            if self.rotate.is_some() {
+                return Err(usage("--rotate applies to --parquet"));
+            }
             return Ok(None);
         };
-        let Source::Files(paths) = source else {
+        let (name, live) =
+            match source {
+                Source::Files(paths) => (
+                    std::path::Path::new(&paths[0])
+                        .file_stem()
+                        .map_or("stdin".into(), |s| s.to_string_lossy().into_owned()),
+                    false,
+                ),
+                Source::Live(l) if rolling => (l.interface.clone(), true),
+                _ => return Err(usage(
+                    "--parquet with --packets exports capture files (-r FILE), not a live capture",
+                )),
+            };
+        if !rolling && self.rotate.is_some() {
             return Err(usage(
-                "--parquet exports capture files (-r FILE), not a live capture",
+                "--rotate applies to the report's --parquet, not to --packets",
             ));
-        };
+        }
         let name = match &self.capture_name {
             Some(n) => n.clone(),
-            None => std::path::Path::new(&paths[0])
-                .file_stem()
-                .map_or("stdin".into(), |s| s.to_string_lossy().into_owned()),
-        };
-        let name = if name == "-" {
-            "stdin".to_string()
-        } else {
-            name
+            None if name == "-" => "stdin".to_string(),
+            None => name,
         };
         if name.is_empty() || name.contains(['/', '\\', '=']) || name.starts_with('.') {
             return Err(usage(&format!(
                 "capture name {name:?} cannot be a partition directory: give --capture-name without '/', '=' or a leading '.'"
             )));
         }
+        let bin_ns = self.bin.map_or(crate::export::DEFAULT_BIN_NS, |d| {
+            d.as_nanos().clamp(1, u128::from(u64::MAX)) as u64
+        });
+        let rotate = self.rotate.or(live.then_some(DEFAULT_ROTATE));
+        let rotate_ns = rotate.map(|d| d.as_nanos().min(u128::from(u64::MAX)) as u64);
+        if let Some(every) = rotate_ns {
+            if every == 0 || every % bin_ns != 0 {
+                return Err(usage(&format!(
+                    "--rotate must be a whole number of --bin widths ({} ns), so that no bin spans two parts",
+                    bin_ns
+                )));
+            }
+        }
         Ok(Some(crate::export::ExportConfig {
             dir: dir.clone(),
             capture: name,
-            bin_ns: self.bin.map_or(crate::export::DEFAULT_BIN_NS, |d| {
-                d.as_nanos().clamp(1, u128::from(u64::MAX)) as u64
-            }),
+            bin_ns,
+            rotate_ns,
+            append: live,
         }))
     }
 

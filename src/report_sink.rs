@@ -14,6 +14,7 @@ use crate::export::Exporter;
 use crate::model::{Expectations, PlotData, Report};
 use crate::monitor::events::EventWriter;
 use crate::monitor::metrics::QpCounts;
+use crate::monitor::watch::{FindingWatch, NewFindings};
 use crate::pipeline::{Position, Sink};
 use crate::summary::PacketSummary;
 use crate::verify::{CaptureContext, Verifier};
@@ -26,6 +27,8 @@ pub struct ReportSink {
     exporter: Option<Exporter>,
     /// `--events`: findings as they first hold, flows as they end.
     events: Option<EventWriter>,
+    /// Findings as they first hold, for the events and a rolling export.
+    watch: Option<FindingWatch>,
     /// `--metrics`: the final counts of flows that ended since the metrics last took them.
     ended_for_metrics: Option<Vec<(u64, QpCounts)>>,
 }
@@ -38,15 +41,29 @@ impl ReportSink {
             decode,
             exporter: None,
             events: None,
+            watch: None,
             ended_for_metrics: None,
         }
+    }
+
+    /// The analysis tells the flows that end, with their report entries when an output
+    /// writes them (events, a rolling export).
+    fn want_ended(&mut self) {
+        let reports = self.events.is_some()
+            || self
+                .exporter
+                .as_ref()
+                .is_some_and(Exporter::wants_ended_reports);
+        if reports {
+            self.watch.get_or_insert_with(FindingWatch::default);
+        }
+        self.analyzer.tell_ended(reports);
     }
 
     /// Keeps the final counts of ended flows for the metrics (`take_ended_for_metrics`).
     pub fn with_metrics(mut self) -> Self {
         self.ended_for_metrics = Some(Vec::new());
-        let reports = self.events.is_some();
-        self.analyzer.tell_ended(reports);
+        self.want_ended();
         self
     }
 
@@ -63,6 +80,9 @@ impl ReportSink {
     pub fn advance_clock(&mut self, now: u64) -> io::Result<()> {
         self.analyzer.sweep(now);
         self.tell_ended()?;
+        if let Some(x) = self.exporter.as_mut() {
+            x.clock(now, &self.analyzer).map_err(io::Error::other)?;
+        }
         match self.events.as_mut() {
             Some(e) => e.flush(),
             None => Ok(()),
@@ -79,8 +99,8 @@ impl ReportSink {
                 ev.flow_end(e.ended_ns, r)?;
             }
             if let Some(x) = self.exporter.as_mut() {
-                x.flow_ended(e.flow.id as usize)
-                    .map_err(|e| io::Error::other(e.to_string()))?;
+                x.flow_ended(e.flow.id as usize, e.report.as_ref())
+                    .map_err(io::Error::other)?;
             }
             if let Some(m) = self.ended_for_metrics.as_mut() {
                 m.push((e.flow.id, QpCounts::of(&e.flow)));
@@ -92,7 +112,7 @@ impl ReportSink {
     /// Writes the events of the capture too.
     pub fn with_events(mut self, events: EventWriter) -> Self {
         self.events = Some(events);
-        self.analyzer.tell_ended(true);
+        self.want_ended();
         self
     }
 
@@ -104,8 +124,7 @@ impl ReportSink {
     /// Exports the capture as Parquet tables too.
     pub fn with_export(mut self, exporter: Exporter) -> Self {
         self.exporter = Some(exporter);
-        let reports = self.events.is_some();
-        self.analyzer.tell_ended(reports);
+        self.want_ended();
         self
     }
 
@@ -117,7 +136,7 @@ impl ReportSink {
     /// Ends the analysis and the verification: the report, and what the plots need when
     /// timelines were collected.
     pub fn finish(
-        self,
+        mut self,
         meta: CaptureMeta,
         ctx: &CaptureContext,
     ) -> Result<(Report, Option<PlotData>), Error> {
@@ -125,6 +144,18 @@ impl ReportSink {
         let end = self.analyzer.finish_all(meta);
         let mut report = end.report;
         report.verify = self.verifier.map(|v| v.finish(ctx));
+        let last = self
+            .watch
+            .as_mut()
+            .and_then(|w| w.untold(last_ts, &report.findings));
+        if let Some(new) = &last {
+            tell_findings(self.events.as_mut(), self.exporter.as_mut(), new).map_err(|source| {
+                Error::Output {
+                    path: "--events".into(),
+                    source,
+                }
+            })?;
+        }
         if let Some(mut e) = self.events {
             e.finish(&report, &end.order, &end.open_ids, last_ts)
                 .map_err(|source| Error::Output {
@@ -133,7 +164,7 @@ impl ReportSink {
                 })?;
         }
         if let Some(e) = self.exporter {
-            e.finish(&report, &end.order, &end.pauses)?;
+            e.finish(&report, &end.order, &end.open_ids, &end.pauses)?;
         }
         Ok((report, end.plots))
     }
@@ -161,8 +192,11 @@ impl Sink for ReportSink {
 
     fn consume(&mut self, chunk: Vec<PacketSummary>) -> io::Result<()> {
         for s in &chunk {
-            if let Some(e) = self.events.as_mut() {
-                e.frame(s, &self.analyzer)?;
+            if let Some(new) = self.watch.as_mut().and_then(|w| w.frame(s, &self.analyzer)) {
+                tell_findings(self.events.as_mut(), self.exporter.as_mut(), &new)?;
+            }
+            if let Some(x) = self.exporter.as_mut() {
+                x.clock(s.ts_ns, &self.analyzer).map_err(io::Error::other)?;
             }
             self.analyzer.feed(s);
             self.tell_ended()?;
@@ -171,7 +205,7 @@ impl Sink for ReportSink {
             }
             if let Some(e) = self.exporter.as_mut() {
                 e.frame(s, self.analyzer.last_outcome())
-                    .map_err(|e| io::Error::other(e.to_string()))?;
+                    .map_err(io::Error::other)?;
             }
         }
         if let Some(e) = self.events.as_mut() {
@@ -179,4 +213,20 @@ impl Sink for ReportSink {
         }
         Ok(())
     }
+}
+
+/// Findings that first hold, to the outputs that tell them.
+fn tell_findings(
+    events: Option<&mut EventWriter>,
+    exporter: Option<&mut Exporter>,
+    new: &NewFindings,
+) -> io::Result<()> {
+    if let Some(e) = events {
+        e.findings(new.ts_ns, &new.findings)?;
+    }
+    if let Some(x) = exporter {
+        x.findings(new.ts_ns, &new.findings)
+            .map_err(io::Error::other)?;
+    }
+    Ok(())
 }

@@ -77,13 +77,41 @@ fn a_fleet_dataset_reads_back_equal_to_the_reports_in_duckdb_and_spark() {
 #[test]
 fn parquet_is_refused_where_it_does_not_apply() {
     let sample = testdata("sample.pcap");
-    let out = run(&["-i", "lo", "--parquet", "/tmp/x"]);
+    // A live capture's report writes a rolling dataset; --packets exports only files.
+    let out = run(&["-i", "lo", "--packets", "--parquet", "/tmp/x"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).contains("--parquet exports capture files"),
+        stderr(&out).contains("--parquet with --packets exports capture files"),
         "{}",
         stderr(&out)
     );
+    let s = sample.to_str().unwrap();
+    for (args, says) in [
+        (
+            &["-r", s, "--rotate", "1s"][..],
+            "--rotate applies to --parquet",
+        ),
+        (
+            &["-r", s, "--parquet", "/tmp/x", "--rotate", "1500us"][..],
+            "--rotate must be a whole number of --bin widths",
+        ),
+        (
+            &[
+                "-r",
+                s,
+                "--packets",
+                "--parquet",
+                "/tmp/x",
+                "--rotate",
+                "1s",
+            ][..],
+            "--rotate applies to the report's --parquet",
+        ),
+    ] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+    }
     let out = run(&[
         "-r",
         sample.to_str().unwrap(),
@@ -140,5 +168,83 @@ fn the_packets_mode_exports_the_same_tables() {
         "the frames are printed too"
     );
     check("duckdb", &dir, &[("psn", report.as_path())]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every part number of a rolling dataset, per table.
+fn parts(dataset: &Path, table: &str, capture: &str) -> Vec<u64> {
+    let dir = dataset.join(table).join(format!("capture={capture}"));
+    let mut n: Vec<u64> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .map(|name| {
+            name.strip_prefix("part-")
+                .and_then(|n| n.strip_suffix(".parquet"))
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("{table}: {name} is not a part"))
+        })
+        .collect();
+    n.sort_unstable();
+    n
+}
+
+#[test]
+fn a_rotated_export_holds_what_its_events_and_report_tell() {
+    let dir = std::env::temp_dir().join(format!("roce-sniff-rotate-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let dataset = dir.join("dataset");
+    let mut checked = Vec::new();
+    for (capture, every) in [("sample.pcap", "20ms"), ("analysis_congestion.pcap", "2ms")] {
+        let name = capture.trim_end_matches(".pcap");
+        let (json, events) = (
+            dir.join(format!("{name}.json")),
+            dir.join(format!("{name}.ndjson")),
+        );
+        let out = run(&[
+            "-r",
+            testdata(capture).to_str().unwrap(),
+            &format!("--json={}", json.display()),
+            &format!("--events={}", events.display()),
+            "--parquet",
+            dataset.to_str().unwrap(),
+            "--rotate",
+            every,
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        // Complete sets numbered from 0, none left half-written.
+        let numbers = parts(&dataset, "packets", name);
+        assert!(numbers.len() > 3, "{name}: {numbers:?}");
+        assert_eq!(numbers, (0..numbers.len() as u64).collect::<Vec<_>>());
+        for table in ["flows", "timeline", "pfc", "findings"] {
+            assert_eq!(parts(&dataset, table, name), numbers, "{table}");
+        }
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let next_id =
+            std::fs::read_to_string(dataset.join(format!(".capture={name}.next-flow-id"))).unwrap();
+        assert_eq!(
+            next_id.trim().parse::<u64>().unwrap(),
+            report["capture"]["flows"].as_u64().unwrap()
+        );
+        checked.push((name, json, events));
+    }
+    let args: Vec<String> = checked
+        .iter()
+        .map(|(name, json, events)| format!("{name}={},{}", json.display(), events.display()))
+        .collect();
+    let out = Command::new("python3")
+        .arg(repo().join("tests/parquet/check.py"))
+        .arg("duckdb")
+        .arg(&dataset)
+        .args(&args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "ok",
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -376,6 +376,16 @@ impl Analyzer {
         self.last
     }
 
+    /// Per PFC (source, priority): the pauses that ended (the first 10,000, then merged) and
+    /// the one in force.
+    pub fn pause_spans(&self) -> impl Iterator<Item = pfc::PauseSpans<'_>> {
+        self.pfc.iter().map(|(&key, t)| pfc::PauseSpans {
+            key,
+            ended: t.intervals(),
+            in_force: t.in_force(),
+        })
+    }
+
     /// Feeds one packet. Packets must come in capture order.
     pub fn feed(&mut self, p: &PacketSummary) {
         self.last = Outcome::default();

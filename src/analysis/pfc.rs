@@ -226,10 +226,22 @@ impl PauseTracker {
         &self.intervals
     }
 
+    /// The pause in force: (start, end as asked for so far).
+    pub fn in_force(&self) -> Option<(u64, u64)> {
+        self.interval.as_ref().map(|iv| (iv.start, iv.end))
+    }
+
     /// Storm stretches as (start, end) in ns.
     pub fn storm_spans(&self) -> Vec<(u64, u64)> {
         self.storms.iter().map(|(s, _)| (s.start, s.end)).collect()
     }
+}
+
+/// The pauses of one PFC (source, priority): (start, end) in ns.
+pub struct PauseSpans<'a> {
+    pub key: (MacAddr, u8),
+    pub ended: &'a [(u64, u64)],
+    pub in_force: Option<(u64, u64)>,
 }
 
 /// Two sources pausing one priority at overlapping times: the two ends of a link pausing each

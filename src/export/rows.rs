@@ -2,19 +2,18 @@
 //! fixed-size records packets and timeline bins are spilled as, and the small tables written
 //! from the report.
 
-use std::collections::BTreeMap;
-
 use rustc_hash::FxHashMap as HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::Path;
 
 use parquet::data_type::ByteArray;
-use roce_parsers::{Aeth, IcrcStatus, MacAddr, NakCode, Opcode, TrafficClass};
+use roce_parsers::{Aeth, IcrcStatus, NakCode, Opcode, TrafficClass};
 
+use super::bins::PfcBins;
 use super::table::{col, Column, Kind, Table};
 use crate::analysis::{Outcome, PsnEvent};
 use crate::error::Error;
-use crate::model::Report;
+use crate::model::{Finding, FlowReport};
 use crate::summary::{PacketSummary, Payload};
 
 pub const PACKET_COLUMNS: &[Column] = &[
@@ -65,7 +64,7 @@ pub const TIMELINE_COLUMNS: &[Column] = &[
     col("naks", Kind::I64, false),
 ];
 
-const PFC_COLUMNS: &[Column] = &[
+pub const PFC_COLUMNS: &[Column] = &[
     col("src_mac", Kind::Str, false),
     col("priority", Kind::I32, false),
     col("bin_start_ns", Kind::I64, false),
@@ -76,15 +75,17 @@ const PFC_COLUMNS: &[Column] = &[
     col("paused_ns", Kind::I64, false),
 ];
 
-const FINDING_COLUMNS: &[Column] = &[
+pub const FINDING_COLUMNS: &[Column] = &[
     col("severity", Kind::Str, false),
     col("code", Kind::Str, false),
     col("message", Kind::Str, false),
     col("flow", Kind::Str, true),
     col("count", Kind::I64, false),
+    col("ts_ns", Kind::I64, true),
+    col("ts", Kind::TimestampMicros, true),
 ];
 
-const FLOW_COLUMNS: &[Column] = &[
+pub const FLOW_COLUMNS: &[Column] = &[
     col("flow_id", Kind::I64, false),
     col("src", Kind::Str, false),
     col("dst", Kind::Str, false),
@@ -329,8 +330,13 @@ impl PacketRow {
         }
     }
 
-    /// Writes the row; `id_of` maps the analyzer's flow index to the report's flow id.
-    pub fn write(&self, t: &mut Table, id_of: &[i64], cache: &mut TextCache) -> Result<(), Error> {
+    /// Writes the row; `flow_id` maps the analyzer's flow id to the table's.
+    pub fn write(
+        &self,
+        t: &mut Table,
+        flow_id: impl Fn(u64) -> Option<i64>,
+        cache: &mut TextCache,
+    ) -> Result<(), Error> {
         let r = self.roce.as_ref();
         t.i64(0, Some(self.frame as i64));
         t.i64(1, Some((self.ts / 1000) as i64));
@@ -366,8 +372,7 @@ impl PacketRow {
         t.i64(25, reth.map(|x| i64::from(x.1)));
         t.i64(26, reth.map(|x| i64::from(x.2)));
         t.name(27, r.map(|r| ICRC[usize::from(r.icrc)]));
-        let id = self.flow.and_then(|f| id_of.get(f as usize)).copied();
-        t.i64(28, id);
+        t.i64(28, self.flow.and_then(flow_id));
         let event =
             (self.psn_event > 0).then(|| PSN_EVENTS[usize::from(self.psn_event - 1)].name());
         t.name(29, event);
@@ -450,10 +455,8 @@ impl TimelineRow {
         }
     }
 
-    pub fn write(&self, t: &mut Table, id_of: &[i64], bin_ns: u64) -> Result<(), Error> {
-        let Some(&id) = id_of.get(self.flow as usize) else {
-            return Ok(());
-        };
+    /// Writes the row as that of flow `id` of the table.
+    pub fn write(&self, t: &mut Table, id: i64, bin_ns: u64) -> Result<(), Error> {
         t.i64(0, Some(id));
         t.i64(1, Some(self.bin_start_ns));
         t.i64(2, Some(self.bin_start_ns / 1000));
@@ -478,103 +481,78 @@ fn secs_to_micros(s: f64) -> Option<i64> {
     Some((s * 1e6).round() as i64)
 }
 
-/// The `flows` table: the JSON flows' scalar fields, PSN counters flattened.
-pub fn write_flows(path: &Path, report: &Report) -> Result<(), Error> {
-    let mut t = Table::create(path, "flows", FLOW_COLUMNS)?;
-    for f in &report.flows {
-        t.i64(0, Some(f.id as i64));
-        t.str(1, Some(&f.src));
-        t.str(2, Some(&f.dst));
-        t.i32(3, Some(f.dqpn as i32));
-        t.i32(4, f.vlan.map(i32::from));
-        t.str(5, f.transport);
-        t.str(6, Some(f.role.name()));
-        t.i64(7, i64_of(f.packets));
-        t.i64(8, i64_of(f.bytes));
-        t.i64(9, i64_of(f.payload_bytes));
-        t.i64(10, i64_of(f.requests));
-        t.i64(11, i64_of(f.messages));
-        t.f64(12, f.gbps);
-        t.f64(13, f.pps);
-        t.f64(14, f.messages_per_s);
-        t.i32(15, f.path_mtu.map(|m| m as i32));
-        t.i64(16, i64_of(f.first_frame));
-        t.i64(17, secs_to_micros(f.first_ts));
-        t.i64(18, secs_to_micros(f.last_ts));
-        t.f64(19, Some(f.duration_us));
-        let p = &f.psn;
-        for (i, v) in [
-            p.gaps,
-            p.missing,
-            p.duplicates,
-            p.out_of_order,
-            p.retransmitted,
-            p.recovered,
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            t.i64(20 + i, i64_of(v));
-        }
-        t.i64(26, i64_of(f.acks));
-        t.i64(27, i64_of(f.naks.total()));
-        t.i64(28, i64_of(f.read_responses));
-        t.i64(29, i64_of(f.read_response_gaps));
-        t.i64(30, i64_of(f.cnps));
-        t.i64(31, i64_of(f.cnps_sent));
-        t.i64(32, i64_of(f.ce));
-        t.i64(33, i64_of(f.ce_without_cnp));
-        t.i64(34, i64_of(f.icrc_bad));
-        t.i64(35, i64_of(f.oversize));
-        t.f64(36, f.ack_rtt_us.p50);
-        t.f64(37, f.ack_rtt_us.p99);
-        t.f64(38, f.ack_rtt_us.max);
-        t.f64(39, f.read_latency_us.p50);
-        t.f64(40, f.read_latency_us.p99);
-        t.str(41, f.peer.as_deref());
-        t.end_row()?;
+/// A row of the `flows` table: the JSON flow's scalar fields, PSN counters flattened; `id`
+/// is the flow's id in the dataset.
+pub fn flow_row(t: &mut Table, f: &FlowReport, id: i64) -> Result<(), Error> {
+    t.i64(0, Some(id));
+    t.str(1, Some(&f.src));
+    t.str(2, Some(&f.dst));
+    t.i32(3, Some(f.dqpn as i32));
+    t.i32(4, f.vlan.map(i32::from));
+    t.str(5, f.transport);
+    t.str(6, Some(f.role.name()));
+    t.i64(7, i64_of(f.packets));
+    t.i64(8, i64_of(f.bytes));
+    t.i64(9, i64_of(f.payload_bytes));
+    t.i64(10, i64_of(f.requests));
+    t.i64(11, i64_of(f.messages));
+    t.f64(12, f.gbps);
+    t.f64(13, f.pps);
+    t.f64(14, f.messages_per_s);
+    t.i32(15, f.path_mtu.map(|m| m as i32));
+    t.i64(16, i64_of(f.first_frame));
+    t.i64(17, secs_to_micros(f.first_ts));
+    t.i64(18, secs_to_micros(f.last_ts));
+    t.f64(19, Some(f.duration_us));
+    let p = &f.psn;
+    for (i, v) in [
+        p.gaps,
+        p.missing,
+        p.duplicates,
+        p.out_of_order,
+        p.retransmitted,
+        p.recovered,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        t.i64(20 + i, i64_of(v));
     }
-    t.close()
+    t.i64(26, i64_of(f.acks));
+    t.i64(27, i64_of(f.naks.total()));
+    t.i64(28, i64_of(f.read_responses));
+    t.i64(29, i64_of(f.read_response_gaps));
+    t.i64(30, i64_of(f.cnps));
+    t.i64(31, i64_of(f.cnps_sent));
+    t.i64(32, i64_of(f.ce));
+    t.i64(33, i64_of(f.ce_without_cnp));
+    t.i64(34, i64_of(f.icrc_bad));
+    t.i64(35, i64_of(f.oversize));
+    t.f64(36, f.ack_rtt_us.p50);
+    t.f64(37, f.ack_rtt_us.p99);
+    t.f64(38, f.ack_rtt_us.max);
+    t.f64(39, f.read_latency_us.p50);
+    t.f64(40, f.read_latency_us.p99);
+    t.str(41, f.peer.as_deref());
+    t.end_row()
 }
 
-/// The `findings` table.
-pub fn write_findings(path: &Path, report: &Report) -> Result<(), Error> {
-    let mut t = Table::create(path, "findings", FINDING_COLUMNS)?;
-    for f in &report.findings {
-        t.str(0, Some(f.severity.name()));
-        t.str(1, Some(f.code.name()));
-        t.str(2, Some(&f.message));
-        t.str(3, f.flow.as_deref());
-        t.i64(4, i64_of(f.count));
-        t.end_row()?;
-    }
-    t.close()
+/// A row of the `findings` table; `ts_ns` when the finding first held (rolling dataset).
+pub fn finding_row(t: &mut Table, f: &Finding, ts_ns: Option<u64>) -> Result<(), Error> {
+    t.str(0, Some(f.severity.name()));
+    t.str(1, Some(f.code.name()));
+    t.str(2, Some(&f.message));
+    t.str(3, f.flow.as_deref());
+    t.i64(4, i64_of(f.count));
+    t.i64(5, ts_ns.map(|v| v as i64));
+    t.i64(6, ts_ns.map(|v| (v / 1000) as i64));
+    t.end_row()
 }
 
 /// The `pfc` table: per source, priority and bin, XOFF and XON frames and the time paused.
-pub fn write_pfc(
-    path: &Path,
-    frames: &BTreeMap<(MacAddr, u8, u64), (u64, u64)>,
-    pauses: &BTreeMap<(MacAddr, u8), Vec<(u64, u64)>>,
-    bin_ns: u64,
-) -> Result<(), Error> {
-    let mut bins: BTreeMap<(MacAddr, u8, u64), (u64, u64, u64)> = frames
-        .iter()
-        .map(|(&k, &(xoff, xon))| (k, (xoff, xon, 0)))
-        .collect();
-    for (&(mac, prio), intervals) in pauses {
-        for &(a, b) in intervals {
-            let mut lo = a - a % bin_ns;
-            while lo < b {
-                let hi = lo + bin_ns;
-                let overlap = b.min(hi).saturating_sub(a.max(lo));
-                bins.entry((mac, prio, lo)).or_default().2 += overlap;
-                lo = hi;
-            }
-        }
-    }
+pub fn write_pfc(path: &Path, bins: &PfcBins, bin_ns: u64) -> Result<(), Error> {
     let mut t = Table::create(path, "pfc", PFC_COLUMNS)?;
-    for ((mac, prio, start), (xoff, xon, paused)) in bins {
+    for (&(mac, prio, start), &(xoff, xon, paused)) in bins {
         t.str(0, Some(&mac.to_string()));
         t.i32(1, Some(i32::from(prio)));
         t.i64(2, Some(start as i64));

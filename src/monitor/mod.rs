@@ -5,3 +5,4 @@
 pub mod events;
 pub mod http;
 pub mod metrics;
+pub mod watch;

@@ -2,7 +2,11 @@
 against the JSON reports of its captures: packet counts, per-flow counters, timeline sums per
 flow, PFC counts, findings. Prints what differs and exits 1; prints "ok" and exits 0.
 
-usage: check.py ENGINE DIR CAPTURE=REPORT.json [CAPTURE=REPORT.json ...]
+usage: check.py ENGINE DIR CAPTURE=REPORT.json[,EVENTS.ndjson] ...
+
+A capture written as a rolling dataset (--rotate) names its flows by their own ids and writes
+its findings as they first held: give its --events output, whose flow_end and finding events
+are then what the flows and findings tables must hold (and the flows the report lists).
 """
 import json
 import sys
@@ -47,35 +51,51 @@ def spark_engine(d):
     return query
 
 
-def expected(report):
+def counters(f):
+    return (
+        f["packets"],
+        f["bytes"],
+        f["psn"]["gaps"],
+        f["psn"]["retransmitted"],
+        f["ce"],
+        f["cnps"],
+        sum(f["naks"].values()),
+    )
+
+
+def expected(report, events):
     c = report["capture"]
-    flows = {
-        f["id"]: (
-            f["packets"],
-            f["bytes"],
-            f["psn"]["gaps"],
-            f["psn"]["retransmitted"],
-            f["ce"],
-            f["cnps"],
-            sum(f["naks"].values()),
+    if events is None:
+        flows = {f["id"]: counters(f) for f in report["flows"]}
+        findings = Counter((f["code"], f["count"]) for f in report["findings"])
+    else:
+        flows = {e["flow"]["id"]: counters(e["flow"]) for e in events if e["event"] == "flow_end"}
+        findings = Counter(
+            (e["finding"]["code"], e["finding"]["count"]) for e in events if e["event"] == "finding"
         )
-        for f in report["flows"]
-    }
     pfc = Counter()
     for p in report["pfc"]["priorities"]:
         pfc[(p["source"], p["priority"])] += p["xoff"]
-    findings = Counter((f["code"], f["count"]) for f in report["findings"])
     return c["packets"], c["roce_packets"], c["pfc_frames"], flows, pfc, findings
 
 
-def check(query, capture, report):
-    packets, roce, pfc_frames, flows, pfc, findings = expected(report)
+def check(query, capture, report, events):
+    packets, roce, pfc_frames, flows, pfc, findings = expected(report, events)
     where = f"capture = '{capture}'"
     wrong = []
 
     def same(what, got, want):
         if got != want:
             wrong.append(f"{capture}: {what}: got {got}, want {want}")
+
+    if events is not None:
+        ended = sorted(
+            (e["flow"]["src"], e["flow"]["dst"], e["flow"]["dqpn"]) + counters(e["flow"])
+            for e in events
+            if e["event"] == "flow_end"
+        )
+        listed = sorted((f["src"], f["dst"], f["dqpn"]) + counters(f) for f in report["flows"])
+        same("flows ended (events) against the report's", ended, listed)
 
     same("packets", query(f"select count(*) from {{packets}} where {where}")[0][0], packets)
     same(
@@ -139,9 +159,15 @@ def main():
     query = {"duckdb": duckdb_engine, "spark": spark_engine}[engine](d)
     wrong = []
     for arg in sys.argv[3:]:
-        capture, path = arg.split("=", 1)
+        capture, paths = arg.split("=", 1)
+        path, _, events_path = paths.partition(",")
         with open(path) as f:
-            wrong += check(query, capture, json.load(f))
+            report = json.load(f)
+        events = None
+        if events_path:
+            with open(events_path) as f:
+                events = [json.loads(line) for line in f]
+        wrong += check(query, capture, report, events)
     if wrong:
         print("\n".join(wrong))
         sys.exit(1)

@@ -1,0 +1,325 @@
+//! `--parquet DIR --rotate DURATION`: a capture that runs for long (live) written as a rolling
+//! dataset. Every interval of capture time (aligned on multiples of it) becomes a complete set
+//! of parts `DIR/<table>/capture=<name>/part-<N>.parquet`: the packets of the interval, the
+//! flows that ended in it, the timeline and PFC bins that lie in it, the findings that first
+//! held in it. A part is written under a hidden temporary name (`.part-<N>.parquet.tmp`, which
+//! neither DuckDB's `*.parquet` nor Spark, which skips hidden files, reads) and renamed when
+//! whole, so a reader never meets a half-written file.
+//!
+//! Flows are named by their own id (the order they appeared in, as in `--events`), offset by
+//! the ids earlier runs into the same partition used (kept in `DIR/.capture=<name>.next-flow-id`
+//! after each set of parts), so that a restarted monitor never reuses one.
+
+use std::path::{Path, PathBuf};
+
+use roce_parsers::MacAddr;
+use rustc_hash::FxHashMap as HashMap;
+
+use super::bins::{pfc_bins, Bins};
+use super::rows::{self, PacketRow, TextCache, TimelineRow};
+use super::table::Table;
+use super::{io_err, remove_partitions, ExportConfig, TABLES};
+use crate::analysis::{Analyzer, Outcome};
+use crate::error::Error;
+use crate::model::{Finding, FlowReport, Report};
+use crate::summary::PacketSummary;
+
+/// The tables written a row at a time while an interval runs (the PFC part is written at its
+/// end).
+struct Part {
+    packets: Table,
+    flows: Table,
+    timeline: Table,
+    findings: Table,
+}
+
+pub struct RollingExport {
+    cfg: ExportConfig,
+    every_ns: u64,
+    /// The end of the interval being written, once the first frame told the time.
+    boundary: Option<u64>,
+    /// The number of the part being written.
+    seq: u64,
+    /// Added to a flow's own id (`Flow::id + 1`): the ids earlier runs used.
+    flow_base: i64,
+    part: Part,
+    bins: Bins,
+    cache: TextCache,
+    /// Per PFC (source, priority): the time up to which its pauses are in parts.
+    paused_counted: HashMap<(MacAddr, u8), u64>,
+}
+
+impl RollingExport {
+    pub fn new(cfg: ExportConfig, every_ns: u64) -> Result<RollingExport, Error> {
+        std::fs::create_dir_all(&cfg.dir).map_err(io_err(&cfg.dir))?;
+        if !cfg.append {
+            remove_partitions(&cfg)?;
+        }
+        let seq = next_part(&cfg)?;
+        let flow_base = read_flow_base(&next_id_path(&cfg))?;
+        Ok(RollingExport {
+            part: Part::open(&cfg, seq)?,
+            bins: Bins::new(cfg.bin_ns),
+            cfg,
+            every_ns,
+            boundary: None,
+            seq,
+            flow_base,
+            cache: TextCache::default(),
+            paused_counted: HashMap::default(),
+        })
+    }
+
+    fn flow_id(&self, own: u64) -> i64 {
+        self.flow_base + own as i64 + 1
+    }
+
+    /// Whether the capture's clock at `now` has left the interval being written.
+    pub fn rotation_due(&mut self, now: u64) -> bool {
+        match self.boundary {
+            Some(b) => now >= b,
+            None => {
+                self.boundary = Some(self.interval_end(now));
+                false
+            }
+        }
+    }
+
+    fn interval_end(&self, ts: u64) -> u64 {
+        (ts / self.every_ns + 1) * self.every_ns
+    }
+
+    /// Ends the interval: its parts written and published, a new set begun for the interval
+    /// of `now` (intervals without a frame in between get no parts).
+    pub fn rotate(&mut self, now: u64, an: &Analyzer) -> Result<(), Error> {
+        let Some(cut) = self.boundary else {
+            return Ok(());
+        };
+        for row in self.bins.close_bins(Some(cut)) {
+            self.timeline_row(row)?;
+        }
+        let frames = self.bins.take_pfc(Some(cut));
+        let mut spans = Vec::new();
+        for p in an.pause_spans() {
+            let from = self.paused_counted.get(&p.key).copied().unwrap_or(0);
+            spans.extend(uncounted(p.ended, p.in_force, from, Some(cut)).map(|iv| (p.key, iv)));
+            self.paused_counted.insert(p.key, from.max(cut));
+        }
+        let bins = pfc_bins(&frames, spans, self.cfg.bin_ns);
+        let next = Part::open(&self.cfg, self.seq + 1)?;
+        let done = std::mem::replace(&mut self.part, next);
+        done.publish(&self.cfg, self.seq, &bins)?;
+        write_flow_base(
+            &next_id_path(&self.cfg),
+            self.flow_base + an.flows_seen() as i64,
+        )?;
+        self.seq += 1;
+        self.boundary = Some(self.interval_end(now.max(cut)));
+        Ok(())
+    }
+
+    /// One frame, and what the analysis made of it.
+    pub fn frame(&mut self, p: &PacketSummary, o: Outcome) -> Result<(), Error> {
+        let base = self.flow_base;
+        PacketRow::new(p, o).write(
+            &mut self.part.packets,
+            |f| Some(base + f as i64 + 1),
+            &mut self.cache,
+        )?;
+        let (timeline, bin_ns) = (&mut self.part.timeline, self.cfg.bin_ns);
+        self.bins.frame(p, o, &mut |row| {
+            row.write(timeline, base + row.flow + 1, bin_ns)
+        })
+    }
+
+    fn timeline_row(&mut self, row: TimelineRow) -> Result<(), Error> {
+        let id = self.flow_id(row.flow as u64);
+        row.write(&mut self.part.timeline, id, self.cfg.bin_ns)
+    }
+
+    /// Flow `id` ended (`flow`: its report entry, numbered by its own id).
+    pub fn flow_ended(&mut self, id: usize, flow: Option<&FlowReport>) -> Result<(), Error> {
+        if let Some(row) = self.bins.flow_ended(id) {
+            self.timeline_row(row)?;
+        }
+        match flow {
+            Some(f) => {
+                let id = self.flow_id(id as u64);
+                rows::flow_row(&mut self.part.flows, f, id)
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Findings that first held at `ts_ns`.
+    pub fn findings(&mut self, ts_ns: u64, findings: &[Finding]) -> Result<(), Error> {
+        for f in findings {
+            rows::finding_row(&mut self.part.findings, f, Some(ts_ns))?;
+        }
+        Ok(())
+    }
+
+    /// The end of the capture: the last set of parts, with the flows still open (`order[i]`:
+    /// the `Flow::id` of report flow `i`; `open`: the ids still open), every bin, and the
+    /// pauses (`pauses`: every (source, priority)'s, the analysis ended).
+    pub fn finish(
+        mut self,
+        report: &Report,
+        order: &[usize],
+        open: &[usize],
+        pauses: &std::collections::BTreeMap<(MacAddr, u8), Vec<(u64, u64)>>,
+    ) -> Result<(), Error> {
+        let open: std::collections::HashSet<usize> = open.iter().copied().collect();
+        let mut ending: Vec<(usize, &FlowReport)> = order
+            .iter()
+            .copied()
+            .zip(&report.flows)
+            .filter(|(id, _)| open.contains(id))
+            .collect();
+        ending.sort_by_key(|&(id, _)| id);
+        for (id, f) in ending {
+            let id = self.flow_id(id as u64);
+            rows::flow_row(&mut self.part.flows, f, id)?;
+        }
+        for row in self.bins.close_bins(None) {
+            self.timeline_row(row)?;
+        }
+        let mut spans = Vec::new();
+        for (&key, closed) in pauses {
+            let from = self.paused_counted.get(&key).copied().unwrap_or(0);
+            spans.extend(uncounted(closed, None, from, None).map(|iv| (key, iv)));
+        }
+        let bins = pfc_bins(&self.bins.take_pfc(None), spans, self.cfg.bin_ns);
+        self.part.publish(&self.cfg, self.seq, &bins)?;
+        write_flow_base(
+            &next_id_path(&self.cfg),
+            self.flow_base + report.capture.flows as i64,
+        )
+    }
+}
+
+/// The pause intervals not yet in parts: those of `closed` (in time order) and `open`, cut to
+/// start at `from` and end by `to`.
+fn uncounted(
+    closed: &[(u64, u64)],
+    open: Option<(u64, u64)>,
+    from: u64,
+    to: Option<u64>,
+) -> impl Iterator<Item = (u64, u64)> + '_ {
+    let first = closed.partition_point(|&(_, end)| end <= from);
+    closed[first..]
+        .iter()
+        .copied()
+        .chain(open)
+        .filter_map(move |(a, b)| {
+            let (a, b) = (a.max(from), to.map_or(b, |t| b.min(t)));
+            (a < b).then_some((a, b))
+        })
+}
+
+impl Part {
+    fn open(cfg: &ExportConfig, seq: u64) -> Result<Part, Error> {
+        let table = |name: &str, columns| Table::create(&temp_path(cfg, name, seq), name, columns);
+        Ok(Part {
+            packets: table("packets", rows::PACKET_COLUMNS)?,
+            flows: table("flows", rows::FLOW_COLUMNS)?,
+            timeline: table("timeline", rows::TIMELINE_COLUMNS)?,
+            findings: table("findings", rows::FINDING_COLUMNS)?,
+        })
+    }
+
+    /// Writes the set's last rows and the PFC part, then gives each part its name.
+    fn publish(
+        self,
+        cfg: &ExportConfig,
+        seq: u64,
+        pfc: &super::bins::PfcBins,
+    ) -> Result<(), Error> {
+        self.packets.close()?;
+        self.flows.close()?;
+        self.timeline.close()?;
+        self.findings.close()?;
+        rows::write_pfc(&temp_path(cfg, "pfc", seq), pfc, cfg.bin_ns)?;
+        for table in TABLES {
+            let (from, to) = (
+                temp_path(cfg, table, seq),
+                cfg.part_path(table, seq as usize),
+            );
+            std::fs::rename(&from, &to).map_err(io_err(&to))?;
+        }
+        Ok(())
+    }
+}
+
+fn temp_path(cfg: &ExportConfig, table: &str, seq: u64) -> PathBuf {
+    cfg.partition(table)
+        .join(format!(".part-{seq}.parquet.tmp"))
+}
+
+fn next_id_path(cfg: &ExportConfig) -> PathBuf {
+    cfg.dir
+        .join(format!(".capture={}.next-flow-id", cfg.capture))
+}
+
+/// The number after the highest part already in the capture's partitions; temporary parts a
+/// run that did not end left behind are removed.
+fn next_part(cfg: &ExportConfig) -> Result<u64, Error> {
+    let mut next = 0;
+    for table in TABLES {
+        let dir = cfg.partition(table);
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with(".part-") && name.ends_with(".parquet.tmp") {
+                let _ = std::fs::remove_file(entry.path());
+            } else if let Some(n) = name
+                .strip_prefix("part-")
+                .and_then(|n| n.strip_suffix(".parquet"))
+                .and_then(|n| n.parse::<u64>().ok())
+            {
+                next = next.max(n + 1);
+            }
+        }
+    }
+    Ok(next)
+}
+
+fn read_flow_base(path: &Path) -> Result<i64, Error> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => text.trim().parse::<i64>().map_err(|_| {
+            Error::Usage(format!(
+                "{}: not a flow id (it holds the next flow id of the dataset's partition); remove it or fix it",
+                path.display()
+            ))
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+        Err(source) => Err(Error::Output {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+fn write_flow_base(path: &Path, next: i64) -> Result<(), Error> {
+    let temp = path.with_extension("tmp");
+    std::fs::write(&temp, format!("{next}\n")).map_err(io_err(&temp))?;
+    std::fs::rename(&temp, path).map_err(io_err(path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::uncounted;
+
+    #[test]
+    fn pauses_are_cut_at_what_earlier_parts_hold_and_at_the_interval_end() {
+        let closed = [(10, 20), (30, 50), (60, 70)];
+        let got: Vec<_> = uncounted(&closed, Some((80, 120)), 40, Some(100)).collect();
+        assert_eq!(got, vec![(40, 50), (60, 70), (80, 100)]);
+        let rest: Vec<_> = uncounted(&closed, Some((80, 120)), 100, None).collect();
+        assert_eq!(rest, vec![(100, 120)]);
+        assert_eq!(uncounted(&closed, None, 70, Some(100)).count(), 0);
+    }
+}
