@@ -290,24 +290,9 @@ fn live_capture_matches_offline_analysis() {
     status_lines_go_on_after_the_hint(&n);
     the_view_shows_the_troubled_qps_while_the_capture_runs(&n);
     a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs(&n, &dir);
+    a_monitor_feeds_prometheus_and_a_rolling_dataset_as_the_offline_report_tells(&n, &dir);
     down_interface_and_permissions(&n);
     std::fs::remove_dir_all(&dir).ok();
-}
-
-/// GET `path` of 127.0.0.1:`port`: the body.
-fn http_get(port: u16, path: &str) -> String {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    text.split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default()
 }
 
 /// The JSON objects of an NDJSON file.
@@ -359,7 +344,7 @@ fn a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs(n: &Netns, dir: 
     replay_into(n, &capture, None);
     // Idle: the flows end by the wall clock, the metrics (updated each second) show it.
     std::thread::sleep(Duration::from_millis(2_500));
-    let text = http_get(port, "/metrics");
+    let text = http_get(port, "/metrics").unwrap();
     assert_eq!(
         metric(&text, "roce_sniff_flows_active"),
         Some(0.0),
@@ -418,6 +403,205 @@ fn a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs(n: &Netns, dir: 
         "{}",
         report["findings"]
     );
+}
+
+/// What the outputs must agree on of each flow: where it goes and its counters (not bytes:
+/// sample.pcap was cut at 128 bytes a frame, and replays as the short frames).
+fn flow_counters(f: &Value) -> String {
+    let naks: u64 = f["naks"]
+        .as_object()
+        .map_or(0, |m| m.values().filter_map(Value::as_u64).sum());
+    format!(
+        "{} {} {} packets={} gaps={} retransmitted={} ce={} cnps={} naks={naks}",
+        f["src"],
+        f["dst"],
+        f["dqpn"],
+        f["packets"],
+        f["psn"]["gaps"],
+        f["psn"]["retransmitted"],
+        f["ce"],
+        f["cnps"]
+    )
+}
+
+/// The monitor as an operator runs it: a real Prometheus scrapes --metrics while a capture is
+/// replayed into the veth, and a rolling dataset (--rotate) is read by DuckDB while the capture
+/// still runs and after SIGTERM. PromQL answers, the dataset's tables and the flow_end events
+/// all equal the offline report of the same capture.
+fn a_monitor_feeds_prometheus_and_a_rolling_dataset_as_the_offline_report_tells(
+    n: &Netns,
+    dir: &Path,
+) {
+    if !prometheus_installed() {
+        return;
+    }
+    let capture = testdata("sample.pcap");
+    let offline = report_json(&["-r", capture.to_str().unwrap(), "--json"]);
+    let (metrics_port, prom_port) = (free_port(), free_port());
+    let _prometheus = start_prometheus(&dir.join("prometheus"), metrics_port, prom_port);
+    let (dataset, events, json) = (
+        dir.join("rolling"),
+        dir.join("monitor.ndjson"),
+        dir.join("monitor.json"),
+    );
+    let child = start_capture(&[
+        "-i",
+        &n.host_end,
+        &format!("--metrics=127.0.0.1:{metrics_port}"),
+        "--parquet",
+        dataset.to_str().unwrap(),
+        "--rotate",
+        "100ms",
+        &format!("--events={}", events.display()),
+        &format!("--json={}", json.display()),
+    ]);
+    replay_into(n, &capture, None);
+    let c = &offline["capture"];
+    // Prometheus, scraping every second, gets every frame of the replay.
+    let started = std::time::Instant::now();
+    let want_roce = c["roce_packets"].as_f64().unwrap();
+    while promql(prom_port, "roce_sniff_frames_total{kind=\"roce\"}") != Some(want_roce) {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "Prometheus never scraped {want_roce} RoCE frames"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let flows = offline["flows"].as_array().unwrap();
+    let sum = |k: &dyn Fn(&Value) -> u64| flows.iter().map(k).sum::<u64>() as f64;
+    let expect = [
+        (
+            "roce_sniff_frames_total{kind=\"pfc\"}",
+            c["pfc_frames"].as_f64().unwrap(),
+        ),
+        ("roce_sniff_dropped_frames_total", 0.0),
+        ("roce_sniff_flows_active", flows.len() as f64),
+        (
+            "sum(roce_sniff_qp_packets_total)",
+            sum(&|f| f["packets"].as_u64().unwrap()),
+        ),
+        (
+            "sum(roce_sniff_qp_psn_gaps_total)",
+            sum(&|f| f["psn"]["gaps"].as_u64().unwrap()),
+        ),
+        (
+            "sum(roce_sniff_qp_ce_total)",
+            sum(&|f| f["ce"].as_u64().unwrap()),
+        ),
+        (
+            "sum(roce_sniff_qp_cnps_total)",
+            sum(&|f| f["cnps"].as_u64().unwrap()),
+        ),
+        (
+            "roce_sniff_qp_psn_gaps_total{src=\"10.0.0.5\",qp=\"0x000213\"}",
+            1.0,
+        ),
+        (
+            "sum(roce_sniff_pfc_pause_frames_total)",
+            offline["pfc"]["priorities"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["xoff"].as_f64().unwrap())
+                .sum(),
+        ),
+    ];
+    let wrong: Vec<String> = expect
+        .iter()
+        .filter_map(|&(q, want)| {
+            let got = promql(prom_port, q);
+            (got != Some(want)).then(|| format!("{q}: got {got:?}, expected {want}"))
+        })
+        .collect();
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    // The capture still runs: the parts of the replay's intervals are out (the idle link's
+    // wall clock ended the last), whole, and hold every frame; the flows are still open.
+    let glob = |table: &str| {
+        format!(
+            "read_parquet('{}/{table}/*/*.parquet', hive_partitioning = true)",
+            dataset.display()
+        )
+    };
+    let rows = duckdb_rows(&format!(
+        "select capture, count(*), count(distinct flow_id) from {} group by 1",
+        glob("packets")
+    ));
+    assert_eq!(
+        rows,
+        vec![vec![
+            Value::from(n.host_end.as_str()),
+            c["packets"].clone(),
+            Value::from(flows.len())
+        ]],
+        "while running"
+    );
+    sh(&["kill", "-TERM", &child.id().to_string()]).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // After the end: the flows (ended at SIGTERM) in the last part, equal to the events' and
+    // the offline report's; the timeline and PFC bins sum to the report's counters.
+    let mut want: Vec<String> = flows.iter().map(flow_counters).collect();
+    let mut told: Vec<String> = json_lines(&events)
+        .iter()
+        .filter(|e| e["event"] == "flow_end")
+        .map(|e| flow_counters(&e["flow"]))
+        .collect();
+    want.sort();
+    told.sort();
+    assert_eq!(told, want, "flow_end events against the offline report");
+    let stored: Vec<Vec<Value>> = duckdb_rows(&format!(
+        "select f.flow_id, f.packets, t.packets, p.packets, f.psn_gaps, f.ce, f.cnps \
+         from {} f \
+         left join (select flow_id, sum(packets)::bigint as packets from {} group by 1) t using (flow_id) \
+         left join (select flow_id, count(*) as packets from {} group by 1) p using (flow_id) \
+         order by f.flow_id",
+        glob("flows"),
+        glob("timeline"),
+        glob("packets")
+    ));
+    let mut from_events: Vec<Vec<Value>> = json_lines(&events)
+        .iter()
+        .filter(|e| e["event"] == "flow_end")
+        .map(|e| {
+            let f = &e["flow"];
+            vec![
+                f["id"].clone(),
+                f["packets"].clone(),
+                f["packets"].clone(),
+                f["packets"].clone(),
+                f["psn"]["gaps"].clone(),
+                f["ce"].clone(),
+                f["cnps"].clone(),
+            ]
+        })
+        .collect();
+    from_events.sort_by_key(|r| r[0].as_u64());
+    assert_eq!(stored, from_events, "flows, timeline and packets tables");
+    let pfc = duckdb_rows(&format!("select sum(xoff)::bigint from {}", glob("pfc")));
+    assert_eq!(pfc[0][0], expect[8].1 as u64);
+    let findings: Vec<Vec<Value>> =
+        duckdb_rows(&format!("select code from {} order by 1", glob("findings")));
+    let mut told: Vec<Value> = json_lines(&events)
+        .iter()
+        .filter(|e| e["event"] == "finding")
+        .map(|e| e["finding"]["code"].clone())
+        .collect();
+    told.sort_by_key(|v| v.to_string());
+    assert_eq!(
+        findings
+            .into_iter()
+            .map(|mut r| r.remove(0))
+            .collect::<Vec<_>>(),
+        told
+    );
+    assert!(!told.is_empty(), "sample.pcap has findings");
+    let left: Vec<String> =
+        std::fs::read_dir(dataset.join(format!("packets/capture={}", n.host_end)))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|f| !f.ends_with(".parquet"))
+            .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
 }
 
 /// Ctrl-C (SIGINT) ends a capture that has no -c or --duration, with the full report.

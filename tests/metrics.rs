@@ -5,74 +5,16 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::io::Read;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
 use serde_json::Value;
 
-/// A process killed (SIGTERM) when the test ends, however it ends.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.0.id().to_string()])
-            .status();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn http_get(port: u16, path: &str) -> Option<String> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).ok()?;
-    out.split_once("\r\n\r\n").map(|(_, body)| body.to_string())
-}
-
-/// `%`-encodes a PromQL query for a URL.
-fn encode(q: &str) -> String {
-    q.bytes()
-        .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'.' | b'-' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-/// The single value PromQL `q` gives, once Prometheus has it.
-fn query(port: u16, q: &str) -> Option<f64> {
-    let body = http_get(port, &format!("/api/v1/query?query={}", encode(q)))?;
-    let v: Value = serde_json::from_str(&body).ok()?;
-    let result = v["data"]["result"].as_array()?;
-    let first = result.first()?;
-    first["value"][1].as_str()?.parse().ok()
-}
-
 #[test]
 fn prometheus_scrapes_the_offline_reports_counters() {
-    if Command::new("prometheus")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "prometheus missing under CI: `make test` installs it"
-        );
-        eprintln!("SKIPPED: prometheus is not installed (`make test` installs it)");
+    if !prometheus_installed() {
         return;
     }
     let capture = testdata("sample.pcap");
@@ -88,32 +30,11 @@ fn prometheus_scrapes_the_offline_reports_counters() {
             .unwrap(),
     );
     let dir = std::env::temp_dir().join(format!("roce-sniff-prom-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let config = dir.join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: roce-sniff\n    static_configs:\n      - targets: ['127.0.0.1:{metrics_port}']\n"
-        ),
-    )
-    .unwrap();
-    let _prometheus = Running(
-        Command::new("prometheus")
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.join("data").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let _prometheus = start_prometheus(&dir, metrics_port, prom_port);
     // Wait for the first scrape to be queryable.
     let started = Instant::now();
     let roce = loop {
-        if let Some(v) = query(prom_port, "roce_sniff_frames_total{kind=\"roce\"}") {
+        if let Some(v) = promql(prom_port, "roce_sniff_frames_total{kind=\"roce\"}") {
             break v;
         }
         assert!(
@@ -173,7 +94,7 @@ fn prometheus_scrapes_the_offline_reports_counters() {
     ];
     let mut wrong = Vec::new();
     for (q, want) in expect {
-        let got = query(prom_port, q);
+        let got = promql(prom_port, q);
         if got != Some(want) {
             wrong.push(format!("{q}: got {got:?}, expected {want}"));
         }
@@ -185,7 +106,7 @@ fn prometheus_scrapes_the_offline_reports_counters() {
         .iter()
         .map(|p| p["pause_us"].as_f64().unwrap())
         .sum();
-    let paused = query(prom_port, "sum(roce_sniff_pfc_paused_seconds_total)").unwrap();
+    let paused = promql(prom_port, "sum(roce_sniff_pfc_paused_seconds_total)").unwrap();
     assert!(
         (paused - paused_us / 1e6).abs() < 1e-6,
         "{paused} vs {paused_us} us"

@@ -107,3 +107,112 @@ pub fn ndjson(path: &Path) -> Vec<Value> {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line {l}: {e}")))
         .collect()
 }
+
+/// A process killed (SIGTERM) when the test ends, however it ends.
+pub struct Running(pub std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        let _ = self.0.wait();
+    }
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// GET `path` of 127.0.0.1:`port`: the body, if it answered.
+pub fn http_get(port: u16, path: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    out.split_once("\r\n\r\n").map(|(_, body)| body.to_string())
+}
+
+/// `%`-encodes a PromQL query for a URL.
+pub fn encode(q: &str) -> String {
+    q.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'.' | b'-' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The single value PromQL `q` gives, once Prometheus has it.
+pub fn promql(port: u16, q: &str) -> Option<f64> {
+    let body = http_get(port, &format!("/api/v1/query?query={}", encode(q)))?;
+    let v: Value = serde_json::from_str(&body).ok()?;
+    let result = v["data"]["result"].as_array()?;
+    let first = result.first()?;
+    first["value"][1].as_str()?.parse().ok()
+}
+
+/// Whether Debian's `prometheus` is here (under CI it must be: `make test` installs it).
+pub fn prometheus_installed() -> bool {
+    if Command::new("prometheus").arg("--version").output().is_ok() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "prometheus missing under CI: `make test` installs it"
+    );
+    eprintln!("SKIPPED: prometheus is not installed (`make test` installs it)");
+    false
+}
+
+/// A Prometheus server on 127.0.0.1:`port`, its data in `dir`, scraping roce-sniff's metrics
+/// at 127.0.0.1:`target` every second.
+pub fn start_prometheus(dir: &Path, target: u16, port: u16) -> Running {
+    std::fs::create_dir_all(dir).unwrap();
+    let config = dir.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: roce-sniff\n    static_configs:\n      - targets: ['127.0.0.1:{target}']\n"
+        ),
+    )
+    .unwrap();
+    Running(
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// The rows DuckDB (its Python package, which `make test` installs) gives for `sql`, as JSON
+/// values (numbers stay numbers).
+pub fn duckdb_rows(sql: &str) -> Vec<Vec<Value>> {
+    let script = "import duckdb, json, sys\n\
+                  rows = duckdb.sql(sys.argv[1]).fetchall()\n\
+                  print(json.dumps([[v if isinstance(v, (int, float, str)) or v is None else str(v) for v in r] for r in rows]))";
+    let out = Command::new("python3")
+        .args(["-c", script, sql])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "duckdb: {sql}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
