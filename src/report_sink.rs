@@ -80,6 +80,13 @@ impl ReportSink {
     pub fn advance_clock(&mut self, now: u64) -> io::Result<()> {
         self.analyzer.sweep(now);
         self.tell_ended()?;
+        if let Some(new) = self
+            .watch
+            .as_mut()
+            .and_then(|w| w.clock(now, &self.analyzer))
+        {
+            tell_findings(self.events.as_mut(), self.exporter.as_mut(), &new)?;
+        }
         if let Some(x) = self.exporter.as_mut() {
             x.clock(now, &self.analyzer).map_err(io::Error::other)?;
         }

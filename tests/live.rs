@@ -535,6 +535,15 @@ fn a_monitor_feeds_prometheus_and_a_rolling_dataset_as_the_offline_report_tells(
         ]],
         "while running"
     );
+    // The findings of the burst are told while the link is idle, not at the next frame.
+    let findings_running = duckdb_rows(&format!(
+        "select count(*) from {} where code = 'psn_loss'",
+        glob("findings")
+    ));
+    assert_eq!(findings_running, vec![vec![Value::from(1)]]);
+    assert!(json_lines(&events)
+        .iter()
+        .any(|e| e["event"] == "finding" && e["finding"]["code"] == "psn_loss"));
     sh(&["kill", "-TERM", &child.id().to_string()]).unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

@@ -1,7 +1,8 @@
 //! Findings as they first hold, for the outputs that tell them while a capture runs (the
 //! `--events` stream and the rolling Parquet dataset's `findings` parts): evaluated on the
 //! traffic seen so far at every second of capture time (packet timestamps, so a file gives
-//! the same findings at any speed and any --threads), and once more at the end.
+//! the same findings at any speed and any --threads), and once more at the end. An idle live
+//! link's clock (wall time) also ends a second, once.
 
 use std::collections::HashSet;
 
@@ -47,6 +48,19 @@ impl FindingWatch {
         };
         self.counts.add(s);
         new
+    }
+
+    /// The capture's clock moved to `now` with no frame (an idle live link): what came before
+    /// is evaluated once when a second has passed, so that the last burst's findings are told
+    /// without waiting for the next frame.
+    pub fn clock(&mut self, now: u64, an: &Analyzer) -> Option<NewFindings> {
+        let next = self.next_evaluation_ns?;
+        if now < next {
+            return None;
+        }
+        // Nothing new until a frame comes; the first one starts the next second.
+        self.next_evaluation_ns = None;
+        self.evaluate(an)
     }
 
     fn evaluate(&mut self, an: &Analyzer) -> Option<NewFindings> {
