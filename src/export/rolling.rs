@@ -53,7 +53,9 @@ impl RollingExport {
     pub fn new(cfg: ExportConfig, every_ns: u64) -> Result<RollingExport, Error> {
         std::fs::create_dir_all(&cfg.dir).map_err(io_err(&cfg.dir))?;
         if !cfg.append {
+            // A file exported again replaces its partition, and its flows are numbered anew.
             remove_partitions(&cfg)?;
+            let _ = std::fs::remove_file(next_id_path(&cfg));
         }
         let seq = next_part(&cfg)?;
         let flow_base = read_flow_base(&next_id_path(&cfg))?;
@@ -311,7 +313,61 @@ fn write_flow_base(path: &Path, next: i64) -> Result<(), Error> {
 
 #[cfg(test)]
 mod tests {
-    use super::uncounted;
+    use super::*;
+
+    fn config(dir: &Path, append: bool) -> ExportConfig {
+        ExportConfig {
+            dir: dir.to_path_buf(),
+            capture: "eth0".into(),
+            bin_ns: 1_000_000,
+            rotate_ns: Some(1_000_000_000),
+            append,
+        }
+    }
+
+    #[test]
+    fn a_restarted_monitor_adds_parts_and_flow_ids_after_the_last_run() {
+        let dir = std::env::temp_dir().join(format!("roce-sniff-restart-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let cfg = config(&dir, true);
+        std::fs::create_dir_all(cfg.partition("flows")).unwrap();
+        std::fs::write(cfg.part_path("flows", 7), b"a part of the last run").unwrap();
+        // A run killed while writing part 8 left it half-written.
+        let stale = temp_path(&cfg, "packets", 8);
+        std::fs::create_dir_all(stale.parent().unwrap()).unwrap();
+        std::fs::write(&stale, b"half").unwrap();
+        std::fs::write(next_id_path(&cfg), "42\n").unwrap();
+        let x = RollingExport::new(cfg.clone(), 1_000_000_000).unwrap();
+        assert_eq!((x.seq, x.flow_base), (8, 42));
+        assert_eq!(x.flow_id(0), 43, "the first flow of the run");
+        assert!(
+            cfg.part_path("flows", 7).is_file(),
+            "a live run adds, never replaces"
+        );
+        assert_ne!(
+            std::fs::read(&stale).unwrap(),
+            b"half",
+            "the stale part is gone"
+        );
+        drop(x);
+        // A file exported again starts over.
+        let x = RollingExport::new(config(&dir, false), 1_000_000_000).unwrap();
+        assert_eq!((x.seq, x.flow_base), (0, 0));
+        assert!(!cfg.part_path("flows", 7).exists());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_garbled_next_flow_id_is_a_clear_error() {
+        let dir = std::env::temp_dir().join(format!("roce-sniff-garbled-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let cfg = config(&dir, true);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(next_id_path(&cfg), "forty-two").unwrap();
+        let err = RollingExport::new(cfg, 1_000_000_000).err().unwrap();
+        assert!(err.to_string().contains("not a flow id"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn pauses_are_cut_at_what_earlier_parts_hold_and_at_the_interval_end() {
