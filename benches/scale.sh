@@ -70,4 +70,6 @@ live "tcpdump -w /dev/null" tcpdump -i "$HOST" -B 65536 -w /dev/null
 live "roce-sniff --flow-timeout 5ms (analysis, report)" $BIN -i "$HOST" --no-tui --flow-timeout 5ms --json="$DIR/live.json"
 live "  + --events" $BIN -i "$HOST" --no-tui --flow-timeout 5ms --json="$DIR/live.json" --events="$DIR/live.ndjson"
 live "  + --events --metrics" $BIN -i "$HOST" --no-tui --flow-timeout 5ms --json="$DIR/live.json" --events="$DIR/live.ndjson" --metrics=127.0.0.1:19464
+rm -rf "$DIR/live-dataset"
+live "  + --events --metrics --parquet --rotate 1s (every output)" $BIN -i "$HOST" --no-tui --flow-timeout 5ms --json="$DIR/live.json" --events="$DIR/live.ndjson" --metrics=127.0.0.1:19464 --parquet "$DIR/live-dataset" --rotate 1s
 echo "  targets: nothing dropped; memory < 150 MB; CPU with every output <= 4x tcpdump's"

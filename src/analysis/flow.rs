@@ -2,7 +2,7 @@
 //! learned about the requests it carries (PSN, QoS) and what came back for them from the other
 //! direction (ACKs, NAKs, READ responses, CNPs).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 use std::net::IpAddr;
 
@@ -43,6 +43,70 @@ impl fmt::Display for FlowKey {
             vlan: self.vlan,
         }
         .fmt(f)
+    }
+}
+
+/// Counts by a small key (a DSCP, an opcode) of which a flow uses few: a short list, not a
+/// 64-entry array (512 bytes a flow) or a map node per flow.
+#[derive(Debug, Clone, Default)]
+pub struct SmallTally(Vec<(u8, u64)>);
+
+impl SmallTally {
+    pub fn add(&mut self, key: u8) {
+        match self.0.iter_mut().find(|e| e.0 == key) {
+            Some(e) => e.1 += 1,
+            None => self.0.push((key, 1)),
+        }
+    }
+
+    pub fn get(&self, key: u8) -> u64 {
+        self.0.iter().find(|e| e.0 == key).map_or(0, |e| e.1)
+    }
+
+    /// (key, count) of every key counted, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (u8, u64)> + '_ {
+        self.0.iter().copied()
+    }
+}
+
+/// State most flows never need (NAKs, anomalies' evidence, UD counters): 8 bytes until first
+/// written, when it is allocated. Reads of an empty one see the default.
+#[derive(Debug, Clone, Default)]
+pub struct Rare<T>(Option<Box<T>>);
+
+/// A type's default, made once, for the reads of an empty `Rare`.
+pub trait Empty: Default + 'static {
+    fn empty() -> &'static Self;
+}
+
+macro_rules! empty {
+    ($t:ty) => {
+        impl Empty for $t {
+            fn empty() -> &'static Self {
+                static EMPTY: std::sync::LazyLock<$t> = std::sync::LazyLock::new(<$t>::default);
+                &EMPTY
+            }
+        }
+    };
+}
+empty!(Evidence);
+empty!(NakCounts);
+empty!(PsnCounts);
+
+impl<T: Empty> std::ops::Deref for Rare<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        match &self.0 {
+            Some(t) => t,
+            None => T::empty(),
+        }
+    }
+}
+
+/// Writing allocates.
+impl<T: Empty> std::ops::DerefMut for Rare<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.0.get_or_insert_with(Box::default)
     }
 }
 
@@ -230,26 +294,26 @@ pub struct FlowEvidence {
     pub reliable: bool,
     pub first_ts_ns: u64,
     pub last_ts_ns: u64,
-    pub loss: Evidence,
-    pub retrans: Evidence,
-    pub dups: Evidence,
-    pub naks: NakCounts,
+    pub loss: Rare<Evidence>,
+    pub retrans: Rare<Evidence>,
+    pub dups: Rare<Evidence>,
+    pub naks: Rare<NakCounts>,
     pub ce: Evidence,
-    pub ce_unanswered: Evidence,
-    pub not_ect: Evidence,
-    pub dscp0_with_pcp: Evidence,
-    pub pcp0_with_dscp: Evidence,
-    pub cnp_lower_class: Evidence,
+    pub ce_unanswered: Rare<Evidence>,
+    pub not_ect: Rare<Evidence>,
+    pub dscp0_with_pcp: Rare<Evidence>,
+    pub pcp0_with_dscp: Rare<Evidence>,
+    pub cnp_lower_class: Rare<Evidence>,
     /// The class most of the flow's own packets (not CNPs) carry: (PCP when tagged, DSCP).
     pub class: Option<(Option<u8>, u8)>,
     pub rocev1: bool,
     pub native_ib: bool,
     pub unacknowledged: Unacknowledged,
-    pub nak_without_gap: Evidence,
+    pub nak_without_gap: Rare<Evidence>,
     pub longest_gap_ns: u64,
-    pub read_range_violation: Evidence,
-    pub icrc_bad: Evidence,
-    pub oversize: Evidence,
+    pub read_range_violation: Rare<Evidence>,
+    pub icrc_bad: Rare<Evidence>,
+    pub oversize: Rare<Evidence>,
     /// The path MTU the connection's RDMA-CM request offered.
     pub cm_mtu: Option<u32>,
     /// The path MTU the packets of either direction show (set with the report).
@@ -278,19 +342,19 @@ pub struct Flow {
     /// Request packets (the data this flow carries).
     pub requests: u64,
     pub messages: u64,
-    pub opcodes: BTreeMap<u8, u64>,
+    pub opcodes: SmallTally,
     /// Index 8 counts untagged frames.
     pub pcp: [u64; 9],
-    pub dscp: [u64; 64],
+    pub dscp: SmallTally,
     pub ecn: [u64; 4],
     /// DSCP-0 frames (requests, responses, ACKs; not CNPs) that carry a non-zero PCP.
-    pub dscp0_with_pcp: Evidence,
+    pub dscp0_with_pcp: Rare<Evidence>,
     /// Frames (not CNPs) sent Not-ECT.
-    pub not_ect: Evidence,
+    pub not_ect: Rare<Evidence>,
     /// Tagged frames (not CNPs) with PCP 0 while their DSCP is set.
-    pub pcp0_with_dscp: Evidence,
+    pub pcp0_with_dscp: Rare<Evidence>,
     /// CNPs of this data flow's receiver sent on a lower class than this flow's data.
-    pub cnp_lower_class: Evidence,
+    pub cnp_lower_class: Rare<Evidence>,
     /// CNPs this flow carries, by PCP (index 8: untagged) and by DSCP: left out of the class of
     /// the flow's own traffic.
     pub cnp_pcp: [u32; 9],
@@ -306,12 +370,12 @@ pub struct Flow {
     /// The PSN go-back replays started from most often, and how often (a QP retrying).
     pub retry: Retries,
     /// PSN-sequence NAKs for a PSN the capture saw go by.
-    pub nak_without_gap: Evidence,
+    pub nak_without_gap: Rare<Evidence>,
     pub recovery: Recovery,
     /// The latest READ request of known size: its PSN and the PSNs its responses use.
     pub last_read: Option<(Psn, u32)>,
     /// Requests other than READs sent with a PSN inside a READ's response range.
-    pub read_range_violation: Evidence,
+    pub read_range_violation: Rare<Evidence>,
     /// The longest silence between two packets of the flow.
     pub longest_gap_ns: u64,
     /// The path MTU the packets show (First/Middle payloads, READ responses).
@@ -320,21 +384,21 @@ pub struct Flow {
     pub cm_mtu: Option<u32>,
     /// The largest payload of a packet (what the path evidently carries).
     pub max_payload: u32,
-    pub oversize: Evidence,
-    pub icrc_bad: Evidence,
+    pub oversize: Rare<Evidence>,
+    pub icrc_bad: Rare<Evidence>,
     pub req: PsnTracker,
     /// UD flows: what the sender's shared PSN tracker saw on this flow.
-    pub ud_psn: PsnCounts,
-    pub loss: Evidence,
-    pub retrans: Evidence,
-    pub dups: Evidence,
+    pub ud_psn: Rare<PsnCounts>,
+    pub loss: Rare<Evidence>,
+    pub retrans: Rare<Evidence>,
+    pub dups: Rare<Evidence>,
     pub read_resp: ResponseTracker,
     /// The flow of the other direction of the same QP pair.
     pub peer: Option<usize>,
     pub paired_by: Option<PairingMethod>,
     // What came back for this flow's requests.
     pub acks: u64,
-    pub naks: NakCounts,
+    pub naks: Rare<NakCounts>,
     pub read_responses: u64,
     pub cnps: Evidence,
     pub first_cnp_ts: Option<u64>,
@@ -342,7 +406,7 @@ pub struct Flow {
     pub first_ce_ts: Option<u64>,
     /// CE marks waiting for a CNP, oldest first.
     pub ce_pending: VecDeque<(u64, u64)>,
-    pub ce_unanswered: Evidence,
+    pub ce_unanswered: Rare<Evidence>,
     /// CNP packets this flow carries (it is the reverse of a congested data flow).
     pub cnps_sent: u64,
     pub ack_rtt: Samples,
@@ -381,14 +445,14 @@ impl Flow {
             payload_bytes: 0,
             requests: 0,
             messages: 0,
-            opcodes: BTreeMap::new(),
+            opcodes: SmallTally::default(),
             pcp: [0; 9],
-            dscp: [0; 64],
+            dscp: SmallTally::default(),
             ecn: [0; 4],
-            dscp0_with_pcp: Evidence::default(),
-            not_ect: Evidence::default(),
-            pcp0_with_dscp: Evidence::default(),
-            cnp_lower_class: Evidence::default(),
+            dscp0_with_pcp: Default::default(),
+            not_ect: Default::default(),
+            pcp0_with_dscp: Default::default(),
+            cnp_lower_class: Default::default(),
             cnp_pcp: [0; 9],
             cnp_dscp: Vec::new(),
             rocev1: false,
@@ -396,33 +460,33 @@ impl Flow {
             unacked: VecDeque::new(),
             acked_max_len: None,
             retry: Retries::default(),
-            nak_without_gap: Evidence::default(),
+            nak_without_gap: Default::default(),
             recovery: Recovery::default(),
             last_read: None,
-            read_range_violation: Evidence::default(),
+            read_range_violation: Default::default(),
             longest_gap_ns: 0,
             path_mtu: None,
             cm_mtu: None,
             max_payload: 0,
-            oversize: Evidence::default(),
-            icrc_bad: Evidence::default(),
+            oversize: Default::default(),
+            icrc_bad: Default::default(),
             req: PsnTracker::default(),
             ud_psn: Default::default(),
-            loss: Evidence::default(),
-            retrans: Evidence::default(),
-            dups: Evidence::default(),
+            loss: Default::default(),
+            retrans: Default::default(),
+            dups: Default::default(),
             read_resp: ResponseTracker::default(),
             peer: None,
             paired_by: None,
             acks: 0,
-            naks: NakCounts::default(),
+            naks: Default::default(),
             read_responses: 0,
-            cnps: Evidence::default(),
+            cnps: Default::default(),
             first_cnp_ts: None,
-            ce: Evidence::default(),
+            ce: Default::default(),
             first_ce_ts: None,
             ce_pending: VecDeque::new(),
-            ce_unanswered: Evidence::default(),
+            ce_unanswered: Default::default(),
             cnps_sent: 0,
             ack_rtt: Samples::default(),
             read_latency: Samples::default(),
@@ -559,7 +623,7 @@ impl Flow {
         let dscp = (0..64)
             .map(|d| {
                 (
-                    self.dscp[d].saturating_sub(cnps_at(d)),
+                    self.dscp.get(d as u8).saturating_sub(cnps_at(d)),
                     std::cmp::Reverse(d),
                 )
             })

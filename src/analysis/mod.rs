@@ -6,6 +6,7 @@ pub mod cm;
 pub mod copies;
 pub mod findings;
 pub mod flow;
+pub mod flow_table;
 pub mod latency;
 pub mod lifetime;
 pub mod pfc;
@@ -224,7 +225,7 @@ pub struct Analyzer {
     cfg: AnalysisConfig,
     pub totals: Totals,
     /// The open flows (see `lifetime` for how they leave).
-    pub(crate) flows: Vec<Flow>,
+    pub(crate) flows: flow_table::FlowTable,
     /// The id the next new flow gets: flows seen so far.
     next_flow_id: u64,
     /// Records of the flows that ended (with `keep_ended`).
@@ -299,7 +300,7 @@ impl Analyzer {
         Analyzer {
             cfg,
             totals: Totals::default(),
-            flows: Vec::new(),
+            flows: flow_table::FlowTable::default(),
             next_flow_id: 0,
             kept: lifetime::KeptFlows::default(),
             ended: Vec::new(),
@@ -338,7 +339,7 @@ impl Analyzer {
     }
 
     /// The flows open now (the live view reads them); their order changes as flows end.
-    pub fn flows(&self) -> &[Flow] {
+    pub fn flows(&self) -> &flow_table::FlowTable {
         &self.flows
     }
 
@@ -550,10 +551,10 @@ impl Analyzer {
                 f.longest_gap_ns = f.longest_gap_ns.max(p.ts_ns.saturating_sub(f.last_ts));
             }
             f.last_ts = f.last_ts.max(p.ts_ns);
-            *f.opcodes.entry(op.0).or_default() += 1;
+            f.opcodes.add(op.0);
             f.pcp[p.vlan.map_or(8, |(_, pcp)| usize::from(pcp & 7))] += 1;
             if let Some(tc) = p.tclass {
-                f.dscp[usize::from(tc.dscp())] += 1;
+                f.dscp.add(tc.dscp());
                 f.ecn[usize::from(tc.ecn().bits())] += 1;
             }
             if r.icrc == IcrcStatus::Bad {

@@ -165,11 +165,11 @@ impl Analyzer {
                 .or_else(|| f.peer.and_then(|j| self.flows[j].path_mtu))
                 .or(f.cm_mtu),
             pcp: pcp_counts(f),
-            dscp: Tally::by_key((0..64u8).zip(f.dscp)),
+            dscp: Tally::by_key(f.dscp.iter()),
             ecn: ecn_counts(f),
-            opcodes: Tally::by_name(f.opcodes.iter().map(|(&op, &n)| (Opcode(op), n))),
+            opcodes: Tally::by_name(f.opcodes.iter().map(|(op, n)| (Opcode(op), n))),
             psn: if f.transport == Some(Transport::Ud) {
-                f.ud_psn.clone()
+                (*f.ud_psn).clone()
             } else {
                 f.req.finish()
             },

@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use crate::analysis::flow::Flow;
+use crate::analysis::flow_table::FlowTable;
 use crate::analysis::Analyzer;
 use crate::decode::FrameCounts;
 use crate::source::{KernelCounters, SourceStatus};
@@ -277,7 +278,12 @@ impl Snapshots {
     }
 
     /// The flow findings that first hold now, by the report's codes.
-    fn raise_flow_findings(&mut self, rows: &[(usize, QpRow)], flows: &[Flow], elapsed: Duration) {
+    fn raise_flow_findings(
+        &mut self,
+        rows: &[(usize, QpRow)],
+        flows: &FlowTable,
+        elapsed: Duration,
+    ) {
         for (i, r) in rows.iter().filter(|(_, r)| r.trouble() > 0) {
             let label = || flows[*i].key.to_string();
             if r.gaps > 0 {

@@ -17,6 +17,7 @@ use std::fmt::Write as _;
 use rustc_hash::FxHashMap;
 
 use crate::analysis::flow::{Flow, FlowKey};
+use crate::analysis::flow_table::FlowTable;
 use crate::analysis::{Analyzer, RTT_BOUNDS_NS};
 use crate::decode::FrameCounts;
 use crate::source::SourceStatus;
@@ -184,7 +185,7 @@ impl Metrics {
     }
 
     /// Takes in what every flow counted since the last update: into its series, or `other`.
-    fn account(&mut self, flows: &[Flow], now: u64) {
+    fn account(&mut self, flows: &FlowTable, now: u64) {
         // Once no tracked QP is idle enough to make room, none is for the rest of this update.
         let mut room = true;
         for f in flows {
