@@ -221,7 +221,10 @@ fn uncounted(
 
 impl Part {
     fn open(cfg: &ExportConfig, seq: u64) -> Result<Part, Error> {
-        let table = |name: &str, columns| Table::create(&temp_path(cfg, name, seq), name, columns);
+        let table = |name: &str, columns| {
+            Table::create(&temp_path(cfg, name, seq), name, columns)
+                .map(|t| t.with_row_group(super::table::ROLLING_ROW_GROUP))
+        };
         Ok(Part {
             packets: table("packets", rows::PACKET_COLUMNS)?,
             flows: table("flows", rows::FLOW_COLUMNS)?,

@@ -21,6 +21,8 @@ use crate::error::Error;
 
 /// Rows per row group.
 const ROW_GROUP: usize = 65_536;
+/// Rows per row group of a rolling dataset's parts: a live monitor's memory stays small.
+pub const ROLLING_ROW_GROUP: usize = 8_192;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -67,6 +69,7 @@ pub struct Table {
     columns: &'static [Column],
     buffers: Vec<Buffer>,
     rows: usize,
+    row_group: usize,
     writer: SerializedFileWriter<File>,
     path: std::path::PathBuf,
 }
@@ -140,9 +143,16 @@ impl Table {
             columns,
             buffers,
             rows: 0,
+            row_group: ROW_GROUP,
             writer,
             path: path.to_path_buf(),
         })
+    }
+
+    /// Writes a row group every `rows` rows instead of 65,536.
+    pub fn with_row_group(mut self, rows: usize) -> Table {
+        self.row_group = rows.max(1);
+        self
     }
 
     /// Records whether column `i` has a value in this row (its definition level); the value
@@ -204,7 +214,7 @@ impl Table {
     /// Ends a row: every column must have been given a value (or null).
     pub fn end_row(&mut self) -> Result<(), Error> {
         self.rows += 1;
-        if self.rows >= ROW_GROUP {
+        if self.rows >= self.row_group {
             self.flush()?;
         }
         Ok(())
