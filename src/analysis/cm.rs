@@ -116,8 +116,8 @@ impl Analyzer {
             dqpn: active_qpn,
             vlan: at.vlan,
         };
-        self.cm_pairs.insert(to_passive, (to_active, mtu));
-        self.cm_pairs.insert(to_active, (to_passive, mtu));
+        self.cm_pairs.insert(to_passive, (to_active, mtu, at.ts));
+        self.cm_pairs.insert(to_active, (to_passive, mtu, at.ts));
         for key in [to_passive, to_active] {
             if let Some(&i) = self.index.get(&key) {
                 if first_answer {

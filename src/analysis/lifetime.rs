@@ -75,6 +75,22 @@ impl Analyzer {
                 self.end_connection(i, now);
             }
         }
+        if !self.cfg.keep_ended {
+            self.forget_idle_hosts(now, timeout);
+        }
+    }
+
+    /// A live monitor forgets, as it forgets ended flows, what it keeps per host and QP beyond
+    /// flows: UD senders' PSN sequences, RDMA-CM requests and the pairs they taught, once idle
+    /// for the timeout (a CM request once older than that and the time it has to be answered).
+    /// With `-r` they stay: the report covers the whole file.
+    fn forget_idle_hosts(&mut self, now: u64, timeout: u64) {
+        let recent = |ts: u64| ts.saturating_add(timeout) > now;
+        self.ud_senders.retain(|_, (_, last)| recent(*last));
+        self.cm_pairs.retain(|_, (_, _, learned)| recent(*learned));
+        let answer_by = timeout.max(super::CM_GRACE_NS);
+        self.cm_requests
+            .retain(|_, r| r.first_ts.saturating_add(answer_by) > now);
     }
 
     /// Ends flow `i` and its peer at `now`: their report entries are made, their state leaves.
@@ -244,6 +260,41 @@ mod tests {
         let mut out = Vec::new();
         write_churn(&mut out, cfg).unwrap();
         (out, cfg)
+    }
+
+    /// A diagnose scenario of the generator, as a capture.
+    fn scenario(name: &str) -> Vec<u8> {
+        use roce_testgen::writer::{pcap_bytes, PcapFlavor};
+        let s = roce_testgen::diagnose::scenarios()
+            .into_iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no scenario {name}"));
+        pcap_bytes(&s.frames, PcapFlavor::NANO_LE, 1, 65535)
+    }
+
+    #[test]
+    fn a_live_monitor_forgets_idle_ud_senders_and_cm_requests_as_it_forgets_flows() {
+        for (name, kept) in [
+            ("lossless_class_polluted", "UD sender"),
+            ("cm_unanswered", "CM request"),
+            ("qp_reused", "CM pair"),
+        ] {
+            let data = scenario(name);
+            let held =
+                |an: &Analyzer| an.ud_senders.len() + an.cm_requests.len() + an.cm_pairs.len();
+            for keep_ended in [false, true] {
+                let (mut an, _) = feed(&data, with_timeout(100 * MS, keep_ended), |_| {});
+                assert!(held(&an) > 0, "{name}: no {kept} to forget");
+                let later = an.last_ts() + 1_000 * MS;
+                an.sweep(later);
+                // With -r (keep_ended) the report covers the whole file: nothing is forgotten.
+                assert_eq!(
+                    held(&an) == 0,
+                    !keep_ended,
+                    "{name}: {kept}, keep_ended {keep_ended}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -246,7 +246,8 @@ pub struct Analyzer {
     /// CM requests and what came of them.
     pub(crate) cm_requests: cm::CmRequests,
     /// Pairs learned from CM, by flow key, both ways; MTU from the request.
-    cm_pairs: HashMap<FlowKey, (FlowKey, Option<u32>)>,
+    /// Pairs learned from RDMA-CM: the other direction, the path MTU, when learned.
+    cm_pairs: HashMap<FlowKey, (FlowKey, Option<u32>, u64)>,
     /// PFC per (source MAC, priority); 802.3x PAUSE per source MAC.
     pub(crate) pfc: BTreeMap<(MacAddr, u8), PauseTracker>,
     pub(crate) pause: BTreeMap<MacAddr, PauseTracker>,
@@ -257,7 +258,8 @@ pub struct Analyzer {
     /// with the number of flows.
     data_by_hosts: FxHashMap<(IpAddr, IpAddr), Vec<usize>>,
     /// PSN sequences of UD senders, per (source address, source QP).
-    ud_senders: FxHashMap<(IpAddr, Qpn), psn::PsnTracker>,
+    /// UD senders' PSN sequences, and when each last sent.
+    ud_senders: FxHashMap<(IpAddr, Qpn), (psn::PsnTracker, u64)>,
     /// Frames seen at several capture points (with `several_points`).
     point_copies: Option<copies::PointCopies>,
     /// What the latest frame fed did: its flow and its PSN event.
@@ -446,7 +448,7 @@ impl Analyzer {
         self.next_flow_id += 1;
         flow.link = p.link;
         // A pair learned from RDMA-CM before the flow's first packet.
-        if let Some(&(peer_key, mtu)) = self.cm_pairs.get(&key) {
+        if let Some(&(peer_key, mtu, _)) = self.cm_pairs.get(&key) {
             flow.cm_mtu = mtu;
             if let Some(&j) = self.index.get(&peer_key) {
                 flow.peer = Some(j);
@@ -680,8 +682,9 @@ impl Analyzer {
                 if f.key.dst.is_multicast() {
                     Arrival::InOrder
                 } else {
-                    let tracker = self.ud_senders.entry((f.key.src, sqpn)).or_default();
-                    let a = tracker.request(r.psn, p.ts_ns, 1, None, false);
+                    let sender = self.ud_senders.entry((f.key.src, sqpn)).or_default();
+                    sender.1 = p.ts_ns;
+                    let a = sender.0.request(r.psn, p.ts_ns, 1, None, false);
                     f.ud_psn.record(a);
                     a
                 }
