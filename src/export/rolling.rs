@@ -11,11 +11,13 @@
 //! after each set of parts), so that a restarted monitor never reuses one.
 
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::thread::JoinHandle;
 
 use roce_parsers::MacAddr;
 use rustc_hash::FxHashMap as HashMap;
 
-use super::bins::{pfc_bins, Bins};
+use super::bins::{pfc_bins, Bins, PfcBins};
 use super::rows::{self, PacketRow, TextCache, TimelineRow};
 use super::table::Table;
 use super::{io_err, remove_partitions, ExportConfig, TABLES};
@@ -33,20 +35,37 @@ struct Part {
     findings: Table,
 }
 
+/// What the writer thread puts in the parts; flows are named by their `Flow::id`.
+enum Row {
+    Packet(PacketRow),
+    Timeline(TimelineRow),
+    Flow(Box<FlowReport>, u64),
+    Finding(Box<Finding>, u64),
+    /// The interval's end: its PFC bins, and the next free flow id to keep.
+    Publish {
+        pfc: PfcBins,
+        next_flow_id: i64,
+    },
+}
+
+/// Rows handed to the writer at once.
+const BATCH: usize = 4096;
+
+/// The rolling export as the analysis feeds it. Rows are encoded and compressed on a thread of
+/// their own (`PartWriter`): on the analysis thread they made a live monitor drop frames.
 pub struct RollingExport {
     cfg: ExportConfig,
     every_ns: u64,
     /// The end of the interval being written, once the first frame told the time.
     boundary: Option<u64>,
-    /// The number of the part being written.
-    seq: u64,
     /// Added to a flow's own id (`Flow::id + 1`): the ids earlier runs used.
     flow_base: i64,
-    part: Part,
     bins: Bins,
-    cache: TextCache,
     /// Per PFC (source, priority): the time up to which its pauses are in parts.
     paused_counted: HashMap<(MacAddr, u8), u64>,
+    batch: Vec<Row>,
+    to_writer: Option<SyncSender<Vec<Row>>>,
+    writer: Option<JoinHandle<Result<(), Error>>>,
 }
 
 impl RollingExport {
@@ -59,21 +78,29 @@ impl RollingExport {
         }
         let seq = next_part(&cfg)?;
         let flow_base = read_flow_base(&next_id_path(&cfg))?;
-        Ok(RollingExport {
+        let writer = PartWriter {
             part: Part::open(&cfg, seq)?,
+            cfg: cfg.clone(),
+            seq,
+            flow_base,
+            cache: TextCache::default(),
+        };
+        let (to_writer, rows) = sync_channel(4);
+        let writer = std::thread::Builder::new()
+            .name("parquet parts".into())
+            .spawn(move || writer.run(rows))
+            .map_err(io_err(&cfg.dir))?;
+        Ok(RollingExport {
             bins: Bins::new(cfg.bin_ns),
             cfg,
             every_ns,
             boundary: None,
-            seq,
             flow_base,
-            cache: TextCache::default(),
             paused_counted: HashMap::default(),
+            batch: Vec::with_capacity(BATCH),
+            to_writer: Some(to_writer),
+            writer: Some(writer),
         })
-    }
-
-    fn flow_id(&self, own: u64) -> i64 {
-        self.flow_base + own as i64 + 1
     }
 
     /// Whether the capture's clock at `now` has left the interval being written.
@@ -91,6 +118,37 @@ impl RollingExport {
         (ts / self.every_ns + 1) * self.every_ns
     }
 
+    fn send(&mut self, row: Row) -> Result<(), Error> {
+        self.batch.push(row);
+        if self.batch.len() >= BATCH {
+            return self.hand_over();
+        }
+        Ok(())
+    }
+
+    /// Hands the rows so far to the writer; its error if it stopped on one.
+    fn hand_over(&mut self) -> Result<(), Error> {
+        let rows = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
+        let sent = self.to_writer.as_ref().map(|w| w.send(rows));
+        match sent {
+            Some(Ok(())) => Ok(()),
+            _ => self.stop_writer(),
+        }
+    }
+
+    /// Waits for the writer to end: its error, if any.
+    fn stop_writer(&mut self) -> Result<(), Error> {
+        self.to_writer = None;
+        match self.writer.take().map(JoinHandle::join) {
+            Some(Ok(result)) => result,
+            Some(Err(_)) => Err(Error::Output {
+                path: self.cfg.dir.clone(),
+                source: std::io::Error::other("the Parquet part writer panicked"),
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// Ends the interval: its parts written and published, a new set begun for the interval
     /// of `now` (intervals without a frame in between get no parts).
     pub fn rotate(&mut self, now: u64, an: &Analyzer) -> Result<(), Error> {
@@ -98,7 +156,7 @@ impl RollingExport {
             return Ok(());
         };
         for row in self.bins.close_bins(Some(cut)) {
-            self.timeline_row(row)?;
+            self.send(Row::Timeline(row))?;
         }
         let frames = self.bins.take_pfc(Some(cut));
         let mut spans = Vec::new();
@@ -107,48 +165,36 @@ impl RollingExport {
             spans.extend(uncounted(p.ended, p.in_force, from, Some(cut)).map(|iv| (p.key, iv)));
             self.paused_counted.insert(p.key, from.max(cut));
         }
-        let bins = pfc_bins(&frames, spans, self.cfg.bin_ns);
-        let next = Part::open(&self.cfg, self.seq + 1)?;
-        let done = std::mem::replace(&mut self.part, next);
-        done.publish(&self.cfg, self.seq, &bins)?;
-        write_flow_base(
-            &next_id_path(&self.cfg),
-            self.flow_base + an.flows_seen() as i64,
-        )?;
-        self.seq += 1;
+        self.send(Row::Publish {
+            pfc: pfc_bins(&frames, spans, self.cfg.bin_ns),
+            next_flow_id: self.flow_base + an.flows_seen() as i64,
+        })?;
+        self.hand_over()?;
         self.boundary = Some(self.interval_end(now.max(cut)));
         Ok(())
     }
 
     /// One frame, and what the analysis made of it.
     pub fn frame(&mut self, p: &PacketSummary, o: Outcome) -> Result<(), Error> {
-        let base = self.flow_base;
-        PacketRow::new(p, o).write(
-            &mut self.part.packets,
-            |f| Some(base + f as i64 + 1),
-            &mut self.cache,
-        )?;
-        let (timeline, bin_ns) = (&mut self.part.timeline, self.cfg.bin_ns);
+        self.send(Row::Packet(PacketRow::new(p, o)))?;
+        let mut closed = Vec::new();
         self.bins.frame(p, o, &mut |row| {
-            row.write(timeline, base + row.flow + 1, bin_ns)
-        })
-    }
-
-    fn timeline_row(&mut self, row: TimelineRow) -> Result<(), Error> {
-        let id = self.flow_id(row.flow as u64);
-        row.write(&mut self.part.timeline, id, self.cfg.bin_ns)
+            closed.push(row);
+            Ok::<(), Error>(())
+        })?;
+        for row in closed {
+            self.send(Row::Timeline(row))?;
+        }
+        Ok(())
     }
 
     /// Flow `id` ended (`flow`: its report entry, numbered by its own id).
     pub fn flow_ended(&mut self, id: usize, flow: Option<&FlowReport>) -> Result<(), Error> {
         if let Some(row) = self.bins.flow_ended(id) {
-            self.timeline_row(row)?;
+            self.send(Row::Timeline(row))?;
         }
         match flow {
-            Some(f) => {
-                let id = self.flow_id(id as u64);
-                rows::flow_row(&mut self.part.flows, f, id)
-            }
+            Some(f) => self.send(Row::Flow(Box::new(f.clone()), id as u64)),
             None => Ok(()),
         }
     }
@@ -156,7 +202,7 @@ impl RollingExport {
     /// Findings that first held at `ts_ns`.
     pub fn findings(&mut self, ts_ns: u64, findings: &[Finding]) -> Result<(), Error> {
         for f in findings {
-            rows::finding_row(&mut self.part.findings, f, Some(ts_ns))?;
+            self.send(Row::Finding(Box::new(f.clone()), ts_ns))?;
         }
         Ok(())
     }
@@ -180,23 +226,79 @@ impl RollingExport {
             .collect();
         ending.sort_by_key(|&(id, _)| id);
         for (id, f) in ending {
-            let id = self.flow_id(id as u64);
-            rows::flow_row(&mut self.part.flows, f, id)?;
+            self.send(Row::Flow(Box::new(f.clone()), id as u64))?;
         }
         for row in self.bins.close_bins(None) {
-            self.timeline_row(row)?;
+            self.send(Row::Timeline(row))?;
         }
         let mut spans = Vec::new();
         for (&key, closed) in pauses {
             let from = self.paused_counted.get(&key).copied().unwrap_or(0);
             spans.extend(uncounted(closed, None, from, None).map(|iv| (key, iv)));
         }
-        let bins = pfc_bins(&self.bins.take_pfc(None), spans, self.cfg.bin_ns);
-        self.part.publish(&self.cfg, self.seq, &bins)?;
-        write_flow_base(
-            &next_id_path(&self.cfg),
-            self.flow_base + report.capture.flows as i64,
-        )
+        let pfc = pfc_bins(&self.bins.take_pfc(None), spans, self.cfg.bin_ns);
+        self.send(Row::Publish {
+            pfc,
+            next_flow_id: self.flow_base + report.capture.flows as i64,
+        })?;
+        self.hand_over()?;
+        self.stop_writer()
+    }
+}
+
+/// The thread that writes the rows into the parts and publishes each set.
+struct PartWriter {
+    cfg: ExportConfig,
+    part: Part,
+    /// The number of the part being written.
+    seq: u64,
+    flow_base: i64,
+    cache: TextCache,
+}
+
+impl PartWriter {
+    /// Writes what comes until the export hangs up; stops at the first error.
+    fn run(mut self, rows: Receiver<Vec<Row>>) -> Result<(), Error> {
+        let written = rows.iter().flatten().try_for_each(|row| self.write(row));
+        // The set begun after the last one published (or the one an error cut short) is
+        // never published: its temporary files go.
+        drop(self.part);
+        for table in TABLES {
+            let _ = std::fs::remove_file(temp_path(&self.cfg, table, self.seq));
+        }
+        written
+    }
+
+    fn flow_id(&self, own: u64) -> i64 {
+        self.flow_base + own as i64 + 1
+    }
+
+    fn write(&mut self, row: Row) -> Result<(), Error> {
+        let base = self.flow_base;
+        match row {
+            Row::Packet(p) => p.write(
+                &mut self.part.packets,
+                |f| Some(base + f as i64 + 1),
+                &mut self.cache,
+            ),
+            Row::Timeline(t) => {
+                let id = self.flow_id(t.flow as u64);
+                t.write(&mut self.part.timeline, id, self.cfg.bin_ns)
+            }
+            Row::Flow(f, own) => {
+                let id = self.flow_id(own);
+                rows::flow_row(&mut self.part.flows, &f, id)
+            }
+            Row::Finding(f, ts_ns) => rows::finding_row(&mut self.part.findings, &f, Some(ts_ns)),
+            Row::Publish { pfc, next_flow_id } => {
+                let next = Part::open(&self.cfg, self.seq + 1)?;
+                let done = std::mem::replace(&mut self.part, next);
+                done.publish(&self.cfg, self.seq, &pfc)?;
+                write_flow_base(&next_id_path(&self.cfg), next_flow_id)?;
+                self.seq += 1;
+                Ok(())
+            }
+        }
     }
 }
 
@@ -234,12 +336,7 @@ impl Part {
     }
 
     /// Writes the set's last rows and the PFC part, then gives each part its name.
-    fn publish(
-        self,
-        cfg: &ExportConfig,
-        seq: u64,
-        pfc: &super::bins::PfcBins,
-    ) -> Result<(), Error> {
+    fn publish(self, cfg: &ExportConfig, seq: u64, pfc: &PfcBins) -> Result<(), Error> {
         self.packets.close()?;
         self.flows.close()?;
         self.timeline.close()?;
@@ -341,8 +438,7 @@ mod tests {
         std::fs::write(&stale, b"half").unwrap();
         std::fs::write(next_id_path(&cfg), "42\n").unwrap();
         let x = RollingExport::new(cfg.clone(), 1_000_000_000).unwrap();
-        assert_eq!((x.seq, x.flow_base), (8, 42));
-        assert_eq!(x.flow_id(0), 43, "the first flow of the run");
+        assert_eq!(x.flow_base, 42, "the first flow of the run is 43");
         assert!(
             cfg.part_path("flows", 7).is_file(),
             "a live run adds, never replaces"
@@ -355,7 +451,11 @@ mod tests {
         drop(x);
         // A file exported again starts over.
         let x = RollingExport::new(config(&dir, false), 1_000_000_000).unwrap();
-        assert_eq!((x.seq, x.flow_base), (0, 0));
+        assert_eq!(x.flow_base, 0);
+        assert!(
+            temp_path(&cfg, "packets", 0).exists(),
+            "numbered from 0 again"
+        );
         assert!(!cfg.part_path("flows", 7).exists());
         let _ = std::fs::remove_dir_all(&dir);
     }
