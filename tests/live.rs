@@ -468,51 +468,13 @@ fn a_monitor_feeds_prometheus_and_a_rolling_dataset_as_the_offline_report_tells(
         std::thread::sleep(Duration::from_millis(300));
     }
     let flows = offline["flows"].as_array().unwrap();
-    let sum = |k: &dyn Fn(&Value) -> u64| flows.iter().map(k).sum::<u64>() as f64;
-    let expect = [
-        (
-            "roce_sniff_frames_total{kind=\"pfc\"}",
-            c["pfc_frames"].as_f64().unwrap(),
-        ),
-        ("roce_sniff_dropped_frames_total", 0.0),
-        ("roce_sniff_flows_active", flows.len() as f64),
-        (
-            "sum(roce_sniff_qp_packets_total)",
-            sum(&|f| f["packets"].as_u64().unwrap()),
-        ),
-        (
-            "sum(roce_sniff_qp_psn_gaps_total)",
-            sum(&|f| f["psn"]["gaps"].as_u64().unwrap()),
-        ),
-        (
-            "sum(roce_sniff_qp_ce_total)",
-            sum(&|f| f["ce"].as_u64().unwrap()),
-        ),
-        (
-            "sum(roce_sniff_qp_cnps_total)",
-            sum(&|f| f["cnps"].as_u64().unwrap()),
-        ),
-        (
-            "roce_sniff_qp_psn_gaps_total{src=\"10.0.0.5\",qp=\"0x000213\"}",
-            1.0,
-        ),
-        (
-            "sum(roce_sniff_pfc_pause_frames_total)",
-            offline["pfc"]["priorities"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|p| p["xoff"].as_f64().unwrap())
-                .sum(),
-        ),
-    ];
-    let wrong: Vec<String> = expect
-        .iter()
-        .filter_map(|&(q, want)| {
-            let got = promql(prom_port, q);
-            (got != Some(want)).then(|| format!("{q}: got {got:?}, expected {want}"))
-        })
-        .collect();
+    let mut expect = promql_of_report(&offline);
+    expect.push(("roce_sniff_dropped_frames_total", 0.0));
+    expect.push((
+        "roce_sniff_qp_psn_gaps_total{src=\"10.0.0.5\",qp=\"0x000213\"}",
+        1.0,
+    ));
+    let wrong = promql_wrong(prom_port, &expect);
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     // The capture still runs: the parts of the replay's intervals are out (the idle link's
     // wall clock ended the last), whole, and hold every frame; the flows are still open.
@@ -587,7 +549,10 @@ fn a_monitor_feeds_prometheus_and_a_rolling_dataset_as_the_offline_report_tells(
     from_events.sort_by_key(|r| r[0].as_u64());
     assert_eq!(stored, from_events, "flows, timeline and packets tables");
     let pfc = duckdb_rows(&format!("select sum(xoff)::bigint from {}", glob("pfc")));
-    assert_eq!(pfc[0][0], expect[8].1 as u64);
+    let xoff = expect
+        .iter()
+        .find(|e| e.0 == "sum(roce_sniff_pfc_pause_frames_total)");
+    assert_eq!(pfc[0][0], xoff.unwrap().1 as u64);
     let findings: Vec<Vec<Value>> =
         duckdb_rows(&format!("select code from {} order by 1", glob("findings")));
     let mut told: Vec<Value> = json_lines(&events)

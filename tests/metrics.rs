@@ -46,37 +46,19 @@ fn prometheus_scrapes_the_offline_reports_counters() {
     let c = &report["capture"];
     assert_eq!(roce as u64, c["roce_packets"].as_u64().unwrap());
     let flows = report["flows"].as_array().unwrap();
-    let sum = |k: &dyn Fn(&Value) -> u64| flows.iter().map(k).sum::<u64>() as f64;
-    let expect = [
-        (
-            "roce_sniff_frames_total{kind=\"pfc\"}",
-            c["pfc_frames"].as_u64().unwrap() as f64,
-        ),
-        (
-            "sum(roce_sniff_qp_packets_total)",
-            sum(&|f| f["packets"].as_u64().unwrap()),
-        ),
+    let mut expect = promql_of_report(&report);
+    expect.extend([
         (
             "sum(roce_sniff_qp_bytes_total)",
-            sum(&|f| f["bytes"].as_u64().unwrap()),
-        ),
-        (
-            "sum(roce_sniff_qp_psn_gaps_total)",
-            sum(&|f| f["psn"]["gaps"].as_u64().unwrap()),
-        ),
-        (
-            "sum(roce_sniff_qp_ce_total)",
-            sum(&|f| f["ce"].as_u64().unwrap()),
-        ),
-        (
-            "sum(roce_sniff_qp_cnps_total)",
-            sum(&|f| f["cnps"].as_u64().unwrap()),
+            flows
+                .iter()
+                .map(|f| f["bytes"].as_u64().unwrap())
+                .sum::<u64>() as f64,
         ),
         (
             "roce_sniff_qp_psn_gaps_total{src=\"10.0.0.5\",qp=\"0x000213\"}",
             1.0,
         ),
-        ("roce_sniff_flows_active", flows.len() as f64),
         (
             "sum(roce_sniff_pfc_pause_frames_total{priority=\"3\"})",
             report["pfc"]["priorities"]
@@ -91,14 +73,8 @@ fn prometheus_scrapes_the_offline_reports_counters() {
             "count(roce_sniff_findings_total{code=\"psn_loss\",severity=\"critical\"})",
             1.0,
         ),
-    ];
-    let mut wrong = Vec::new();
-    for (q, want) in expect {
-        let got = promql(prom_port, q);
-        if got != Some(want) {
-            wrong.push(format!("{q}: got {got:?}, expected {want}"));
-        }
-    }
+    ]);
+    let wrong = promql_wrong(prom_port, &expect);
     // Paused time: the report's microseconds, in seconds.
     let paused_us: f64 = report["pfc"]["priorities"]
         .as_array()

@@ -217,15 +217,7 @@ impl RollingExport {
         open: &[usize],
         pauses: &std::collections::BTreeMap<(MacAddr, u8), Vec<(u64, u64)>>,
     ) -> Result<(), Error> {
-        let open: std::collections::HashSet<usize> = open.iter().copied().collect();
-        let mut ending: Vec<(usize, &FlowReport)> = order
-            .iter()
-            .copied()
-            .zip(&report.flows)
-            .filter(|(id, _)| open.contains(id))
-            .collect();
-        ending.sort_by_key(|&(id, _)| id);
-        for (id, f) in ending {
+        for (id, f) in crate::analysis::report_build::still_open(report, order, open) {
             self.send(Row::Flow(Box::new(f.clone()), id as u64))?;
         }
         for row in self.bins.close_bins(None) {

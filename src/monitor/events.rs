@@ -105,15 +105,7 @@ impl EventWriter {
         open: &[usize],
         ts_ns: u64,
     ) -> io::Result<()> {
-        let open: std::collections::HashSet<usize> = open.iter().copied().collect();
-        let mut ending: Vec<(usize, &FlowReport)> = order
-            .iter()
-            .copied()
-            .zip(&report.flows)
-            .filter(|(id, _)| open.contains(id))
-            .collect();
-        ending.sort_by_key(|&(id, _)| id);
-        for (id, f) in ending {
+        for (id, f) in crate::analysis::report_build::still_open(report, order, open) {
             let mut flow = f.clone();
             flow.id = id + 1;
             self.flow_end(ts_ns, &flow)?;

@@ -216,3 +216,52 @@ pub fn duckdb_rows(sql: &str) -> Vec<Vec<Value>> {
     );
     serde_json::from_slice(&out.stdout).unwrap()
 }
+
+/// PromQL queries and what they give for a monitor that analysed the capture of `report` (its
+/// flows all open): frame, QP and PFC counters. Not bytes: a replayed snap-length capture
+/// carries other lengths than its file tells.
+pub fn promql_of_report(report: &Value) -> Vec<(&'static str, f64)> {
+    let c = &report["capture"];
+    let flows = report["flows"].as_array().unwrap();
+    let sum = |k: &dyn Fn(&Value) -> &Value| {
+        flows.iter().map(|f| k(f).as_u64().unwrap()).sum::<u64>() as f64
+    };
+    vec![
+        (
+            "roce_sniff_frames_total{kind=\"roce\"}",
+            c["roce_packets"].as_f64().unwrap(),
+        ),
+        (
+            "roce_sniff_frames_total{kind=\"pfc\"}",
+            c["pfc_frames"].as_f64().unwrap(),
+        ),
+        ("roce_sniff_flows_active", flows.len() as f64),
+        ("sum(roce_sniff_qp_packets_total)", sum(&|f| &f["packets"])),
+        (
+            "sum(roce_sniff_qp_psn_gaps_total)",
+            sum(&|f| &f["psn"]["gaps"]),
+        ),
+        ("sum(roce_sniff_qp_ce_total)", sum(&|f| &f["ce"])),
+        ("sum(roce_sniff_qp_cnps_total)", sum(&|f| &f["cnps"])),
+        (
+            "sum(roce_sniff_pfc_pause_frames_total)",
+            report["pfc"]["priorities"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["xoff"].as_f64().unwrap())
+                .sum(),
+        ),
+    ]
+}
+
+/// The queries of `expect` whose answer differs, as lines saying so.
+pub fn promql_wrong(port: u16, expect: &[(&str, f64)]) -> Vec<String> {
+    expect
+        .iter()
+        .filter_map(|&(q, want)| {
+            let got = promql(port, q);
+            (got != Some(want)).then(|| format!("{q}: got {got:?}, expected {want}"))
+        })
+        .collect()
+}
