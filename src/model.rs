@@ -168,7 +168,10 @@ impl<K: Display> Tally<K> {
     /// keys sort).
     pub fn by_name(counts: impl IntoIterator<Item = (K, u64)>) -> Self {
         let mut v: Vec<(K, u64)> = counts.into_iter().filter(|&(_, n)| n > 0).collect();
-        v.sort_by_cached_key(|(k, _)| k.to_string());
+        // Most flows have one PCP, one ECN value, an opcode or two: no name to make then.
+        if v.len() > 1 {
+            v.sort_by_cached_key(|(k, _)| k.to_string());
+        }
         v.shrink_to_fit();
         Tally(v)
     }

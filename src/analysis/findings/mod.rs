@@ -216,7 +216,8 @@ fn loss_findings(
     lossless: bool,
     out: &mut Vec<Finding>,
 ) {
-    let flow = Some(r.label());
+    // Made only for a finding: most flows have none, and a label is a formatted string.
+    let flow = || Some(r.label());
     let reliable = f.reliable;
     {
         let lost = r.psn.missing + r.psn.recovered;
@@ -254,7 +255,7 @@ fn loss_findings(
                 FindingCode::PsnLoss,
                 msg,
                 &cause,
-                flow.clone(),
+                flow(),
                 lost,
                 f.loss.frames.clone(),
             ));
@@ -265,7 +266,7 @@ fn loss_findings(
                 FindingCode::ReadResponseLoss,
                 format!("{} gaps in READ responses on {}", r.read_response_gaps, r.label()),
                 "READ response packets were dropped on the way back to the requester, which must re-read",
-                flow.clone(),
+                flow(),
                 r.read_response_gaps,
                 vec![],
             ));
@@ -282,7 +283,7 @@ fn loss_findings(
                     r.naks.rnr
                 ),
                 "after a NAK or a timeout the requester resent everything from the first unacknowledged PSN (go-back-N)",
-                flow.clone(),
+                flow(),
                 r.psn.retransmitted,
                 f.retrans.frames.clone(),
             ));
@@ -293,7 +294,7 @@ fn loss_findings(
                 FindingCode::OutOfOrder,
                 format!("{} packets arrived out of order on {}", r.psn.out_of_order, r.label()),
                 "the network reordered packets of one QP (ECMP path change, adaptive routing, or a mirror merging two directions)",
-                flow.clone(),
+                flow(),
                 r.psn.out_of_order,
                 vec![],
             ));
@@ -304,7 +305,7 @@ fn loss_findings(
                 FindingCode::Duplicates,
                 format!("{} duplicate PSNs on {}", r.psn.duplicates, r.label()),
                 "the same packet was captured twice (mirror or TAP duplication) or resent without a NAK",
-                flow.clone(),
+                flow(),
                 r.psn.duplicates,
                 f.dups.frames.clone(),
             ));
@@ -314,7 +315,8 @@ fn loss_findings(
 
 /// NAKs with an error code, RNR NAKs, and CE marks the receiver did not answer.
 fn response_findings(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
-    let flow = Some(r.label());
+    // Made only for a finding: most flows have none, and a label is a formatted string.
+    let flow = || Some(r.label());
     {
         let n = &f.naks;
         let errors = [
@@ -331,7 +333,7 @@ fn response_findings(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
                     FindingCode::NakError,
                     format!("{} NAK ({what}) for {}", ev.count, r.label()),
                     cause,
-                    flow.clone(),
+                    flow(),
                     ev.count,
                     ev.frames.clone(),
                 ));
@@ -343,7 +345,7 @@ fn response_findings(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
                 FindingCode::RnrNak,
                 format!("{} RNR NAKs for {}", n.rnr.count, r.label()),
                 "the responder had no receive buffer posted (receiver not ready): the application does not post receives fast enough",
-                flow.clone(),
+                flow(),
                 n.rnr.count,
                 n.rnr.frames.clone(),
             ));
@@ -354,7 +356,7 @@ fn response_findings(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
                 FindingCode::CeWithoutCnp,
                 format!("{} CE-marked packets on {} and no CNP came back", r.ce, r.label()),
                 "congestion control is off at the receiver (no DCQCN notification point), or its CNPs travel where this capture does not see them",
-                flow.clone(),
+                flow(),
                 r.ce,
                 f.ce.frames.clone(),
             ));
@@ -370,7 +372,7 @@ fn response_findings(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
                     super::CNP_WINDOW_NS / 1_000_000
                 ),
                 "CNPs are rate-limited per QP, so not every mark gets one; many unanswered marks mean the receiver reacts slowly",
-                flow.clone(),
+                flow(),
                 r.ce_without_cnp,
                 f.ce_unanswered.frames.clone(),
             ));
@@ -389,7 +391,8 @@ fn what_it_carries(r: &FlowReport) -> &'static str {
 
 /// Marking (ECN, DSCP), corruption and MTU trouble of one flow.
 fn marking_findings(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
-    let flow = Some(r.label());
+    // Made only for a finding: most flows have none, and a label is a formatted string.
+    let flow = || Some(r.label());
     {
         if f.not_ect.count > 0 {
             out.push(finding(
@@ -397,7 +400,7 @@ fn marking_findings(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
                 FindingCode::NotEct,
                 format!("{} RoCE {} packets sent Not-ECT on {}", f.not_ect.count, what_it_carries(r), r.label()),
                 "ECN is not enabled on the sender, so switches cannot mark this traffic and drop or pause it instead",
-                flow.clone(),
+                flow(),
                 f.not_ect.count,
                 f.not_ect.frames.clone(),
             ));
@@ -413,7 +416,7 @@ fn marking_findings(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
                     r.label()
                 ),
                 "the RoCE traffic class is set for layer 2 only: switches that classify by DSCP put this traffic in the default, lossy queue",
-                flow.clone(),
+                flow(),
                 f.dscp0_with_pcp.count,
                 f.dscp0_with_pcp.frames.clone(),
             ));
@@ -424,7 +427,7 @@ fn marking_findings(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
                 FindingCode::IcrcBad,
                 format!("{} frames with a bad ICRC on {}", r.icrc_bad, r.label()),
                 "frames were corrupted in flight (cable, optic, or a device rewriting fields the ICRC covers)",
-                flow.clone(),
+                flow(),
                 r.icrc_bad,
                 f.icrc_bad.frames.clone(),
             ));
@@ -440,7 +443,7 @@ fn marking_findings(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
                     r.label()
                 ),
                 "the sender uses a larger MTU than the QP's path MTU: an MTU mismatch that switches with a smaller MTU drop",
-                flow.clone(),
+                flow(),
                 r.oversize,
                 f.oversize.frames.clone(),
             ));
