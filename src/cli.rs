@@ -250,7 +250,8 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..), help_heading = "Monitoring")]
     pub metrics_max_qps: u32,
 
-    /// The capture's name in the Parquet dataset (default: the file's stem).
+    /// The capture's name in the Parquet dataset (default: the file's stem; a live capture's
+    /// interface).
     #[arg(long, value_name = "NAME", help_heading = "Parquet export")]
     pub capture_name: Option<String>,
 
