@@ -101,12 +101,13 @@ impl ReportSink {
         if !self.analyzer.has_ended() {
             return Ok(());
         }
-        for e in self.analyzer.take_ended() {
+        for mut e in self.analyzer.take_ended() {
             if let (Some(ev), Some(r)) = (self.events.as_mut(), &e.report) {
                 ev.flow_end(e.ended_ns, r)?;
             }
             if let Some(x) = self.exporter.as_mut() {
-                x.flow_ended(e.flow.id as usize, e.report.as_ref())
+                // The entry is the export's now: the events are done with it.
+                x.flow_ended(e.flow.id as usize, e.report.take())
                     .map_err(io::Error::other)?;
             }
             if let Some(m) = self.ended_for_metrics.as_mut() {

@@ -119,7 +119,7 @@ impl Exporter {
     }
 
     /// Flow `id` ended; `flow` its report entry when the analysis made one.
-    pub fn flow_ended(&mut self, id: usize, flow: Option<&FlowReport>) -> Result<(), Error> {
+    pub fn flow_ended(&mut self, id: usize, flow: Option<FlowReport>) -> Result<(), Error> {
         match self {
             Exporter::Whole(w) => w.flow_ended(id),
             Exporter::Rolling(r) => r.flow_ended(id, flow),

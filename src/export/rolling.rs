@@ -189,12 +189,12 @@ impl RollingExport {
     }
 
     /// Flow `id` ended (`flow`: its report entry, numbered by its own id).
-    pub fn flow_ended(&mut self, id: usize, flow: Option<&FlowReport>) -> Result<(), Error> {
+    pub fn flow_ended(&mut self, id: usize, flow: Option<FlowReport>) -> Result<(), Error> {
         if let Some(row) = self.bins.flow_ended(id) {
             self.send(Row::Timeline(row))?;
         }
         match flow {
-            Some(f) => self.send(Row::Flow(Box::new(f.clone()), id as u64)),
+            Some(f) => self.send(Row::Flow(Box::new(f), id as u64)),
             None => Ok(()),
         }
     }
