@@ -109,6 +109,7 @@ fn run_correlate(config: &Config, paths: &[String]) -> Result<u8, Error> {
         json,
         decode,
         report_dir,
+        fail_on,
     } = &config.mode
     else {
         unreachable!("called for --correlate");
@@ -162,7 +163,19 @@ fn run_correlate(config: &Config, paths: &[String]) -> Result<u8, Error> {
     written
         .and_then(|_| writer.flush())
         .map_err(output_error(json.as_ref()))?;
-    Ok(exit::OK)
+    Ok(fail_on_code(fail_on.as_ref(), &doc.findings))
+}
+
+/// The exit code `--fail-on` gives `findings`, saying which finding failed the run.
+fn fail_on_code(fail_on: Option<&crate::exit::FailOn>, findings: &[crate::model::Finding]) -> u8 {
+    let Some(f) = fail_on.and_then(|f| f.first_failing(findings)) else {
+        return exit::OK;
+    };
+    eprintln!(
+        "roce-sniff: --fail-on: {} {} raised (exit code 1)",
+        f.severity, f.code
+    );
+    exit::VERIFY_FAILED
 }
 
 fn file_run(config: &Config) -> FileRun {
@@ -559,7 +572,8 @@ fn render(
     let failed = report.verify.as_ref().is_some_and(|v| !v.passed);
     // A capture without a single frame proves nothing: a script must not read it as a pass.
     let empty = report.capture.packets == 0;
-    Ok(if failed || empty {
+    let failing = fail_on_code(opts.fail_on.as_ref(), &report.findings) != exit::OK;
+    Ok(if failed || empty || failing {
         exit::VERIFY_FAILED
     } else {
         exit::OK

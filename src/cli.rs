@@ -9,6 +9,7 @@ use clap::Parser;
 use crate::analysis::pfc::PfcConfig;
 use crate::analysis::AnalysisConfig;
 use crate::error::Error;
+use crate::exit::FailOn;
 use crate::model::{EcnExpect, Expectations};
 use crate::output::Output;
 use crate::packets::{PacketFormat, PrintSettings};
@@ -40,8 +41,9 @@ Verification (for test scripts):
       A check the capture cannot support (PCP without VLAN tags, a cooked capture) is
       UNVERIFIABLE, and a capture without RoCE is not a PASS: both exit with 1.
 
-Exit codes: 0 ok (verification passed), 1 verification failed or could not be made, or the
-capture held no frames, 2 error (unreadable input, bad flags).";
+Exit codes: 0 ok (verification passed), 1 verification failed or could not be made, the
+capture held no frames, or a finding --fail-on names was raised, 2 error (unreadable input,
+bad flags).";
 
 #[derive(Parser, Debug)]
 #[command(
@@ -211,6 +213,12 @@ pub struct Args {
     #[arg(long, value_name = "N", value_parser = parse_pcp, help_heading = "Verification (exit code 1 when a frame does not match)")]
     pub expect_cnp_pcp: Option<u8>,
 
+    /// Exit code 1 when a finding at or above a level (`critical`, `warning`, `info`), or
+    /// of one of the given codes, is raised: `--fail-on critical`, `--fail-on
+    /// psn_loss,icrc_bad`. Combines with --expect-* (either failing gives 1).
+    #[arg(long, value_name = "LEVEL|CODE,...", value_parser = FailOn::parse, help_heading = "Verification (exit code 1 when a frame does not match)")]
+    pub fail_on: Option<FailOn>,
+
     /// Write a report directory: timelines (CSV, JSON), plots (PNG, SVG) and index.html.
     /// Into DIR with --report=DIR (the `=` is required); without it, reports/<capture name>.
     #[arg(long, value_name = "DIR", num_args = 0..=1, require_equals = true, default_missing_value = "", help_heading = "Report directory")]
@@ -355,6 +363,8 @@ pub enum Mode {
         decode: DecodeOptions,
         /// --report: the plots and the page.
         report_dir: Option<PathBuf>,
+        /// `--fail-on`: findings that make the exit code 1.
+        fail_on: Option<FailOn>,
     },
 }
 
@@ -380,6 +390,8 @@ pub struct ReportOptions {
     pub metrics: Option<MetricsConfig>,
     /// `--events`: where the NDJSON events go.
     pub events: Option<Output>,
+    /// `--fail-on`: findings that make the exit code 1.
+    pub fail_on: Option<FailOn>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -637,6 +649,7 @@ impl Args {
             (self.flow_timeout.is_some() && !analysing, "--flow-timeout"),
             (self.metrics.is_some(), "--metrics"),
             (self.events.is_some(), "--events"),
+            (self.fail_on.is_some(), "--fail-on"),
         ];
         if let Some((_, flag)) = report_only.iter().find(|(given, _)| *given) {
             return Err(Error::Usage(format!(
@@ -705,6 +718,7 @@ impl Args {
             json,
             decode: self.decode_options(),
             report_dir,
+            fail_on: self.fail_on.clone(),
         })
     }
 
@@ -732,6 +746,7 @@ impl Args {
                 max_qps: self.metrics_max_qps as usize,
             }),
             events,
+            fail_on: self.fail_on.clone(),
         }))
     }
 
