@@ -69,6 +69,8 @@ fn bench_decode(c: &mut Criterion) {
                     interface: 0,
                     input: 0,
                     point: 0,
+                    frame: 1,
+                    input_frame: 1,
                     data: std::hint::black_box(&f),
                 };
                 let frame = decode_frame(1, rec.data, rec.len);

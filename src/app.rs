@@ -477,11 +477,16 @@ fn feed<S: crate::pipeline::Sink>(
     }
     let mut selection = Selection::new(select.clone())?;
     let mut failure = None;
-    let end = source.for_each_batch(|batch, status| match selection.keep(batch) {
-        Ok(kept) => pipeline.records(&kept, status),
-        Err(e) => {
-            failure = Some(e);
-            Err(io::Error::other("selection failed"))
+    let end = source.for_each_batch(|batch, status| {
+        if let Some(first) = batch.first() {
+            pipeline.capture_starts_at(first.ts_ns);
+        }
+        match selection.keep(batch) {
+            Ok(kept) => pipeline.records(&kept, status),
+            Err(e) => {
+                failure = Some(e);
+                Err(io::Error::other("selection failed"))
+            }
         }
     });
     if let Some(e) = failure {
@@ -508,6 +513,7 @@ fn finish_report(
 ) -> Result<(Report, Option<PlotData>), Error> {
     let mut diagnostics = finished.diagnostics;
     let live = end.live.take();
+    let origins = end.origins.take();
     let (format, snaplen) = (end.format, end.snaplen);
     record_problems(&mut diagnostics, end);
     let meta = CaptureMeta {
@@ -517,7 +523,7 @@ fn finish_report(
         counts: finished.counts,
         warnings: diagnostics.finish(),
     };
-    let (mut report, plots) = finished.sink.finish(meta, ctx)?;
+    let (mut report, plots) = finished.sink.finish(meta, ctx, origins.as_ref())?;
     report.capture.live = live;
     Ok((report, plots))
 }

@@ -66,6 +66,7 @@ mod tests {
             flow: None,
             count: 1,
             frames: vec![1],
+            frame_refs: Vec::new(),
             group: None,
         }
     }

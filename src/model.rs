@@ -9,7 +9,7 @@ use std::fmt::{self, Display};
 
 use serde::Serialize;
 
-pub const SCHEMA: &str = "roce-sniff.report/2";
+pub const SCHEMA: &str = "roce-sniff.report/3";
 /// The schema of `--correlate --json`.
 pub const CORRELATION_SCHEMA: &str = "roce-sniff.correlation/2";
 
@@ -357,10 +357,21 @@ pub struct Finding {
     pub count: u64,
     /// The first frame numbers that show it.
     pub frames: Vec<u64>,
+    /// Several files read as one: each of `frames` as its file and its number there.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub frame_refs: Vec<FrameRef>,
     /// When many flows show the same finding, it is reported once for all of them: how many
     /// flows, and the worst few (by count) in full.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<FindingGroup>,
+}
+
+/// A frame of a set of files read as one, named in its own file (as Wireshark numbers it
+/// when the file is opened alone).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FrameRef {
+    pub file: String,
+    pub frame: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -375,6 +386,8 @@ pub struct GroupMember {
     pub count: u64,
     pub message: String,
     pub frames: Vec<u64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub frame_refs: Vec<FrameRef>,
 }
 
 /// Count and percentiles, in microseconds.

@@ -48,8 +48,8 @@ pub struct FrameJson<'a, 'f> {
     pub frame_no: u64,
     pub ts_ns: u64,
     pub frame: &'a Frame<'f>,
-    /// The input file, when several are read as one capture.
-    pub file: Option<&'a str>,
+    /// The input file, when several are read as one capture, and the frame's number in it.
+    pub file: Option<(&'a str, u64)>,
 }
 
 impl Serialize for FrameJson<'_, '_> {
@@ -57,8 +57,9 @@ impl Serialize for FrameJson<'_, '_> {
         let f = self.frame;
         let mut m = s.serialize_map(None)?;
         m.serialize_entry("frame", &self.frame_no)?;
-        if let Some(file) = self.file {
+        if let Some((file, file_frame)) = self.file {
             m.serialize_entry("file", file)?;
+            m.serialize_entry("file_frame", &file_frame)?;
         }
         m.serialize_entry("ts", &ts_seconds(self.ts_ns))?;
         m.serialize_entry("ts_ns", &self.ts_ns)?;
@@ -846,8 +847,8 @@ impl<W: Write + Send> Sink for PacketPrinter<W> {
             text: Vec::with_capacity(records.len() * 256),
         };
         let mut line = String::with_capacity(256);
-        for (i, rec) in records.iter().enumerate() {
-            let frame_no = at.first_frame + i as u64;
+        for rec in records {
+            let frame_no = rec.frame;
             let frame = decode(rec, settings.decode);
             chunk
                 .summaries
@@ -865,7 +866,7 @@ impl<W: Write + Send> Sink for PacketPrinter<W> {
                         file: settings
                             .inputs
                             .get(usize::from(rec.input))
-                            .map(String::as_str),
+                            .map(|name| (name.as_str(), rec.input_frame)),
                     };
                     serde_json::to_writer(&mut chunk.text, &json)
                         .map_err(io::Error::from)

@@ -20,8 +20,6 @@ const CHUNK: usize = 1024;
 /// Where a chunk of records sits in the capture.
 #[derive(Debug, Clone, Copy)]
 pub struct Position {
-    /// Number of the chunk's first frame (frames are numbered from 1).
-    pub first_frame: u64,
     /// Timestamp of the capture's first frame (for relative times).
     pub capture_start_ns: u64,
     /// Timestamps finer than microseconds.
@@ -111,7 +109,6 @@ pub struct Pipeline<S: Sink> {
     /// Chunks decoded but not yet consumed: with threads, batch N is consumed while batch
     /// N+1 is decoded.
     pending: Vec<S::Chunk>,
-    frames: u64,
     capture_start_ns: Option<u64>,
 }
 
@@ -144,7 +141,6 @@ impl<S: Sink> Pipeline<S> {
                 mirror_clock_warned: false,
             },
             pending: Vec::new(),
-            frames: 0,
             capture_start_ns: None,
         }
     }
@@ -163,17 +159,21 @@ impl<S: Sink> Pipeline<S> {
         &self.consumer.counts
     }
 
+    /// Times are relative to the capture's first frame read, `ts_ns`, even where a
+    /// selection leaves that frame out (as in Wireshark). Without it, the first consumed.
+    pub fn capture_starts_at(&mut self, ts_ns: u64) {
+        self.capture_start_ns.get_or_insert(ts_ns);
+    }
+
     /// A batch of records in capture order, with what the source says of them.
     pub fn records(&mut self, batch: &[Record<'_>], status: &SourceStatus) -> std::io::Result<()> {
         let Some(first) = batch.first() else {
             return Ok(());
         };
         let at = Position {
-            first_frame: self.frames + 1,
             capture_start_ns: *self.capture_start_ns.get_or_insert(first.ts_ns),
             nanosecond_times: status.nanosecond_times,
         };
-        self.frames += batch.len() as u64;
         let Pipeline {
             pool,
             decoder,
@@ -193,14 +193,7 @@ impl<S: Sink> Pipeline<S> {
                 || {
                     batch
                         .par_chunks(CHUNK)
-                        .enumerate()
-                        .map(|(i, records)| {
-                            let at = Position {
-                                first_frame: at.first_frame + (i * CHUNK) as u64,
-                                ..at
-                            };
-                            S::decode(decoder, at, records)
-                        })
+                        .map(|records| S::decode(decoder, at, records))
                         .collect::<Vec<_>>()
                 },
                 || {

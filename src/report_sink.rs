@@ -11,11 +11,12 @@ use crate::analysis::{AnalysisConfig, Analyzer};
 use crate::decode::summarize;
 use crate::error::Error;
 use crate::export::Exporter;
-use crate::model::{Expectations, PlotData, Report};
+use crate::model::{Expectations, Finding, PlotData, Report};
 use crate::monitor::events::EventWriter;
 use crate::monitor::metrics::QpCounts;
 use crate::monitor::watch::{FindingWatch, NewFindings};
 use crate::pipeline::{Position, Sink};
+use crate::source::origins::FrameOrigins;
 use crate::summary::PacketSummary;
 use crate::verify::{CaptureContext, Verifier};
 
@@ -143,14 +144,19 @@ impl ReportSink {
 
     /// Ends the analysis and the verification: the report, and what the plots need when
     /// timelines were collected.
+    /// `origins`: several files read as one, so that findings name their frames in them too.
     pub fn finish(
         mut self,
         meta: CaptureMeta,
         ctx: &CaptureContext,
+        origins: Option<&FrameOrigins>,
     ) -> Result<(Report, Option<PlotData>), Error> {
         let last_ts = meta.counts.last_ts;
         let end = self.analyzer.finish_all(meta);
         let mut report = end.report;
+        if let Some(o) = origins {
+            add_frame_refs(&mut report.findings, o);
+        }
         report.verify = self.verifier.map(|v| v.finish(ctx));
         let last = self
             .watch
@@ -178,6 +184,16 @@ impl ReportSink {
     }
 }
 
+/// Each finding's frames (and its group members') named in their own files.
+fn add_frame_refs(findings: &mut [Finding], origins: &FrameOrigins) {
+    for f in findings {
+        f.frame_refs = origins.frame_refs(&f.frames);
+        for m in f.group.iter_mut().flat_map(|g| g.worst.iter_mut()) {
+            m.frame_refs = origins.frame_refs(&m.frames);
+        }
+    }
+}
+
 impl Sink for ReportSink {
     type Chunk = Vec<PacketSummary>;
     type Decoder = DecodeOptions;
@@ -186,11 +202,14 @@ impl Sink for ReportSink {
         self.decode
     }
 
-    fn decode(options: &DecodeOptions, at: Position, records: &[Record<'_>]) -> Vec<PacketSummary> {
+    fn decode(
+        options: &DecodeOptions,
+        _at: Position,
+        records: &[Record<'_>],
+    ) -> Vec<PacketSummary> {
         records
             .iter()
-            .enumerate()
-            .map(|(i, rec)| summarize(at.first_frame + i as u64, rec, *options))
+            .map(|rec| summarize(rec.frame, rec, *options))
             .collect()
     }
 

@@ -1,7 +1,9 @@
 //! Offline selection, tcpdump's way: a BPF filter on the frames of a file (`roce-sniff -r F
 //! udp port 4791`), `--qp QPN` for one connection, `-c N` to stop after N frames, and `-w FILE`
-//! to write the frames kept, so that a user can hand Wireshark one QP. Frames are selected in
-//! capture order, before the pipeline numbers them (as tcpdump numbers what it prints).
+//! to write the frames kept, so that a user can hand Wireshark one QP. Frames keep the numbers
+//! the source gave them (`Record::frame`): the report cites the frames Wireshark shows as
+//! those numbers in the file, whatever was left out (tcpdump numbers what it prints; engineers
+//! quote Wireshark's numbers to each other).
 
 use std::collections::HashMap;
 use std::fs::File;

@@ -38,7 +38,7 @@ fn psn(f: &Value) -> (u64, u64, u64, u64, u64) {
 #[test]
 fn report_has_the_documented_top_level() {
     let r = report(&testdata("analysis_psn.pcap"), &[]);
-    assert_eq!(r["schema"], "roce-sniff.report/2");
+    assert_eq!(r["schema"], "roce-sniff.report/3");
     for k in [
         "packets",
         "bytes",

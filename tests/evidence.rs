@@ -74,3 +74,179 @@ fn fail_on_combines_with_expectations_and_is_refused_with_packets() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--fail-on applies to the analysis"), "{err}");
 }
+
+/// The JSON report of `roce-sniff -r FILE ARGS --json`.
+fn report_of(path: &std::path::Path, args: &[&str]) -> serde_json::Value {
+    let mut a = vec!["--json"];
+    a.extend_from_slice(args);
+    let out = run_path(path, &a);
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)))
+}
+
+/// Each finding's code and frames.
+fn finding_frames(report: &serde_json::Value) -> Vec<(String, Vec<u64>)> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let frames = f["frames"].as_array().unwrap().iter();
+            let frames = frames.map(|n| n.as_u64().unwrap()).collect();
+            (f["code"].as_str().unwrap().to_string(), frames)
+        })
+        .collect()
+}
+
+fn frames_of(report: &serde_json::Value, code: &str) -> Vec<u64> {
+    finding_frames(report)
+        .into_iter()
+        .find(|(c, _)| c == code)
+        .unwrap_or_else(|| panic!("no {code}"))
+        .1
+}
+
+#[test]
+fn a_filter_and_qp_keep_the_files_frame_numbers() {
+    let path = testdata("sample.pcap");
+    let whole = report_of(&path, &[]);
+    assert_eq!(whole["schema"], "roce-sniff.report/3");
+    let psn_loss = frames_of(&whole, "psn_loss");
+    assert_eq!(psn_loss, [4881]);
+    let filtered = report_of(&path, &["vlan", "and", "host", "10.0.0.5"]);
+    let qp = report_of(&path, &["--qp", "0x213"]);
+    for kept in [&filtered, &qp] {
+        assert_eq!(frames_of(kept, "psn_loss"), psn_loss);
+        assert_eq!(
+            frames_of(kept, "retransmissions"),
+            frames_of(&whole, "retransmissions")
+        );
+        assert_eq!(
+            kept["flows"][0]["first_frame"],
+            whole["flows"][0]["first_frame"]
+        );
+    }
+    if !tshark_available() {
+        return;
+    }
+    // Frame N of the filtered --packets is frame N in Wireshark, at the same time since the
+    // capture's first frame.
+    let out = run_path(&path, &["--packets", "vlan", "and", "host", "10.0.0.5"]);
+    let ours: Vec<(u64, String)> = stdout(&out)
+        .lines()
+        .map(|l| {
+            let mut w = l.split_whitespace();
+            (
+                w.next().unwrap().parse().unwrap(),
+                w.next().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let theirs: Vec<(u64, String)> = tshark(&[
+        "-r",
+        path.to_str().unwrap(),
+        "-Y",
+        "vlan and ip.addr == 10.0.0.5",
+        "-T",
+        "fields",
+        "-e",
+        "frame.number",
+        "-e",
+        "frame.time_relative",
+    ])
+    .lines()
+    .map(|l| {
+        let (n, t) = l.split_once('\t').unwrap();
+        (
+            n.parse().unwrap(),
+            t.parse::<f64>().map(|t| format!("{t:.9}")).unwrap(),
+        )
+    })
+    .collect();
+    assert_eq!(ours.len(), 2987);
+    assert_eq!(ours, theirs);
+}
+
+/// sample.pcap cut into files of 5,000 frames (a rotated set), in a directory of its own.
+fn rotated_sample(tag: &str) -> Vec<std::path::PathBuf> {
+    let dir =
+        std::env::temp_dir().join(format!("roce-sniff-evidence-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let data = std::fs::read(testdata("sample.pcap")).unwrap();
+    let (head, mut at) = (&data[..24], 24);
+    let mut parts: Vec<Vec<u8>> = Vec::new();
+    let mut n = 0;
+    while at + 16 <= data.len() {
+        let caplen = u32::from_le_bytes(data[at + 8..at + 12].try_into().unwrap()) as usize;
+        if n % 5000 == 0 {
+            parts.push(head.to_vec());
+        }
+        parts
+            .last_mut()
+            .unwrap()
+            .extend_from_slice(&data[at..at + 16 + caplen]);
+        at += 16 + caplen;
+        n += 1;
+    }
+    parts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let path = dir.join(format!("part{i}.pcap"));
+            std::fs::write(&path, p).unwrap();
+            path
+        })
+        .collect()
+}
+
+#[test]
+fn several_files_name_each_finding_frame_in_its_own_file() {
+    let parts = rotated_sample("refs");
+    assert_eq!(parts.len(), 3);
+    let mut args: Vec<&str> = Vec::new();
+    for p in &parts {
+        args.extend(["-r", p.to_str().unwrap()]);
+    }
+    args.push("--json");
+    let out = run(&args);
+    let merged: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let whole = report_of(&testdata("sample.pcap"), &[]);
+    // Merged numbers are the set's order: here, the order of the file cut.
+    assert_eq!(finding_frames(&merged), finding_frames(&whole));
+    let mut checked = 0;
+    for f in merged["findings"].as_array().unwrap() {
+        let frames = f["frames"].as_array().unwrap();
+        // A finding without frames has no frame_refs.
+        let refs = f["frame_refs"].as_array().map_or(&[][..], Vec::as_slice);
+        assert_eq!(refs.len(), frames.len(), "{f}");
+        for (frame, r) in frames.iter().zip(refs) {
+            let frame = frame.as_u64().unwrap();
+            let part = (frame - 1) / 5000;
+            assert_eq!(r["file"], parts[part as usize].to_str().unwrap(), "{f}");
+            assert_eq!(r["frame"], frame - part * 5000, "{f}");
+            checked += 1;
+        }
+    }
+    assert!(checked > 20, "{checked}");
+    let psn = merged["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "psn_loss")
+        .unwrap();
+    assert_eq!(psn["frame_refs"][0]["frame"], 4881);
+    let pfc = merged["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "pfc_storm")
+        .unwrap();
+    assert_eq!(pfc["frame_refs"][0]["file"], parts[1].to_str().unwrap());
+    // The text report names them file:frame; one file's report has no frame_refs.
+    args.pop();
+    let text = stdout(&run(&args));
+    assert!(
+        text.contains(&format!("frames: {}:4881", parts[0].display())),
+        "{text}"
+    );
+    assert!(whole["findings"][0].get("frame_refs").is_none());
+}

@@ -32,21 +32,6 @@ const FIELDS: [&str; 15] = [
     "ipv6.tclass.dscp",
 ];
 
-fn tshark_available() -> bool {
-    let found = Command::new("tshark")
-        .arg("-v")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "tshark is not installed under CI: `make test` should have installed it"
-        );
-        eprintln!("SKIPPED: tshark not installed (run `make test`, which installs it)");
-    }
-    found
-}
-
 fn tshark_rows(path: &Path) -> Vec<HashMap<&'static str, String>> {
     let mut cmd = Command::new("tshark");
     cmd.arg("-r").arg(path);

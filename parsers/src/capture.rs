@@ -43,6 +43,11 @@ pub struct Record<'a> {
     /// Which capture point the record was taken at: inputs read at the same time are
     /// different points, a file that starts after another ended continues it (a rotated set).
     pub point: u16,
+    /// The frame's number, from 1, as Wireshark shows it: its place among the records of its
+    /// capture, or of a set read as one (`-r a -r b`: the merged order).
+    pub frame: u64,
+    /// The frame's number in its own input (== `frame` for one input).
+    pub input_frame: u64,
     pub data: &'a [u8],
 }
 
@@ -149,6 +154,8 @@ pub struct CaptureParser {
     sections: u32,
     /// pcap: file headers seen (more than one when captures were concatenated, `cat a b`).
     files: u32,
+    /// Records returned so far: the number of the next one, less one.
+    records: u64,
 }
 
 /// The ERF record header: timestamp (u64 little-endian, seconds . binary fraction), type (bit
@@ -204,6 +211,8 @@ fn next_erf(buf: &[u8], offset: u64) -> Result<Next<'_>, CaptureError> {
             interface: 0,
             input: 0,
             point: 0,
+            frame: 0,
+            input_frame: 0,
             data: &buf[..rlen],
         },
         rlen,
@@ -244,6 +253,7 @@ impl CaptureParser {
             interfaces: Vec::new(),
             sections: 0,
             files: 1,
+            records: 0,
         };
         let (big_endian, nanos) = match magic_le {
             PCAP_MAGIC_MICRO => (false, false),
@@ -328,11 +338,23 @@ impl CaptureParser {
     /// Decodes the next record from `buf` (the unread input). `offset` is `buf`'s position in
     /// the file, used only in error messages.
     pub fn next<'a>(&mut self, buf: &'a [u8], offset: u64) -> Result<Next<'a>, CaptureError> {
-        match self.format {
+        let next = match self.format {
             Format::Pcap { nanos, .. } => self.next_pcap(buf, nanos, offset),
             Format::Pcapng => self.next_pcapng(buf, offset),
             Format::Erf => next_erf(buf, offset),
-        }
+        }?;
+        Ok(match next {
+            Next::Record(r, used) => {
+                self.records += 1;
+                let numbered = Record {
+                    frame: self.records,
+                    input_frame: self.records,
+                    ..r
+                };
+                Next::Record(numbered, used)
+            }
+            other => other,
+        })
     }
 
     fn next_pcap<'a>(
@@ -385,6 +407,8 @@ impl CaptureParser {
                 interface: 0,
                 input: 0,
                 point: 0,
+                frame: 0,
+                input_frame: 0,
                 data: &buf[PCAP_RECORD_HEADER_LEN..need],
             },
             need,
@@ -478,6 +502,8 @@ impl CaptureParser {
                 interface,
                 input: 0,
                 point: 0,
+                frame: 0,
+                input_frame: 0,
                 data: &data[..caplen as usize],
             },
             total,
@@ -516,6 +542,8 @@ impl CaptureParser {
                 interface: 0,
                 input: 0,
                 point: 0,
+                frame: 0,
+                input_frame: 0,
                 data: &body[4..4 + caplen],
             },
             total,

@@ -19,6 +19,7 @@ fn finding(severity: Severity, code: FindingCode, message: String, cause: &str) 
         flow: None,
         count: 0,
         frames: Vec::new(),
+        frame_refs: Vec::new(),
         group: None,
     }
 }
@@ -154,6 +155,7 @@ fn flows_group(
                     flow,
                     count: n,
                     frames: Vec::new(),
+                    frame_refs: Vec::new(),
                 }
             })
             .collect(),

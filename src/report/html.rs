@@ -169,7 +169,7 @@ fn findings(o: &mut String, r: &Report) {
         } else {
             format!(
                 "<div class=\"frames\">first frames: {}</div>",
-                super::frame_list(&f.frames)
+                esc(&super::finding_frames(f))
             )
         };
         let _ = writeln!(

@@ -10,6 +10,19 @@ pub mod text;
 pub mod verify;
 
 /// Frame numbers as every renderer lists them: `4, 9, 14`.
+/// A finding's frames: `file:frame` when several files were read as one (each frame named in
+/// its own file, as Wireshark shows it there), else the frame numbers.
+pub fn finding_frames(f: &crate::model::Finding) -> String {
+    if f.frame_refs.is_empty() {
+        return frame_list(&f.frames);
+    }
+    f.frame_refs
+        .iter()
+        .map(|r| format!("{}:{}", r.file, r.frame))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 pub fn frame_list(frames: &[u64]) -> String {
     frames
         .iter()

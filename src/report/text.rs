@@ -158,8 +158,8 @@ pub fn findings_text(o: &mut String, findings: &[Finding]) {
             }
         }
         if !f.frames.is_empty() {
-            let frames = super::frame_list(&f.frames);
-            let _ = writeln!(o, "  {:<8} {:<24} frames: {frames}", "", "");
+            let frames = super::finding_frames(f);
+            wrap_into(o, &" ".repeat(head.len()), &format!("frames: {frames}"));
         }
     }
 }

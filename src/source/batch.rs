@@ -13,8 +13,8 @@ pub const BATCH_BYTES: usize = 2 << 20;
 #[derive(Default)]
 pub struct CopiedBatch {
     bytes: Vec<u8>,
-    /// (timestamp, caplen, original length, link type, input, point, end offset in `bytes`).
-    frames: Vec<(u64, u32, u32, u32, u16, u16, usize)>,
+    /// Each record without its bytes, and where its bytes end in `bytes`.
+    frames: Vec<(Record<'static>, usize)>,
 }
 
 impl CopiedBatch {
@@ -30,8 +30,7 @@ impl CopiedBatch {
     pub fn push(&mut self, r: &Record<'_>) {
         self.bytes.extend_from_slice(r.data);
         let end = self.bytes.len();
-        self.frames
-            .push((r.ts_ns, r.caplen, r.len, r.linktype, r.input, r.point, end));
+        self.frames.push((Record { data: &[], ..*r }, end));
     }
 
     pub fn len(&self) -> usize {
@@ -49,17 +48,11 @@ impl CopiedBatch {
 
     /// The `i`-th record, borrowing the batch.
     pub fn record(&self, i: usize) -> Record<'_> {
-        let (ts_ns, caplen, len, linktype, input, point, end) = self.frames[i];
-        let start = if i == 0 { 0 } else { self.frames[i - 1].6 };
+        let (record, end) = self.frames[i];
+        let start = if i == 0 { 0 } else { self.frames[i - 1].1 };
         Record {
-            ts_ns,
-            caplen,
-            len,
-            linktype,
-            interface: 0,
-            input,
-            point,
             data: &self.bytes[start..end],
+            ..record
         }
     }
 

@@ -41,16 +41,10 @@ impl Framed {
     }
 }
 
-/// A record framed in a block: its fields, and where its bytes are.
+/// A record framed in a block: its fields (without its bytes), and where its bytes are.
 #[derive(Debug, Clone, Copy)]
 pub struct Placed {
-    ts_ns: u64,
-    caplen: u32,
-    len: u32,
-    linktype: u32,
-    interface: u32,
-    input: u16,
-    point: u16,
+    record: Record<'static>,
     start: usize,
     end: usize,
 }
@@ -59,13 +53,7 @@ impl Placed {
     fn of(rec: &Record<'_>, block: &[u8]) -> Placed {
         let start = rec.data.as_ptr() as usize - block.as_ptr() as usize;
         Placed {
-            ts_ns: rec.ts_ns,
-            caplen: rec.caplen,
-            len: rec.len,
-            linktype: rec.linktype,
-            interface: rec.interface,
-            input: rec.input,
-            point: rec.point,
+            record: Record { data: &[], ..*rec },
             start,
             end: start + rec.data.len(),
         }
@@ -73,14 +61,8 @@ impl Placed {
 
     fn record<'a>(&self, block: &'a [u8]) -> Record<'a> {
         Record {
-            ts_ns: self.ts_ns,
-            caplen: self.caplen,
-            len: self.len,
-            linktype: self.linktype,
-            interface: self.interface,
-            input: self.input,
-            point: self.point,
             data: &block[self.start..self.end],
+            ..self.record
         }
     }
 }

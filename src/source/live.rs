@@ -136,8 +136,9 @@ pub struct LiveSource {
     duration: Option<Duration>,
 }
 
-/// A captured packet as a record of this capture.
-fn record_of<'p>(packet: &'p pcap::Packet<'_>, linktype: u32) -> Record<'p> {
+/// A captured packet as frame `frame` of this capture (frames are numbered from 1, as in the
+/// -w file).
+fn record_of<'p>(packet: &'p pcap::Packet<'_>, linktype: u32, frame: u64) -> Record<'p> {
     let h = packet.header;
     // With nanosecond precision libpcap puts nanoseconds in tv_usec.
     Record {
@@ -148,6 +149,8 @@ fn record_of<'p>(packet: &'p pcap::Packet<'_>, linktype: u32) -> Record<'p> {
         interface: 0,
         input: 0,
         point: 0,
+        frame,
+        input_frame: frame,
         data: packet.data,
     }
 }
@@ -301,8 +304,8 @@ impl LiveSource {
                     if let Some(sf) = self.savefile.as_mut() {
                         sf.write(&packet);
                     }
-                    batch.push(&record_of(&packet, self.linktype));
                     captured += 1;
+                    batch.push(&record_of(&packet, self.linktype, captured));
                     unclocked += 1;
                     idle_sleep = IDLE_SLEEP;
                 }
@@ -356,6 +359,7 @@ impl LiveSource {
             snaplen: 65535,
             problems,
             live,
+            origins: None,
         }
     }
 }

@@ -14,6 +14,7 @@ use roce_parsers::capture::Record;
 
 use super::batch::CopiedBatch;
 use super::file::FileSource;
+use super::origins::FrameOrigins;
 use super::{SourceEnd, SourceProblem, SourceStatus};
 use crate::error::Error;
 
@@ -104,6 +105,7 @@ impl MergedFiles {
         let mut reading: Vec<usize> = Vec::new();
         let mut most_open = 0;
         let mut out = CopiedBatch::default();
+        let mut origins = FrameOrigins::new(self.names.clone());
         let output_err = |source| Error::Output {
             path: "<output>".into(),
             source,
@@ -133,9 +135,12 @@ impl MergedFiles {
                 }
             }
             let Some(c) = cursors[i].as_mut() else { break };
+            let input_frame = origins.push(i as u16);
             let record = Record {
                 input: i as u16,
                 point: c.point.unwrap_or(0),
+                frame: origins.frames(),
+                input_frame,
                 ..c.batch.record(c.at)
             };
             out.push(&record);
@@ -146,7 +151,9 @@ impl MergedFiles {
             }
         }
         hand_on(&mut out, &cursors, nanosecond, &mut consume).map_err(output_err)?;
-        Ok((combine(cursors, &self.names)?, most_open))
+        let mut end = combine(cursors, &self.names)?;
+        end.origins = Some(origins);
+        Ok((end, most_open))
     }
 }
 

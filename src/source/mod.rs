@@ -9,6 +9,7 @@ pub mod framing;
 pub mod live;
 pub mod mapped;
 pub mod merge;
+pub mod origins;
 
 use std::io;
 
@@ -70,6 +71,8 @@ pub struct SourceEnd {
     pub problems: Vec<SourceProblem>,
     /// Live capture only: the interface and the kernel's counters.
     pub live: Option<LiveStats>,
+    /// Several files merged: the file of each frame.
+    pub origins: Option<origins::FrameOrigins>,
 }
 
 #[derive(Debug)]

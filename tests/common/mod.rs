@@ -265,3 +265,33 @@ pub fn promql_wrong(port: u16, expect: &[(&str, f64)]) -> Vec<String> {
         })
         .collect()
 }
+
+/// Whether tshark runs here (under CI it must: `make test` installs it).
+pub fn tshark_available() -> bool {
+    let found = Command::new("tshark")
+        .arg("-v")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "tshark is not installed under CI: `make test` should have installed it"
+        );
+        eprintln!("SKIPPED: tshark not installed (run `make test`, which installs it)");
+    }
+    found
+}
+
+/// tshark's standard output for `args`.
+pub fn tshark(args: &[&str]) -> String {
+    let out = Command::new("tshark")
+        .args(args)
+        .output()
+        .expect("tshark (make test installs it)");
+    assert!(
+        out.status.success(),
+        "tshark {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}

@@ -35,6 +35,8 @@ fuzz_target!(|data: &[u8]| {
         interface: 0,
         input: 0,
         point: 0,
+        frame: 1,
+        input_frame: 1,
         data: bytes,
     };
     let _ = roce_sniff::summary::PacketSummary::new(1, &record, &frame);

@@ -62,6 +62,7 @@ fn finding(
         flow,
         count,
         frames,
+        frame_refs: Vec::new(),
         group: None,
     }
 }
@@ -105,6 +106,7 @@ fn group(mut list: Vec<Finding>) -> Finding {
             count: f.count,
             message: f.message.clone(),
             frames: f.frames.clone(),
+            frame_refs: Vec::new(),
         })
         .collect();
     let first = &list[0];
@@ -119,6 +121,7 @@ fn group(mut list: Vec<Finding>) -> Finding {
         flow: None,
         count: total,
         frames: first.frames.clone(),
+        frame_refs: Vec::new(),
         group: Some(FindingGroup { flows, worst }),
     }
 }
