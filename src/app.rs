@@ -199,6 +199,13 @@ fn check_outputs(config: &Config, inputs: &[&str]) -> Result<(), Error> {
     if let Some(path) = &config.select.write {
         output::refuse_input(path, inputs)?;
     }
+    if let Mode::Report(ReportOptions {
+        annotate: Some(path),
+        ..
+    }) = &config.mode
+    {
+        output::refuse_input(path, inputs)?;
+    }
     if let Some(dir) = dir {
         output::prepare_report_dir(dir, inputs)?;
     }
@@ -298,7 +305,7 @@ fn packets_from_file<W: Write + Send>(
         printer = printer.with_export(crate::analysis::Analyzer::new(analysis), exporter);
     }
     let mut pipeline = Pipeline::new(printer, diagnostics, run.threads);
-    let end = feed(source, &mut pipeline, &run.select)?;
+    let end = feed(source, &mut pipeline, &run.select, None)?;
     let finished = pipeline.finish().map_err(output_error(None))?;
     let (counts, mut diagnostics) = (finished.counts, finished.diagnostics);
     let (format, snaplen) = (end.format, end.snaplen);
@@ -343,9 +350,15 @@ fn report_from_file(
     if metrics.is_some() {
         sink = sink.with_metrics();
     }
+    let inputs = source.paths();
+    let annotate = match &opts.annotate {
+        Some(path) => Some(crate::annotate::AnnotateOutput::create(path)?),
+        None => None,
+    };
+    let mut track = annotate.as_ref().map(|_| FeedTrack::default());
     let mut pipeline = Pipeline::new(sink, diagnostics, run.threads);
-    let end = feed(source, &mut pipeline, &run.select);
-    let end = match end {
+    let end = feed(source, &mut pipeline, &run.select, track.as_mut());
+    let mut end = match end {
         Ok(end) => end,
         Err(e) => {
             let _ = out.flush();
@@ -358,8 +371,31 @@ fn report_from_file(
     if let Some(m) = metrics.as_mut() {
         m.update_from(&finished.counts, &mut finished.sink, &Default::default());
     }
-    let (report, plots) = finish_report(finished, end, name, &CaptureContext::default())?;
+    let notes = finished.sink.take_notes();
+    let origins = end.origins.take();
+    let ctx = CaptureContext::default();
+    let (report, plots) = finish_report(finished, end, name, &ctx, origins.as_ref())?;
     let code = render(&report, plots.as_ref(), opts, out)?;
+    if let (Some(out_file), Some(track), Some(mut notes)) = (annotate, track, notes) {
+        let _ = out.flush();
+        notes.add_findings(&report.findings);
+        let plan = crate::annotate::CopyPlan {
+            inputs: &inputs,
+            origins: origins.as_ref(),
+            kept: &track.kept,
+            frames_read: track.read,
+            notes,
+        };
+        let stats = crate::annotate::write_copy(out_file, plan)?;
+        if let Some(path) = &opts.annotate {
+            eprintln!(
+                "roce-sniff: {} frames, {} comments, written to {}",
+                stats.frames,
+                stats.comments,
+                crate::error::shown(&path.to_string_lossy())
+            );
+        }
+    }
     if let Some(mut m) = metrics {
         let _ = out.flush();
         m.serve_final(&report);
@@ -466,14 +502,41 @@ struct FileRun {
     select: SelectConfig,
 }
 
-/// Feeds every record of `source` (or those selected) to the pipeline.
+/// Which frames a read kept, for `--annotate`'s second pass.
+#[derive(Default)]
+struct FeedTrack {
+    kept: crate::annotate::FrameSet,
+    /// Frames read, kept or not.
+    read: u64,
+}
+
+impl FeedTrack {
+    fn read(&mut self, batch: &[roce_parsers::capture::Record<'_>]) {
+        if let Some(last) = batch.last() {
+            self.read = self.read.max(last.frame);
+        }
+    }
+
+    fn kept(&mut self, batch: &[roce_parsers::capture::Record<'_>]) {
+        batch.iter().for_each(|r| self.kept.insert(r.frame));
+    }
+}
+
+/// Feeds every record of `source` (or those selected) to the pipeline; `track` learns which.
 fn feed<S: crate::pipeline::Sink>(
     source: Input,
     pipeline: &mut Pipeline<S>,
     select: &SelectConfig,
+    mut track: Option<&mut FeedTrack>,
 ) -> Result<SourceEnd, Error> {
     if !select.any() {
-        return source.for_each_batch(|batch, status| pipeline.records(batch, status));
+        return source.for_each_batch(|batch, status| {
+            if let Some(t) = track.as_deref_mut() {
+                t.read(batch);
+                t.kept(batch);
+            }
+            pipeline.records(batch, status)
+        });
     }
     let mut selection = Selection::new(select.clone())?;
     let mut failure = None;
@@ -482,7 +545,13 @@ fn feed<S: crate::pipeline::Sink>(
             pipeline.capture_starts_at(first.ts_ns);
         }
         match selection.keep(batch) {
-            Ok(kept) => pipeline.records(&kept, status),
+            Ok(kept) => {
+                if let Some(t) = track.as_deref_mut() {
+                    t.read(batch);
+                    t.kept(&kept);
+                }
+                pipeline.records(&kept, status)
+            }
             Err(e) => {
                 failure = Some(e);
                 Err(io::Error::other("selection failed"))
@@ -510,10 +579,10 @@ fn finish_report(
     mut end: SourceEnd,
     file: String,
     ctx: &CaptureContext,
+    origins: Option<&crate::source::origins::FrameOrigins>,
 ) -> Result<(Report, Option<PlotData>), Error> {
     let mut diagnostics = finished.diagnostics;
     let live = end.live.take();
-    let origins = end.origins.take();
     let (format, snaplen) = (end.format, end.snaplen);
     record_problems(&mut diagnostics, end);
     let meta = CaptureMeta {
@@ -523,7 +592,7 @@ fn finish_report(
         counts: finished.counts,
         warnings: diagnostics.finish(),
     };
-    let (mut report, plots) = finished.sink.finish(meta, ctx, origins.as_ref())?;
+    let (mut report, plots) = finished.sink.finish(meta, ctx, origins)?;
     report.capture.live = live;
     Ok((report, plots))
 }
@@ -798,7 +867,7 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
                 m.update_from(&finished.counts, &mut finished.sink, &status);
             }
             let name = format!("live capture on {iface}");
-            let (report, plots) = finish_report(finished, end, name, &ctx)?;
+            let (report, plots) = finish_report(finished, end, name, &ctx, None)?;
             if let Some(m) = metrics.as_mut() {
                 // The last scrape before the exit sees the report's findings.
                 m.metrics.report_findings(&report.findings);

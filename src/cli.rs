@@ -106,6 +106,18 @@ pub struct Args {
     )]
     pub write: Option<PathBuf>,
 
+    /// Write the frames read (or those a filter or --qp keeps) to FILE as pcapng, each byte
+    /// for byte at its own time, with a comment (`roce-sniff: <code>: ...`) on every frame a
+    /// finding cites and on the analysis's events (PSN gaps, resends, NAKs, CE marks without
+    /// a CNP, CNPs, PFC storms, capture copies). Reads the capture files a second time.
+    #[arg(
+        long,
+        value_name = "FILE",
+        require_equals = true,
+        help_heading = "Report directory"
+    )]
+    pub annotate: Option<PathBuf>,
+
     /// Capture filter (BPF, as in tcpdump). Live, it replaces the default, which keeps RoCEv2,
     /// RoCEv1 and MAC Control frames, tagged or not; with -r it selects the frames analysed.
     #[arg(
@@ -392,6 +404,8 @@ pub struct ReportOptions {
     pub events: Option<Output>,
     /// `--fail-on`: findings that make the exit code 1.
     pub fail_on: Option<FailOn>,
+    /// `--annotate`: where the annotated pcapng copy goes.
+    pub annotate: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -650,6 +664,7 @@ impl Args {
             (self.metrics.is_some(), "--metrics"),
             (self.events.is_some(), "--events"),
             (self.fail_on.is_some(), "--fail-on"),
+            (self.annotate.is_some(), "--annotate"),
         ];
         if let Some((_, flag)) = report_only.iter().find(|(given, _)| *given) {
             return Err(Error::Usage(format!(
@@ -700,6 +715,7 @@ impl Args {
             (self.parquet.is_some(), "--parquet"),
             (self.metrics.is_some(), "--metrics"),
             (self.events.is_some(), "--events"),
+            (self.annotate.is_some(), "--annotate"),
         ];
         if let Some((_, flag)) = refused.iter().find(|(given, _)| *given) {
             return Err(usage(&format!("{flag} does not apply to --correlate")));
@@ -727,6 +743,7 @@ impl Args {
         if self.roce_only {
             return Err(usage("--roce-only applies to --packets"));
         }
+        self.check_second_pass(source)?;
         let report_dir = self.report.as_ref().map(|d| {
             if d.is_empty() {
                 default_report_dir(source)
@@ -747,7 +764,30 @@ impl Args {
             }),
             events,
             fail_on: self.fail_on.clone(),
+            annotate: self.annotate.clone(),
         }))
+    }
+
+    /// `--annotate` reads the input a second time: a file can be, standard input and a live
+    /// capture cannot.
+    fn check_second_pass(&self, source: &Source) -> Result<(), Error> {
+        let Some(path) = &self.annotate else {
+            return Ok(());
+        };
+        if path.as_os_str().is_empty() {
+            return Err(usage(
+                "--annotate= needs a file name: --annotate=FILE.pcapng",
+            ));
+        }
+        match source {
+            Source::Live(_) => Err(usage(
+                "--annotate reads the capture a second time, which a live capture cannot be: write it with -w FILE, then run -r FILE --annotate=OUT",
+            )),
+            Source::Files(p) if p.iter().any(|f| f == "-") => Err(usage(
+                "--annotate reads the capture a second time, which standard input cannot be: save it to a file first",
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// `--events`: its output, refused where another output already has standard output.
@@ -874,6 +914,7 @@ impl Args {
                 .map(|d| d.as_nanos().clamp(1, u128::from(u64::MAX)) as u64),
             several_points: false,
             link_speed_given: self.link_speed.is_some(),
+            notes: self.annotate.is_some(),
             flow_timeout_ns: self
                 .flow_timeout
                 .map_or(Some(DEFAULT_FLOW_TIMEOUT), |t| t.0)

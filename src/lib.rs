@@ -1,13 +1,14 @@
 //! roce-sniff: a RoCEv2 capture analyzer. Data flows one way: a `source` hands out records,
 //! the `pipeline` decodes them (`decode`, `summary`) and drives a sink (the per-frame printer
 //! of `packets`, or the `analysis` and `verify` of `report_sink`), which produce the `model`
-//! that `report` renders. `app` wires them together; `cli` turns flags into a configuration.
+//! that `report` renders; `annotate` copies the frames read, with comments. `app` wires them together; `cli` turns flags into a configuration.
 //!
 //! The only `unsafe` code is the memory map of a capture file (`source::mapped`, with its
 //! contract and guards); `--no-mmap` reads files in blocks instead.
 #![deny(unsafe_code)]
 
 pub mod analysis;
+pub mod annotate;
 pub mod app;
 pub mod cli;
 pub mod correlate;

@@ -142,6 +142,11 @@ impl ReportSink {
         &self.analyzer
     }
 
+    /// The frame notes for `--annotate`, once every frame is fed.
+    pub fn take_notes(&mut self) -> Option<crate::analysis::notes::Notes> {
+        self.analyzer.take_notes()
+    }
+
     /// Ends the analysis and the verification: the report, and what the plots need when
     /// timelines were collected.
     /// `origins`: several files read as one, so that findings name their frames in them too.

@@ -113,10 +113,13 @@ impl Format {
     }
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Interface {
     linktype: u32,
     snaplen: u32,
+    /// if_name and if_description, as the file gives them.
+    name: Option<String>,
+    description: Option<String>,
     /// Timestamp units per second are 10^exp (false) or 2^exp (true).
     tsresol_pow2: bool,
     tsresol_exp: u8,
@@ -126,7 +129,127 @@ struct Interface {
     drops: u64,
 }
 
+/// What a capture says of the interface a record was taken on: what a writer needs to keep
+/// the record's time and framing exactly (pcapng's interface description block).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InterfaceInfo {
+    pub linktype: u32,
+    pub snaplen: u32,
+    /// pcapng's if_tsresol byte: bit 7 set, units are 2^-n s, else 10^-n s (6: microseconds).
+    pub tsresol: u8,
+    /// pcapng's if_tsoffset: seconds added to every timestamp.
+    pub tsoffset_s: i64,
+    pub name: Option<String>,
+    pub description: Option<String>,
+}
+
+/// How a record's time and options were written in the file, for a writer that copies the
+/// record exactly (`CaptureParser::next_raw`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RawPacket<'a> {
+    /// The timestamp in the units of its interface (`InterfaceInfo::tsresol`), offset not
+    /// applied: a pcap's seconds and fraction as one number, ERF's 32.32 fixed point.
+    pub ts_units: u64,
+    /// A pcapng packet block's options (empty elsewhere).
+    pub options: PacketOptions<'a>,
+}
+
+/// The options of a pcapng packet block, in the byte order of its section.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PacketOptions<'a> {
+    bytes: &'a [u8],
+    big_endian: bool,
+}
+
+/// One option of a packet block, its numbers read in the section's byte order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PacketOption<'a> {
+    /// opt_comment (1): UTF-8 text.
+    Comment(&'a [u8]),
+    /// epb_flags (2): direction, reception type, FCS length, link-layer errors.
+    Flags(u32),
+    /// epb_hash (3): the algorithm byte and the hash.
+    Hash(&'a [u8]),
+    /// epb_dropcount (4): frames lost between this one and the one before.
+    DropCount(u64),
+    /// epb_packetid (5).
+    PacketId(u64),
+    /// epb_queue (6).
+    Queue(u32),
+    /// epb_verdict (7): the type byte and the verdict.
+    Verdict(&'a [u8]),
+    /// Any other option (custom options among them): its code and value as they are in the
+    /// file, which only the section's byte order can tell how to read.
+    Other(u16, &'a [u8]),
+}
+
+impl<'a> PacketOptions<'a> {
+    /// Options as a section of that byte order holds them (tests build some by hand).
+    #[doc(hidden)]
+    pub fn for_tests(bytes: &'a [u8], big_endian: bool) -> Self {
+        PacketOptions { bytes, big_endian }
+    }
+
+    /// Whether the section, and so these options, are big-endian.
+    pub fn big_endian(&self) -> bool {
+        self.big_endian
+    }
+
+    /// The options in file order (a malformed tail is left out).
+    pub fn iter(&self) -> impl Iterator<Item = PacketOption<'a>> + 'a {
+        let (mut rest, be) = (self.bytes, self.big_endian);
+        core::iter::from_fn(move || {
+            if rest.len() < 4 {
+                return None;
+            }
+            let code = rd_u16(rest, 0, be);
+            let len = usize::from(rd_u16(rest, 2, be));
+            let padded = (len + 3) & !3;
+            if code == 0 || rest.len() < 4 + padded {
+                return None;
+            }
+            let value = &rest[4..4 + len];
+            rest = &rest[4 + padded..];
+            Some(PacketOption::read(code, value, be))
+        })
+    }
+}
+
+impl<'a> PacketOption<'a> {
+    fn read(code: u16, value: &'a [u8], be: bool) -> PacketOption<'a> {
+        let u64_of = |v: &[u8]| {
+            let (hi, lo) = (u64::from(rd_u32(v, 0, be)), u64::from(rd_u32(v, 4, be)));
+            if be {
+                hi << 32 | lo
+            } else {
+                lo << 32 | hi
+            }
+        };
+        match (code, value.len()) {
+            (1, _) => PacketOption::Comment(value),
+            (2, 4) => PacketOption::Flags(rd_u32(value, 0, be)),
+            (3, _) => PacketOption::Hash(value),
+            (4, 8) => PacketOption::DropCount(u64_of(value)),
+            (5, 8) => PacketOption::PacketId(u64_of(value)),
+            (6, 4) => PacketOption::Queue(rd_u32(value, 0, be)),
+            (7, _) => PacketOption::Verdict(value),
+            _ => PacketOption::Other(code, value),
+        }
+    }
+}
+
 impl Interface {
+    fn info(&self) -> InterfaceInfo {
+        InterfaceInfo {
+            linktype: self.linktype,
+            snaplen: self.snaplen,
+            tsresol: u8::from(self.tsresol_pow2) << 7 | self.tsresol_exp,
+            tsoffset_s: self.tsoffset_s,
+            name: self.name.clone(),
+            description: self.description.clone(),
+        }
+    }
+
     fn ts_ns(&self, units: u64) -> u64 {
         let ns: u128 = if self.tsresol_pow2 {
             let exp = u32::from(self.tsresol_exp.min(127));
@@ -183,11 +306,11 @@ fn looks_like_erf(head: &[u8]) -> bool {
 }
 
 /// The next ERF record, whole (its header too: the ERF link type decodes it).
-fn next_erf(buf: &[u8], offset: u64) -> Result<Next<'_>, CaptureError> {
+fn next_erf(buf: &[u8], offset: u64) -> Result<(Next<'_>, RawPacket<'_>), CaptureError> {
     if buf.len() < ERF_HEADER_LEN {
-        return Ok(Next::Incomplete {
+        return Ok(no_packet(Next::Incomplete {
             need: ERF_HEADER_LEN,
-        });
+        }));
     }
     let rlen = usize::from(u16::from_be_bytes([buf[10], buf[11]]));
     if rlen < ERF_HEADER_LEN {
@@ -196,13 +319,17 @@ fn next_erf(buf: &[u8], offset: u64) -> Result<Next<'_>, CaptureError> {
         )));
     }
     if buf.len() < rlen {
-        return Ok(Next::Incomplete { need: rlen });
+        return Ok(no_packet(Next::Incomplete { need: rlen }));
     }
     let ts = u64::from_le_bytes([
         buf[0], buf[1], buf[2], buf[3], buf[4], buf[5], buf[6], buf[7],
     ]);
     let frac_ns = ((ts & 0xffff_ffff) * 1_000_000_000) >> 32;
-    Ok(Next::Record(
+    let raw = RawPacket {
+        ts_units: ts,
+        options: PacketOptions::default(),
+    };
+    let record = Next::Record(
         Record {
             ts_ns: (ts >> 32) * 1_000_000_000 + frac_ns,
             caplen: rlen as u32,
@@ -216,8 +343,17 @@ fn next_erf(buf: &[u8], offset: u64) -> Result<Next<'_>, CaptureError> {
             data: &buf[..rlen],
         },
         rlen,
-    ))
+    );
+    Ok((record, raw))
 }
+
+/// A step that is not a packet: it has no raw form.
+fn no_packet(next: Next<'_>) -> (Next<'_>, RawPacket<'_>) {
+    (next, RawPacket::default())
+}
+
+/// ERF timestamps are 32.32 fixed-point seconds: pcapng's if_tsresol 2^-32.
+pub const ERF_TSRESOL: u8 = 0x80 | 32;
 
 fn rd_u16(b: &[u8], at: usize, be: bool) -> u16 {
     let v = [b[at], b[at + 1]];
@@ -338,12 +474,22 @@ impl CaptureParser {
     /// Decodes the next record from `buf` (the unread input). `offset` is `buf`'s position in
     /// the file, used only in error messages.
     pub fn next<'a>(&mut self, buf: &'a [u8], offset: u64) -> Result<Next<'a>, CaptureError> {
-        let next = match self.format {
+        self.next_raw(buf, offset).map(|(next, _)| next)
+    }
+
+    /// `next`, with how a record was written: its timestamp in its interface's units and its
+    /// options, so that a writer can copy it exactly (`--annotate`).
+    pub fn next_raw<'a>(
+        &mut self,
+        buf: &'a [u8],
+        offset: u64,
+    ) -> Result<(Next<'a>, RawPacket<'a>), CaptureError> {
+        let (next, raw) = match self.format {
             Format::Pcap { nanos, .. } => self.next_pcap(buf, nanos, offset),
             Format::Pcapng => self.next_pcapng(buf, offset),
             Format::Erf => next_erf(buf, offset),
         }?;
-        Ok(match next {
+        let next = match next {
             Next::Record(r, used) => {
                 self.records += 1;
                 let numbered = Record {
@@ -354,7 +500,32 @@ impl CaptureParser {
                 Next::Record(numbered, used)
             }
             other => other,
-        })
+        };
+        Ok((next, raw))
+    }
+
+    /// The interface record `interface` of the current section (pcap: the file) was taken
+    /// on.
+    pub fn interface_info(&self, interface: u32) -> Option<InterfaceInfo> {
+        match self.format {
+            Format::Pcap { nanos, .. } => Some(InterfaceInfo {
+                linktype: self.linktype,
+                snaplen: self.snaplen,
+                tsresol: if nanos { 9 } else { 6 },
+                tsoffset_s: 0,
+                name: None,
+                description: None,
+            }),
+            Format::Erf => Some(InterfaceInfo {
+                linktype: self.linktype,
+                snaplen: 0,
+                tsresol: ERF_TSRESOL,
+                tsoffset_s: 0,
+                name: None,
+                description: None,
+            }),
+            Format::Pcapng => self.interfaces.get(interface as usize).map(Interface::info),
+        }
     }
 
     fn next_pcap<'a>(
@@ -362,25 +533,26 @@ impl CaptureParser {
         buf: &'a [u8],
         nanos: bool,
         offset: u64,
-    ) -> Result<Next<'a>, CaptureError> {
+    ) -> Result<(Next<'a>, RawPacket<'a>), CaptureError> {
         if buf.len() < PCAP_RECORD_HEADER_LEN {
-            return Ok(Next::Incomplete {
+            return Ok(no_packet(Next::Incomplete {
                 need: PCAP_RECORD_HEADER_LEN,
-            });
+            }));
         }
         if Self::pcap_header_at(buf) {
             // `cat a.pcap b.pcap`: the next file's header; read on with its byte order,
             // timestamp resolution and link type.
             if buf.len() < PCAP_HEADER_LEN {
-                return Ok(Next::Incomplete {
+                return Ok(no_packet(Next::Incomplete {
                     need: PCAP_HEADER_LEN,
-                });
+                }));
             }
             let (next, _) = CaptureParser::new(&buf[..PCAP_HEADER_LEN])?;
-            let files = self.files + 1;
+            let (files, records) = (self.files + 1, self.records);
             *self = next;
             self.files = files;
-            return Ok(Next::Skip(PCAP_HEADER_LEN));
+            self.records = records;
+            return Ok(no_packet(Next::Skip(PCAP_HEADER_LEN)));
         }
         let be = self.big_endian;
         let sec = u64::from(rd_u32(buf, 0, be));
@@ -395,10 +567,14 @@ impl CaptureParser {
         }
         let need = PCAP_RECORD_HEADER_LEN + caplen as usize;
         if buf.len() < need {
-            return Ok(Next::Incomplete { need });
+            return Ok(no_packet(Next::Incomplete { need }));
         }
         let ts_ns = sec * 1_000_000_000 + if nanos { frac } else { frac * 1000 };
-        Ok(Next::Record(
+        let raw = RawPacket {
+            ts_units: sec * if nanos { 1_000_000_000 } else { 1_000_000 } + frac,
+            options: PacketOptions::default(),
+        };
+        let record = Next::Record(
             Record {
                 ts_ns,
                 caplen,
@@ -412,12 +588,17 @@ impl CaptureParser {
                 data: &buf[PCAP_RECORD_HEADER_LEN..need],
             },
             need,
-        ))
+        );
+        Ok((record, raw))
     }
 
-    fn next_pcapng<'a>(&mut self, buf: &'a [u8], offset: u64) -> Result<Next<'a>, CaptureError> {
+    fn next_pcapng<'a>(
+        &mut self,
+        buf: &'a [u8],
+        offset: u64,
+    ) -> Result<(Next<'a>, RawPacket<'a>), CaptureError> {
         if buf.len() < 12 {
-            return Ok(Next::Incomplete { need: 12 });
+            return Ok(no_packet(Next::Incomplete { need: 12 }));
         }
         if rd_u32(buf, 0, false) == PCAPNG_SHB {
             self.section_header(buf, offset)?;
@@ -435,7 +616,7 @@ impl CaptureParser {
             )));
         }
         if buf.len() < total {
-            return Ok(Next::Incomplete { need: total });
+            return Ok(no_packet(Next::Incomplete { need: total }));
         }
         if rd_u32(buf, total - 4, be) as usize != total {
             return Err(corrupt(format!(
@@ -444,19 +625,19 @@ impl CaptureParser {
         }
         let body = &buf[8..total - 4];
         match block_type {
-            PCAPNG_SHB => Ok(Next::Skip(total)),
+            PCAPNG_SHB => Ok(no_packet(Next::Skip(total))),
             PCAPNG_IDB => {
                 self.add_interface(body, be, offset)?;
-                Ok(Next::Skip(total))
+                Ok(no_packet(Next::Skip(total)))
             }
             PCAPNG_EPB | PCAPNG_OBSOLETE_PB => self.packet_block(block_type, body, offset, total),
-            PCAPNG_SPB => self.simple_packet_block(body, offset, total),
+            PCAPNG_SPB => Ok(no_packet(self.simple_packet_block(body, offset, total)?)),
             PCAPNG_ISB => {
                 self.interface_statistics(body, be);
-                Ok(Next::Skip(total))
+                Ok(no_packet(Next::Skip(total)))
             }
             // Name resolution, statistics, custom and unknown blocks carry no packet.
-            _ => Ok(Next::Skip(total)),
+            _ => Ok(no_packet(Next::Skip(total))),
         }
     }
 
@@ -467,7 +648,7 @@ impl CaptureParser {
         body: &'a [u8],
         offset: u64,
         total: usize,
-    ) -> Result<Next<'a>, CaptureError> {
+    ) -> Result<(Next<'a>, RawPacket<'a>), CaptureError> {
         let be = self.big_endian;
         if body.len() < 20 {
             return Err(corrupt(format!(
@@ -493,7 +674,15 @@ impl CaptureParser {
                 "packet block at byte {offset} names interface {interface}, which has no description"
             )));
         };
-        Ok(Next::Record(
+        let padded = (caplen as usize + 3) & !3;
+        let raw = RawPacket {
+            ts_units: ts,
+            options: PacketOptions {
+                bytes: data.get(padded..).unwrap_or_default(),
+                big_endian: be,
+            },
+        };
+        let record = Next::Record(
             Record {
                 ts_ns: iface.ts_ns(ts),
                 caplen,
@@ -507,7 +696,8 @@ impl CaptureParser {
                 data: &data[..caplen as usize],
             },
             total,
-        ))
+        );
+        Ok((record, raw))
     }
 
     /// A simple packet block: a record of the first interface, with no timestamp.
@@ -622,6 +812,8 @@ impl CaptureParser {
             tsresol_exp: 6,
             tsoffset_s: 0,
             drops: 0,
+            name: None,
+            description: None,
         };
         // Options: code u16, length u16, value padded to 4 bytes.
         let mut opts = &body[8..];
@@ -635,6 +827,8 @@ impl CaptureParser {
             let value = &opts[4..4 + len];
             match (code, len) {
                 (0, _) => break,
+                (2, _) => iface.name = Some(String::from_utf8_lossy(value).into_owned()),
+                (3, _) => iface.description = Some(String::from_utf8_lossy(value).into_owned()),
                 (9, 1) => {
                     iface.tsresol_pow2 = value[0] & 0x80 != 0;
                     iface.tsresol_exp = value[0] & 0x7f;
@@ -714,6 +908,43 @@ mod tests {
     }
 
     #[test]
+    fn concatenated_pcaps_number_on_and_keep_each_files_time_units() {
+        // `cat a.pcap b.pcap`: a microsecond file, then a nanosecond one, a record each.
+        let record = |sec: u32, frac: u32| {
+            let mut r = Vec::new();
+            for v in [sec, frac, 2, 2] {
+                r.extend_from_slice(&v.to_le_bytes());
+            }
+            r.extend_from_slice(&[1, 2]);
+            r
+        };
+        let mut file = pcap_header(PCAP_MAGIC_MICRO, false, 1);
+        file.extend(record(5, 7));
+        file.extend(pcap_header(PCAP_MAGIC_NANO, false, 1));
+        file.extend(record(5, 7));
+        let (mut p, mut at) = CaptureParser::new(&file).unwrap();
+        let mut got = Vec::new();
+        while at < file.len() {
+            match p.next_raw(&file[at..], at as u64).unwrap() {
+                (Next::Record(r, used), raw) => {
+                    let resol = p.interface_info(r.interface).unwrap().tsresol;
+                    got.push((r.frame, r.ts_ns, raw.ts_units, resol));
+                    at += used;
+                }
+                (Next::Skip(used), _) => at += used,
+                (Next::Incomplete { .. }, _) => break,
+            }
+        }
+        assert_eq!(
+            got,
+            [
+                (1, 5_000_007_000, 5_000_007, 6),
+                (2, 5_000_000_007, 5_000_000_007, 9)
+            ]
+        );
+    }
+
+    #[test]
     fn hostile_record_length_is_an_error() {
         let mut file = pcap_header(PCAP_MAGIC_MICRO, false, 1);
         for v in [0u32, 0, 0xffff_fff0, 0xffff_fff0] {
@@ -747,6 +978,8 @@ mod tests {
             tsresol_exp: 9,
             tsoffset_s: 0,
             drops: 0,
+            name: None,
+            description: None,
         };
         assert_eq!(i.ts_ns(5), 5);
         i.tsresol_exp = 6;

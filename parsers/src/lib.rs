@@ -13,7 +13,8 @@
 //!   rejected.
 //!
 //! Ethernet to UDP is sliced by `etherparse` (lax mode); the InfiniBand transport headers and the
-//! MAC Control frames are parsed with `nom`.
+//! MAC Control frames are parsed with `nom`. `pcapng_write` encodes the blocks of a pcapng copy of
+//! a capture into the caller's buffer.
 #![forbid(unsafe_code)]
 
 pub mod aeth;
@@ -32,6 +33,7 @@ pub mod immdt;
 pub mod link;
 pub mod mad;
 pub mod opcode;
+pub mod pcapng_write;
 pub mod pfc;
 pub mod psn;
 pub mod qos;

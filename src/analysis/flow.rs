@@ -11,6 +11,7 @@ use roce_parsers::{Psn, Qpn, Transport};
 use crate::model::{FlowLabel, PairingMethod, PsnCounts, RecoveryReport};
 
 use super::latency::Samples;
+use super::notes::{NoteKind, Notes};
 use super::psn::{PsnTracker, ResponseTracker};
 use super::ACK_GRACE_NS;
 
@@ -577,13 +578,28 @@ impl Flow {
     }
 
     /// CE marks older than `window_ns` before `now` will get no CNP any more.
-    pub fn expire_ce(&mut self, now: u64, window_ns: u64) {
+    pub fn expire_ce(&mut self, now: u64, window_ns: u64, mut notes: Option<&mut Notes>) {
         while let Some(&(ts, frame)) = self.ce_pending.front() {
             if now.saturating_sub(ts) <= window_ns {
                 break;
             }
             self.ce_pending.pop_front();
             self.ce_unanswered.add(frame);
+            if let Some(n) = notes.as_deref_mut() {
+                n.flow(self.id, &self.key);
+                n.add(frame, NoteKind::CeUnanswered { flow: self.id });
+            }
+        }
+    }
+
+    /// Notes the CE marks still waiting for a CNP whose window ended by `now` (the end of the
+    /// capture, or of the flow): the report counts them unanswered too.
+    pub fn note_pending_ce(&self, now: u64, window_ns: u64, notes: &mut Notes) {
+        for &(ts, frame) in &self.ce_pending {
+            if ts + window_ns <= now {
+                notes.flow(self.id, &self.key);
+                notes.add(frame, NoteKind::CeUnanswered { flow: self.id });
+            }
         }
     }
 

@@ -115,6 +115,7 @@ impl Analyzer {
             })
             .collect();
         for &m in &members {
+            self.note_ending(m, now);
             self.flows[m].peer = None;
         }
         // The higher index first, so that removing it does not move the other.

@@ -9,6 +9,7 @@ pub mod flow;
 pub mod flow_table;
 pub mod latency;
 pub mod lifetime;
+pub mod notes;
 pub mod pfc;
 pub mod psn;
 pub mod report_build;
@@ -55,6 +56,8 @@ pub struct AnalysisConfig {
     /// Keep a record of every ended flow for the report at the end (reading files); a live
     /// capture reports the flows still open and frees the others.
     pub keep_ended: bool,
+    /// Note what happens at single frames, for `--annotate`.
+    pub notes: bool,
 }
 
 impl Default for AnalysisConfig {
@@ -72,6 +75,7 @@ impl Default for AnalysisConfig {
             link_speed_given: false,
             flow_timeout_ns: None,
             keep_ended: true,
+            notes: false,
         }
     }
 }
@@ -91,6 +95,19 @@ fn check_marking(f: &mut Flow, p: &PacketSummary, r: &RoceSummary) {
     }
     if !tc.ecn().is_capable() {
         f.not_ect.add(p.frame_no);
+    }
+}
+
+/// What a NAK says, for its note (`without_gap`: the analysis just counted this PSN
+/// sequence error as one no gap explains).
+fn nak_note(aeth: Aeth, without_gap: bool) -> notes::NakNote {
+    if aeth.kind() == AethKind::RnrNak {
+        return notes::NakNote::Rnr;
+    }
+    match NakCode::from_value(aeth.value()) {
+        NakCode::PsnSequenceError if without_gap => notes::NakNote::SequenceWithoutGap,
+        NakCode::PsnSequenceError => notes::NakNote::Sequence,
+        code => notes::NakNote::Error(code.name()),
     }
 }
 
@@ -264,6 +281,8 @@ pub struct Analyzer {
     point_copies: Option<copies::PointCopies>,
     /// What the latest frame fed did: its flow and its PSN event.
     last: Outcome,
+    /// Frame notes, when asked for (`AnalysisConfig::notes`).
+    pub(crate) notes: Option<notes::Notes>,
 }
 
 /// What one frame did in the analysis: the flow it counted in (by `Flow::id`), and how its
@@ -321,6 +340,7 @@ impl Analyzer {
             data_by_hosts: FxHashMap::default(),
             point_copies: cfg.several_points.then(Default::default),
             last: Outcome::default(),
+            notes: cfg.notes.then(notes::Notes::default),
             timelines: cfg.timelines.then(|| {
                 let mut t = Timelines::default();
                 if let Some(w) = cfg.bin_ns {
@@ -372,6 +392,15 @@ impl Analyzer {
     /// The id of open flow `fi`, as outputs name it.
     fn id_of(&self, fi: usize) -> usize {
         self.flows[fi].id as usize
+    }
+
+    /// Notes `kind` at `frame` about open flow `fi`, when notes are collected.
+    fn note(&mut self, fi: usize, frame: u64, kind: impl FnOnce(u64) -> notes::NoteKind) {
+        if let Some(n) = self.notes.as_mut() {
+            let f = &self.flows[fi];
+            n.flow(f.id, &f.key);
+            n.add(frame, kind(f.id));
+        }
     }
 
     /// What the latest frame fed did.
@@ -539,6 +568,7 @@ impl Analyzer {
         };
         if self.is_capture_copy(fi, p, r) {
             self.state.capture_duplicates += 1;
+            self.note(fi, p.frame_no, |flow| notes::NoteKind::CaptureCopy { flow });
             return;
         }
         self.last.flow = Some(self.id_of(fi));
@@ -652,7 +682,7 @@ impl Analyzer {
             }
         }
         if p.tclass.is_some_and(|t| t.ecn() == Ecn::Ce) {
-            f.expire_ce(p.ts_ns, CNP_WINDOW_NS);
+            f.expire_ce(p.ts_ns, CNP_WINDOW_NS, self.notes.as_mut());
             f.ce_pending.push_back((p.ts_ns, p.frame_no));
         }
         let (consumes, read_len) = match (op.operation(), r.dma_len) {
@@ -711,6 +741,10 @@ impl Analyzer {
             Arrival::Duplicate => f.dups.add(p.frame_no),
             _ => {}
         }
+        if self.notes.is_some() {
+            self.note_arrival(fi, p.frame_no, r.psn, arrival);
+        }
+        let f = &mut self.flows[fi];
         self.last.psn = match arrival {
             Arrival::Gap(_) => Some(PsnEvent::Gap),
             Arrival::Retransmitted => Some(PsnEvent::Retransmitted),
@@ -746,6 +780,27 @@ impl Analyzer {
                 },
             );
         }
+    }
+
+    /// Notes a request's PSN event: a gap (what was expected, what came) or a resend (and
+    /// what started the go-back).
+    fn note_arrival(&mut self, fi: usize, frame: u64, psn: Psn, arrival: Arrival) {
+        let flow = self.flows[fi].id;
+        let kind = match arrival {
+            Arrival::Gap(missing) => notes::NoteKind::PsnGap {
+                flow,
+                expected: (psn + (Psn::MODULUS - missing % Psn::MODULUS)).value(),
+                seen: psn.value(),
+                missing,
+            },
+            Arrival::Retransmitted => notes::NoteKind::Resend {
+                flow,
+                psn: psn.value(),
+                cause: self.flows[fi].req.resend_cause(),
+            },
+            _ => return,
+        };
+        self.note(fi, frame, |_| kind);
     }
 
     /// The data flows from `src` to `dst`, in flow order.
@@ -825,6 +880,7 @@ impl Analyzer {
             return;
         };
         let aeth = Aeth { syndrome, msn };
+        let without_gap_before = d.nak_without_gap.count;
         match aeth.kind() {
             AethKind::Ack => {
                 if op.operation() == Operation::Ack {
@@ -870,6 +926,16 @@ impl Analyzer {
             AethKind::Reserved => {}
         }
         if matches!(aeth.kind(), AethKind::Nak | AethKind::RnrNak) {
+            if self.notes.is_some() {
+                let without_gap = self.flows[di].nak_without_gap.count > without_gap_before;
+                let what = nak_note(aeth, without_gap);
+                let psn = r.psn.value();
+                self.note(di, p.frame_no, |flow| notes::NoteKind::Nak {
+                    flow,
+                    what,
+                    psn,
+                });
+            }
             self.last.nak_for = Some(self.id_of(di));
             self.timeline(
                 di,
@@ -908,6 +974,9 @@ impl Analyzer {
         });
         let Some(di) = target else {
             self.state.cnps_unattributed += 1;
+            if let Some(n) = self.notes.as_mut() {
+                n.add(p.frame_no, notes::NoteKind::Cnp { slows: None });
+            }
             return;
         };
         self.last.cnp_for = Some(self.id_of(di));
@@ -921,8 +990,11 @@ impl Analyzer {
         if d.first_ce_ts.is_some_and(|ce| ce <= p.ts_ns) && d.first_cnp_ts.is_none() {
             d.first_cnp_ts = Some(p.ts_ns);
         }
-        d.expire_ce(p.ts_ns, CNP_WINDOW_NS);
+        d.expire_ce(p.ts_ns, CNP_WINDOW_NS, self.notes.as_mut());
         d.ce_pending.clear();
+        self.note(di, p.frame_no, |flow| notes::NoteKind::Cnp {
+            slows: Some(flow),
+        });
         self.timeline(
             di,
             p.ts_ns,

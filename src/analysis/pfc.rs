@@ -37,6 +37,7 @@ struct Stretch {
     end: u64,
     frames: u64,
     first_frame: u64,
+    last_frame: u64,
 }
 
 /// Pause state of one (MAC, priority).
@@ -70,6 +71,7 @@ impl PauseTracker {
             (Some(b), Some(last)) if ts.saturating_sub(last) <= min_gap => {
                 b.end = ts;
                 b.frames += 1;
+                b.last_frame = frame_no;
             }
             _ => {
                 if let Some(b) = self.burst.take() {
@@ -80,6 +82,7 @@ impl PauseTracker {
                     end: ts,
                     frames: 1,
                     first_frame: frame_no,
+                    last_frame: frame_no,
                 });
             }
         }
@@ -92,6 +95,7 @@ impl PauseTracker {
                     iv.end = ts.max(iv.start);
                 }
                 iv.frames += 1;
+                iv.last_frame = frame_no;
                 self.close_interval(cfg, iv);
             }
             return;
@@ -104,6 +108,7 @@ impl PauseTracker {
             Some(iv) if ts <= iv.end => {
                 iv.end = end;
                 iv.frames += 1;
+                iv.last_frame = frame_no;
             }
             _ => {
                 if let Some(iv) = self.interval.take() {
@@ -114,6 +119,7 @@ impl PauseTracker {
                     end,
                     frames: 1,
                     first_frame: frame_no,
+                    last_frame: frame_no,
                 });
             }
         }
@@ -142,6 +148,7 @@ impl PauseTracker {
                 last.end = last.end.max(s.end);
                 last.frames = last.frames.max(s.frames);
                 last.first_frame = last.first_frame.min(s.first_frame);
+                last.last_frame = last.last_frame.max(s.last_frame);
                 *k |= kind;
                 return;
             }
@@ -229,6 +236,17 @@ impl PauseTracker {
     /// The pause in force: (start, end as asked for so far).
     pub fn in_force(&self) -> Option<(u64, u64)> {
         self.interval.as_ref().map(|iv| (iv.start, iv.end))
+    }
+
+    /// Each storm's first and last frame, its length and its frames (after `finish`).
+    pub fn storm_edges(&self) -> Vec<(u64, u64, u64, u64)> {
+        self.storms
+            .iter()
+            .map(|(s, _)| {
+                let dur = s.end.saturating_sub(s.start);
+                (s.first_frame, s.last_frame, dur, s.frames)
+            })
+            .collect()
     }
 
     /// Storm stretches as (start, end) in ns.

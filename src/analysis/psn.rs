@@ -13,6 +13,8 @@
 
 use roce_parsers::Psn;
 
+use super::notes::ResendCause;
+
 use crate::model::PsnCounts;
 
 /// Most holes tracked individually; beyond, skipped PSNs are only counted.
@@ -39,6 +41,8 @@ pub enum Arrival {
 struct Replay {
     /// Last PSN sent before the go-back: the replay is over once PSNs pass it.
     until: Psn,
+    /// What started it.
+    cause: ResendCause,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -60,6 +64,11 @@ pub struct PsnTracker {
 impl PsnTracker {
     pub fn expected(&self) -> Option<Psn> {
         self.expected
+    }
+
+    /// What started the go-back the latest resend belongs to.
+    pub fn resend_cause(&self) -> Option<ResendCause> {
+        self.replay.map(|r| r.cause)
     }
 
     /// A new connection took over this QP (RDMA-CM announced it): the PSN history starts
@@ -101,7 +110,8 @@ impl PsnTracker {
         read_len: Option<u32>,
         reliable: bool,
     ) -> Arrival {
-        let idle = ts.saturating_sub(self.last_ts) >= RETRANSMIT_IDLE_NS && self.last_ts != 0;
+        let idle_ns = ts.saturating_sub(self.last_ts);
+        let idle = idle_ns >= RETRANSMIT_IDLE_NS && self.last_ts != 0;
         self.last_ts = ts;
         let open_read = self.open_read.take();
         let Some(expected) = self.expected else {
@@ -145,11 +155,18 @@ impl PsnTracker {
             };
         }
         let in_replay = self.replay.is_some();
-        let nak_covers = self.nak_from.is_some_and(|n| psn >= n && psn < expected);
-        if in_replay || nak_covers || idle {
+        let nak_covers = self.nak_from.filter(|&n| psn >= n && psn < expected);
+        if in_replay || nak_covers.is_some() || idle {
             if !in_replay {
+                let cause = match nak_covers {
+                    Some(n) => ResendCause::Nak {
+                        from_psn: n.value(),
+                    },
+                    None => ResendCause::Timeout { idle_ns },
+                };
                 self.replay = Some(Replay {
                     until: expected.prev(),
+                    cause,
                 });
                 self.nak_from = None;
             }

@@ -51,6 +51,14 @@ impl Input {
         }
     }
 
+    /// The input files, in input order (`Record::input`).
+    pub fn paths(&self) -> Vec<String> {
+        match self {
+            Input::One(f) => vec![f.name.clone()],
+            Input::Merged(m) => m.names.clone(),
+        }
+    }
+
     pub fn for_each_batch(
         self,
         consume: impl FnMut(&[Record<'_>], &SourceStatus) -> io::Result<()>,

@@ -46,6 +46,22 @@ impl FrameOrigins {
         self.inputs.len() as u64
     }
 
+    /// The files, as named on the command line.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// The input merged frame `frame` (from 1) came from.
+    pub fn input_of(&self, frame: u64) -> Option<usize> {
+        let at = usize::try_from(frame.checked_sub(1)?).ok()?;
+        self.inputs.get(at).map(|&i| usize::from(i))
+    }
+
+    /// Frames merged from `input`.
+    pub fn frames_of(&self, input: usize) -> u64 {
+        self.counts.get(input).copied().unwrap_or(0)
+    }
+
     /// Merged frame `frame` (from 1): its file and its number there.
     pub fn frame_ref(&self, frame: u64) -> Option<FrameRef> {
         let (input, n) = self.locate(frame)?;
