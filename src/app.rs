@@ -78,6 +78,14 @@ pub fn run(config: &Config) -> Result<u8, Error> {
             let paths = expand_directories(paths)?;
             let inputs: Vec<&str> = paths.iter().map(String::as_str).collect();
             check_outputs(config, &inputs)?;
+            let selected;
+            let config = match &config.select.finding_codes {
+                Some(codes) => {
+                    selected = with_finding_selection(config, &paths, codes)?;
+                    &selected
+                }
+                None => config,
+            };
             let source = open_inputs(&paths, config.read_method)?;
             let diagnostics = Diagnostics::new(&source.name(), config.max_warnings);
             match &config.mode {
@@ -101,6 +109,77 @@ pub fn run(config: &Config) -> Result<u8, Error> {
             }
         }
     }
+}
+
+/// `--finding`: a first pass analyses the capture (with the filter and --qp, nothing
+/// written) and learns what the findings of `codes` concern; the run proper keeps that.
+fn with_finding_selection(
+    config: &Config,
+    paths: &[String],
+    codes: &[crate::model::FindingCode],
+) -> Result<Config, Error> {
+    let source = open_inputs(paths, config.read_method)?;
+    let name = source.name();
+    let (analysis, decode) = match &config.mode {
+        Mode::Report(opts) => (opts.analysis, opts.decode),
+        Mode::Packets {
+            settings, export, ..
+        } => (
+            export
+                .as_ref()
+                .map_or_else(AnalysisConfig::default, |e| e.analysis),
+            settings.decode,
+        ),
+        Mode::Correlate { .. } => unreachable!("--finding is refused with --correlate"),
+    };
+    let analysis = AnalysisConfig {
+        several_points: matches!(source, Input::Merged(_)),
+        timelines: false,
+        notes: false,
+        ..analysis
+    };
+    let sink = ReportSink::new(analysis, Default::default(), decode);
+    let diagnostics = Diagnostics::new(&name, 0).silent();
+    let mut pipeline = Pipeline::new(sink, diagnostics, config.threads);
+    let first_pass = SelectConfig {
+        count: None,
+        write: None,
+        finding_codes: None,
+        finding: None,
+        ..config.select.clone()
+    };
+    let mut end = feed(source, &mut pipeline, &first_pass, None)?;
+    let finished = pipeline.finish().map_err(output_error(None))?;
+    let origins = end.origins.take();
+    let ctx = CaptureContext::default();
+    let (report, _) = finish_report(finished, end, name, &ctx, origins.as_ref())?;
+    let selection = crate::select::FindingSelection::of(&report, codes);
+    let names: Vec<&str> = codes.iter().map(|c| c.name()).collect();
+    if selection.is_empty() {
+        eprintln!(
+            "roce-sniff: --finding {}: no such finding in this capture, so no frame is kept",
+            names.join(",")
+        );
+    } else {
+        let mut kept = Vec::new();
+        if !selection.flows.is_empty() {
+            kept.push(format!(
+                "{} flows (both directions of each connection)",
+                selection.flows.len()
+            ));
+        }
+        if !selection.frames.is_empty() {
+            kept.push(format!("{} frames cited", selection.frames.len()));
+        }
+        eprintln!(
+            "roce-sniff: --finding {}: keeping {}",
+            names.join(","),
+            kept.join(" and ")
+        );
+    }
+    let mut config = config.clone();
+    config.select.finding = Some(selection);
+    Ok(config)
 }
 
 /// `--correlate`: each -r is a capture point (a directory: its rotated set), in path order.

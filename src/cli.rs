@@ -106,7 +106,14 @@ pub struct Args {
     )]
     pub write: Option<PathBuf>,
 
-    /// Write the frames read (or those a filter or --qp keeps) to FILE as pcapng, each byte
+    /// Keep, as --qp does, the connections (both directions, with their CNPs) that findings
+    /// of these codes concern, or the frames a finding cites where it concerns no connection
+    /// (pfc_storm...): for -w, --annotate, --packets and the report, which is the report of
+    /// the traffic kept. Reads the capture files twice.
+    #[arg(long, value_name = "CODE,...", value_parser = parse_finding_codes, help_heading = "Report directory")]
+    pub finding: Option<FindingCodes>,
+
+    /// Write the frames read (or those a filter, --qp or --finding keeps) to FILE as pcapng, each byte
     /// for byte at its own time, with a comment (`roce-sniff: <code>: ...`) on every frame a
     /// finding cites and on the analysis's events (PSN gaps, resends, NAKs, CE marks without
     /// a CNP, CNPs, PFC storms, capture copies). Reads the capture files a second time.
@@ -475,6 +482,25 @@ pub fn parse_dscp(s: &str) -> Result<u8, String> {
     parse_max(s, 63, "DSCP").map(|v| v as u8)
 }
 
+/// `--finding`'s finding codes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FindingCodes(pub Vec<crate::model::FindingCode>);
+
+/// `--finding`'s finding codes, comma-separated.
+fn parse_finding_codes(s: &str) -> Result<FindingCodes, String> {
+    let codes = s
+        .split(',')
+        .map(str::trim)
+        .map(|word| {
+            crate::model::FindingCode::ALL
+                .into_iter()
+                .find(|c| c.name() == word)
+                .ok_or_else(|| format!("`{word}` is not a finding code (docs/json.md lists them)"))
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(FindingCodes(codes))
+}
+
 pub fn parse_pcp(s: &str) -> Result<u8, String> {
     parse_max(s, 7, "PCP").map(|v| v as u8)
 }
@@ -582,6 +608,8 @@ impl Config {
             write: a.write.clone().filter(|_| a.interface.is_none()),
             decode: a.decode_options(),
             erspan_time: a.time == TimeSource::Erspan,
+            finding_codes: a.finding.clone().map(|c| c.0),
+            finding: None,
         };
         Ok(Config {
             source,
@@ -651,6 +679,7 @@ impl Args {
     }
 
     fn packets_mode(&self, json: Option<Output>, source: &Source) -> Result<Mode, Error> {
+        self.check_second_pass(source)?;
         // With --parquet the analysis runs too (the export needs it): its options apply.
         let analysing = self.parquet.is_some();
         let report_only = [
@@ -716,6 +745,7 @@ impl Args {
             (self.metrics.is_some(), "--metrics"),
             (self.events.is_some(), "--events"),
             (self.annotate.is_some(), "--annotate"),
+            (self.finding.is_some(), "--finding"),
         ];
         if let Some((_, flag)) = refused.iter().find(|(given, _)| *given) {
             return Err(usage(&format!("{flag} does not apply to --correlate")));
@@ -771,21 +801,23 @@ impl Args {
     /// `--annotate` reads the input a second time: a file can be, standard input and a live
     /// capture cannot.
     fn check_second_pass(&self, source: &Source) -> Result<(), Error> {
-        let Some(path) = &self.annotate else {
-            return Ok(());
+        let flag = match (&self.annotate, &self.finding) {
+            (Some(path), _) if path.as_os_str().is_empty() => {
+                return Err(usage(
+                    "--annotate= needs a file name: --annotate=FILE.pcapng",
+                ))
+            }
+            (Some(_), _) => "--annotate",
+            (None, Some(_)) => "--finding",
+            (None, None) => return Ok(()),
         };
-        if path.as_os_str().is_empty() {
-            return Err(usage(
-                "--annotate= needs a file name: --annotate=FILE.pcapng",
-            ));
-        }
         match source {
-            Source::Live(_) => Err(usage(
-                "--annotate reads the capture a second time, which a live capture cannot be: write it with -w FILE, then run -r FILE --annotate=OUT",
-            )),
-            Source::Files(p) if p.iter().any(|f| f == "-") => Err(usage(
-                "--annotate reads the capture a second time, which standard input cannot be: save it to a file first",
-            )),
+            Source::Live(_) => Err(Error::Usage(format!(
+                "{flag} reads the capture a second time, which a live capture cannot be: write it with -w FILE, then read FILE with -r"
+            ))),
+            Source::Files(p) if p.iter().any(|f| f == "-") => Err(Error::Usage(format!(
+                "{flag} reads the capture a second time, which standard input cannot be: save it to a file first"
+            ))),
             _ => Ok(()),
         }
     }

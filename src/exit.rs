@@ -68,6 +68,7 @@ mod tests {
             frames: vec![1],
             frame_refs: Vec::new(),
             group: None,
+            grouped_flows: Vec::new(),
         }
     }
 

@@ -364,6 +364,20 @@ pub struct Finding {
     /// flows, and the worst few (by count) in full.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<FindingGroup>,
+    /// A group: the label of every flow it stands for (`group.worst` shows 5), for
+    /// `--finding`.
+    #[serde(skip)]
+    pub grouped_flows: Vec<String>,
+}
+
+impl Finding {
+    /// The labels of the flows this finding concerns: its flow, or every flow of its group.
+    pub fn flow_labels(&self) -> impl Iterator<Item = &str> {
+        self.flow
+            .iter()
+            .chain(&self.grouped_flows)
+            .map(String::as_str)
+    }
 }
 
 /// A frame of a set of files read as one, named in its own file (as Wireshark numbers it

@@ -5,7 +5,7 @@
 //! those numbers in the file, whatever was left out (tcpdump numbers what it prints; engineers
 //! quote Wireshark's numbers to each other).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::net::IpAddr;
@@ -15,6 +15,7 @@ use roce_parsers::capture::Record;
 use roce_parsers::{decode_frame_with, DecodeOptions, Opcode};
 
 use crate::error::Error;
+use crate::model::{FindingCode, FlowReport, Report};
 
 /// What to keep of a capture file.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -32,6 +33,75 @@ pub struct SelectConfig {
     pub decode: DecodeOptions,
     /// `--time erspan`: a frame's time is its ERSPAN III timestamp, where it has one.
     pub erspan_time: bool,
+    /// `--finding CODES`: the codes whose findings say what to keep...
+    pub finding_codes: Option<Vec<FindingCode>>,
+    /// ...and what they concern, learned by a first pass over the capture.
+    pub finding: Option<FindingSelection>,
+}
+
+/// `--finding`: the flows (both directions of each connection) that findings of some codes
+/// concern, and the frames of those that concern no flow (a PFC storm, a damaged capture).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FindingSelection {
+    pub flows: BTreeSet<FlowId>,
+    pub frames: BTreeSet<u64>,
+}
+
+/// A flow as the analysis keys it: source, destination, destination QP, innermost VLAN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct FlowId {
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    pub dqpn: u32,
+    pub vlan: Option<u16>,
+}
+
+impl FindingSelection {
+    /// What the findings of `codes` in `report` concern: every flow of each (a group's
+    /// every member, not only the worst shown), with the other direction of its connection
+    /// (its peer, or a flow of CNPs only coming back between the same hosts), else its frames.
+    pub fn of(report: &Report, codes: &[FindingCode]) -> FindingSelection {
+        let by_label: HashMap<String, &FlowReport> =
+            report.flows.iter().map(|f| (f.label(), f)).collect();
+        let mut out = FindingSelection::default();
+        let mut named: Vec<&FlowReport> = Vec::new();
+        for f in report.findings.iter().filter(|f| codes.contains(&f.code)) {
+            let before = named.len();
+            named.extend(f.flow_labels().filter_map(|l| by_label.get(l).copied()));
+            if named.len() == before {
+                out.frames.extend(&f.frames);
+                for m in f.group.iter().flat_map(|g| &g.worst) {
+                    out.frames.extend(&m.frames);
+                }
+            }
+        }
+        for f in named {
+            out.flows.insert(FlowId::of(f));
+            if let Some(peer) = f.peer.as_ref().and_then(|p| by_label.get(p)) {
+                out.flows.insert(FlowId::of(peer));
+            }
+            let cnps_back = report.flows.iter().filter(|c| {
+                c.peer.is_none() && c.cnps_sent > 0 && c.src == f.dst && c.dst == f.src
+            });
+            out.flows.extend(cnps_back.map(FlowId::of));
+        }
+        out
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.flows.is_empty() && self.frames.is_empty()
+    }
+}
+
+impl FlowId {
+    fn of(f: &FlowReport) -> FlowId {
+        FlowId {
+            src: f.src.parse().unwrap_or(IpAddr::from([0, 0, 0, 0])),
+            dst: f.dst.parse().unwrap_or(IpAddr::from([0, 0, 0, 0])),
+            dqpn: f.dqpn,
+            vlan: f.vlan,
+        }
+    }
 }
 
 impl SelectConfig {
@@ -41,6 +111,7 @@ impl SelectConfig {
             || self.count.is_some()
             || self.write.is_some()
             || self.erspan_time
+            || self.finding.is_some()
     }
 }
 
@@ -130,6 +201,11 @@ impl Selection {
                 return Ok(false);
             }
         }
+        if let Some(selection) = &self.config.finding {
+            if !selection.frames.contains(&rec.frame) && !self.in_flows(selection, rec) {
+                return Ok(false);
+            }
+        }
         let Some(qp) = self.config.qp else {
             return Ok(true);
         };
@@ -146,6 +222,21 @@ impl Selection {
         // The other direction: what answers the requests, and the CNPs that slow them down.
         let answer = r.bth.opcode.is_response() || r.bth.opcode == Opcode::CNP;
         Ok(answer && self.qp_hosts.contains(&(dst, src)))
+    }
+
+    /// Whether `rec` is a RoCE frame of one of the selection's flows.
+    fn in_flows(&self, selection: &FindingSelection, rec: &Record<'_>) -> bool {
+        let frame = decode_frame_with(rec.linktype, rec.data, rec.len, self.config.decode);
+        let (Some(r), Some((src, dst))) = (frame.roce, frame.addresses()) else {
+            return false;
+        };
+        let id = FlowId {
+            src,
+            dst,
+            dqpn: r.bth.dqpn,
+            vlan: frame.inner_vlan().map(|v| v.vid),
+        };
+        selection.flows.contains(&id)
     }
 
     /// Flushes the -w file.

@@ -250,3 +250,149 @@ fn several_files_name_each_finding_frame_in_its_own_file() {
     );
     assert!(whole["findings"][0].get("frame_refs").is_none());
 }
+
+/// A bulk capture of 16 QPs (testgen) with one request of each of 8 QPs taken out: PSN loss
+/// on 8 connections, more than the findings show one by one (a group of 8, its worst 5 shown).
+fn lossy_bulk() -> std::path::PathBuf {
+    use roce_parsers::capture::{CaptureParser, Next};
+    let mut data = Vec::new();
+    let cfg = roce_testgen::bulk::BulkConfig {
+        frames: 20_000,
+        qps: 16,
+        seed: 7,
+    };
+    roce_testgen::bulk::write_bulk(&mut data, cfg).unwrap();
+    let (mut parser, mut at) = CaptureParser::new(&data).unwrap();
+    let mut out = data[..at].to_vec();
+    let mut seen: std::collections::BTreeMap<u32, u32> = Default::default();
+    let mut requesters: Vec<u32> = Vec::new();
+    while let Ok(Next::Record(r, used)) = parser.next(&data[at..], at as u64) {
+        let f = roce_parsers::decode_frame(r.linktype, r.data, r.len);
+        let lossy_request = f.roce.as_ref().is_some_and(|roce| {
+            if !roce.bth.opcode.is_request() {
+                return false;
+            }
+            let qp = roce.bth.dqpn;
+            if !requesters.contains(&qp) {
+                requesters.push(qp);
+            }
+            let n = seen.entry(qp).or_default();
+            *n += 1;
+            *n == 40 && requesters.iter().position(|&q| q == qp) < Some(8)
+        });
+        if !lossy_request {
+            out.extend_from_slice(&data[at..at + used]);
+        }
+        at += used;
+    }
+    let path =
+        std::env::temp_dir().join(format!("roce-sniff-lossy-bulk-{}.pcap", std::process::id()));
+    std::fs::write(&path, out).unwrap();
+    path
+}
+
+/// src > dst qp vlan of each flow of a report.
+fn flow_labels(report: &serde_json::Value) -> std::collections::BTreeSet<String> {
+    report["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            format!(
+                "{} > {} qp {} vlan {}",
+                f["src"], f["dst"], f["dqpn"], f["vlan"]
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn finding_keeps_exactly_the_connections_of_its_findings() {
+    let path = lossy_bulk();
+    let whole = report_of(&path, &[]);
+    let psn_loss: Vec<&serde_json::Value> = whole["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "psn_loss")
+        .collect();
+    assert_eq!(psn_loss.len(), 1);
+    assert_eq!(psn_loss[0]["group"]["flows"], 8);
+    assert_eq!(psn_loss[0]["group"]["worst"].as_array().unwrap().len(), 5);
+    // The troubled connections: the 8 lossy data flows and the responses coming back.
+    let flows = whole["flows"].as_array().unwrap();
+    let lossy: Vec<&serde_json::Value> = flows.iter().filter(|f| f["psn"]["gaps"] != 0).collect();
+    assert_eq!(lossy.len(), 8);
+    let label = |f: &serde_json::Value| {
+        format!(
+            "{} > {} qp {} vlan {}",
+            f["src"], f["dst"], f["dqpn"], f["vlan"]
+        )
+    };
+    let mut troubled: std::collections::BTreeSet<String> = lossy.iter().map(|f| label(f)).collect();
+    let mut packets: u64 = 0;
+    for f in flows {
+        let peer_is_lossy = lossy.iter().any(|l| l["peer"] == label_plain(f));
+        if f["psn"]["gaps"] != 0 || peer_is_lossy {
+            troubled.insert(label(f));
+            packets += f["packets"].as_u64().unwrap();
+        }
+    }
+    assert_eq!(troubled.len(), 16, "{troubled:?}");
+    let kept = report_of(&path, &["--finding", "psn_loss"]);
+    assert_eq!(flow_labels(&kept), troubled);
+    assert_eq!(kept["capture"]["roce_packets"].as_u64().unwrap(), packets);
+    // The same frames, in the same flows, as -w writes them.
+    let w = std::env::temp_dir().join(format!("roce-sniff-finding-{}.pcap", std::process::id()));
+    let out = run_path(&path, &["--finding", "psn_loss", "-w", w.to_str().unwrap()]);
+    assert!(
+        out.status.code().is_some_and(|c| c <= 1),
+        "{}",
+        stderr(&out)
+    );
+    let rewritten = report_of(&w, &[]);
+    assert_eq!(flow_labels(&rewritten), troubled);
+    assert_eq!(rewritten["capture"]["packets"], kept["capture"]["packets"]);
+}
+
+/// A flow's label as the report's `peer` names it.
+fn label_plain(f: &serde_json::Value) -> String {
+    let mut s = format!(
+        "{} > {} qp {:#08x}",
+        f["src"].as_str().unwrap(),
+        f["dst"].as_str().unwrap(),
+        f["dqpn"].as_u64().unwrap()
+    );
+    if let Some(v) = f["vlan"].as_u64() {
+        s.push_str(&format!(" vlan {v}"));
+    }
+    s
+}
+
+#[test]
+fn finding_of_a_capture_wide_code_keeps_the_frames_it_cites() {
+    let sample = testdata("sample.pcap");
+    let whole = report_of(&sample, &[]);
+    let storm = frames_of(&whole, "pfc_storm");
+    let kept = report_of(&sample, &["--finding", "pfc_storm"]);
+    assert_eq!(
+        kept["capture"]["packets"].as_u64().unwrap(),
+        storm.len() as u64
+    );
+    // A code that no finding has keeps nothing, and says so.
+    let out = run_path(&sample, &["--json", "--finding", "icrc_bad"]);
+    assert!(stderr(&out).contains("no such finding"), "{}", stderr(&out));
+    // Refused where there cannot be a first pass, and a code that is none.
+    for (args, says) in [
+        (vec!["-r", "-", "--finding", "psn_loss"], "standard input"),
+        (vec!["-i", "lo", "--finding", "psn_loss"], "live capture"),
+        (
+            vec!["-r", "x", "--finding", "psn_lost"],
+            "not a finding code",
+        ),
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+    }
+}

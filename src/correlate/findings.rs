@@ -21,6 +21,7 @@ fn finding(severity: Severity, code: FindingCode, message: String, cause: &str) 
         frames: Vec::new(),
         frame_refs: Vec::new(),
         group: None,
+        grouped_flows: Vec::new(),
     }
 }
 

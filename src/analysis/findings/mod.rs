@@ -64,6 +64,7 @@ fn finding(
         frames,
         frame_refs: Vec::new(),
         group: None,
+        grouped_flows: Vec::new(),
     }
 }
 
@@ -123,6 +124,7 @@ fn group(mut list: Vec<Finding>) -> Finding {
         frames: first.frames.clone(),
         frame_refs: Vec::new(),
         group: Some(FindingGroup { flows, worst }),
+        grouped_flows: list.iter().filter_map(|f| f.flow.clone()).collect(),
     }
 }
 
