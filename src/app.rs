@@ -310,13 +310,23 @@ fn expand_directories(paths: &[String]) -> Result<Vec<String>, Error> {
             .filter(|f| f.is_file())
             .map(|f| f.to_string_lossy().into_owned())
             .collect();
+        files.sort();
+        files.retain(|f| match not_a_capture(f) {
+            Some(why) => {
+                eprintln!(
+                    "roce-sniff: warning: {}: {why}; skipped",
+                    crate::error::shown(f)
+                );
+                false
+            }
+            None => true,
+        });
         if files.is_empty() {
             return Err(Error::Usage(format!(
                 "{}: a directory with no capture files",
                 crate::error::shown(p)
             )));
         }
-        files.sort();
         out.extend(files);
     }
     if out.iter().filter(|p| *p == "-").count() > 0 && out.len() > 1 {
@@ -325,6 +335,41 @@ fn expand_directories(paths: &[String]) -> Result<Vec<String>, Error> {
         ));
     }
     Ok(out)
+}
+
+/// Why a file found in a directory is not read as a capture: not one at all (a README, the
+/// report of an earlier run), or one with no frame yet (empty, or only its header: tcpdump is
+/// still writing it). None for a capture, and for a compressed file (told when read).
+fn not_a_capture(path: &str) -> Option<String> {
+    use roce_parsers::capture::{CaptureParser, Next};
+    use std::io::Read as _;
+    const HEAD: u64 = 64 << 10;
+    let mut head = Vec::new();
+    let file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    io::Read::take(file, HEAD).read_to_end(&mut head).ok()?;
+    if head.is_empty() {
+        return Some("an empty file".into());
+    }
+    if head.starts_with(&[0x1f, 0x8b]) || head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        return None;
+    }
+    let (mut parser, mut at) = match CaptureParser::new(&head) {
+        Ok(p) => p,
+        Err(e) => return Some(e.to_string()),
+    };
+    loop {
+        match parser.next(&head[at..], at as u64) {
+            Ok(Next::Record(..)) => return None,
+            Ok(Next::Skip(used)) => at += used,
+            // A head cut inside a record: a frame is on its way.
+            Ok(Next::Incomplete { .. }) if len > head.len() as u64 || at < head.len() => {
+                return None
+            }
+            Ok(Next::Incomplete { .. }) => return Some("a capture with no frame yet".into()),
+            Err(_) => return None,
+        }
+    }
 }
 
 /// One capture, or several read as one.

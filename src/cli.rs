@@ -127,11 +127,9 @@ pub struct Args {
 
     /// Capture filter (BPF, as in tcpdump). Live, it replaces the default, which keeps RoCEv2,
     /// RoCEv1 and MAC Control frames, tagged or not; with -r it selects the frames analysed.
-    #[arg(
-        value_name = "FILTER",
-        trailing_var_arg = true,
-        help_heading = "Live capture"
-    )]
+    /// Options may come before or after it, as tcpdump takes them; words after a lone `--` are
+    /// all the filter's.
+    #[arg(value_name = "FILTER", help_heading = "Live capture")]
     pub filter: Vec<String>,
 
     /// A UDP port that carries VXLAN besides 4789 (some fabrics use 8472, Linux's old default).
@@ -1002,6 +1000,25 @@ mod tests {
         let e = Config::from_args(["roce-sniff", "-r", "x", "--report", "-"]).unwrap_err();
         assert!(e.to_string().contains("--report writes a directory"), "{e}");
         assert!(Config::from_args(["roce-sniff", "-r", "x", "--report=-"]).is_err());
+    }
+
+    #[test]
+    fn options_after_the_filter_are_options_and_words_after_a_lone_dash_dash_are_the_filters() {
+        let args = ["roce-sniff", "-r", "x", "vlan", "and", "host", "10.0.0.5"];
+        let with =
+            |more: &[&'static str]| Config::from_args(args.iter().chain(more).copied()).unwrap();
+        let c = with(&["--json", "-c", "5", "--qp", "0x213"]);
+        assert_eq!(c.select.filter.as_deref(), Some("vlan and host 10.0.0.5"));
+        assert_eq!((c.select.count, c.select.qp), (Some(5), Some(0x213)));
+        let Mode::Report(r) = &c.mode else {
+            panic!("report mode expected")
+        };
+        assert!(matches!(r.json, Some(Output::Stdout)));
+        let c = with(&["--packets"]);
+        assert!(matches!(c.mode, Mode::Packets { .. }));
+        let c = Config::from_args(["roce-sniff", "-r", "x", "--", "vlan", "--json"]).unwrap();
+        assert_eq!(c.select.filter.as_deref(), Some("vlan --json"));
+        assert!(matches!(&c.mode, Mode::Report(r) if r.json.is_none()));
     }
 
     #[test]

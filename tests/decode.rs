@@ -354,13 +354,23 @@ fn unreadable_inputs_give_one_line_and_exit_2() {
         (dir.join("missing.pcap"), "no such file"),
         (empty.clone(), "too short for a capture file header"),
         (text.clone(), "not a pcap or pcapng capture"),
-        // A directory is read as a set of captures (a rotated set): here the first file of
-        // it is not one, and the message names it.
-        (
-            dir.clone(),
-            "empty.pcap: too short for a capture file header",
-        ),
     ];
+    // A directory is read as a set of captures (a rotated set): what is not one is skipped
+    // with a warning each, and with no capture left that is the error.
+    let out = run_path(&dir, &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 3, "{err}");
+    assert!(
+        lines[0].contains("empty.pcap: an empty file; skipped"),
+        "{err}"
+    );
+    assert!(lines[1].contains("notes.txt: not a pcap"), "{err}");
+    assert!(
+        lines[2].ends_with("a directory with no capture files"),
+        "{err}"
+    );
     for (path, expect) in cases {
         let out = run_path(&path, &[]);
         assert_eq!(out.status.code(), Some(2), "{}", path.display());

@@ -1,0 +1,77 @@
+//! What a new user trips over (issue #26): directories holding other files, options after
+//! the filter.
+
+mod common;
+
+use common::*;
+
+fn dir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("roce-sniff-new-user-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn a_directory_skips_what_is_not_a_capture_yet_with_a_warning_each() {
+    let d = dir("skips");
+    std::fs::copy(testdata("sample.pcap"), d.join("a.pcap")).unwrap();
+    std::fs::write(d.join("README.txt"), "captures of the test bed\n").unwrap();
+    std::fs::write(d.join("empty.pcap"), "").unwrap();
+    let sample = std::fs::read(testdata("sample.pcap")).unwrap();
+    std::fs::write(d.join("writing.pcap"), &sample[..24]).unwrap();
+    let json = d.join("r.json");
+    let json_flag = format!("--json={}", json.display());
+    let dir_arg = d.to_str().unwrap();
+    // Twice: the second run meets the first run's report in the directory.
+    for _ in 0..2 {
+        let out = run(&["-r", dir_arg, &json_flag]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let err = stderr(&out);
+        for (file, why) in [
+            ("README.txt", "not a pcap or pcapng capture"),
+            ("empty.pcap", "an empty file"),
+            ("writing.pcap", "a capture with no frame yet"),
+        ] {
+            assert!(
+                err.lines()
+                    .any(|l| l.contains(file) && l.contains(why) && l.ends_with("skipped")),
+                "{file}: {err}"
+            );
+        }
+        let report: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        assert_eq!(report["capture"]["packets"], 14623);
+    }
+    let out = run(&[
+        "-r",
+        dir_arg,
+        &format!("--report={}", d.join("rep").display()),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // With no capture left it is an error; a file named on its own is never skipped.
+    std::fs::remove_file(d.join("a.pcap")).unwrap();
+    let out = run(&["-r", dir_arg]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("a directory with no capture files"));
+    let out = run(&["-r", d.join("README.txt").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn options_after_the_filter_are_taken_as_options() {
+    let sample = testdata("sample.pcap");
+    let out = run_path(&sample, &["vlan", "and", "host", "10.0.0.5", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["capture"]["packets"], 2987);
+    let out = run_path(
+        &sample,
+        &["vlan", "and", "host", "10.0.0.5", "-c", "3", "--packets"],
+    );
+    assert_eq!(stdout(&out).lines().count(), 3);
+    // After `--`, every word is the filter's.
+    let out = run_path(&sample, &["--", "vlan", "--json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("bad capture filter `vlan --json`"));
+}
