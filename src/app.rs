@@ -99,7 +99,13 @@ pub fn run(config: &Config) -> Result<u8, Error> {
                     settings.inputs = source.names();
                     let run = file_run(config);
                     packets_from_file(source, settings, writer, diagnostics, &run, export.as_ref())
-                        .map(|_| exit::OK)
+                        .map(|(_, frames)| {
+                            if frames == 0 {
+                                exit::VERIFY_FAILED
+                            } else {
+                                exit::OK
+                            }
+                        })
                 }
                 Mode::Report(opts) => {
                     let mut writer = output::open(opts.json.as_ref())?;
@@ -409,7 +415,7 @@ fn output_error(out: Option<&Output>) -> impl Fn(io::Error) -> Error + '_ {
     }
 }
 
-/// `--packets` on a file: returns the output, flushed.
+/// `--packets` on a file: returns the output, flushed, and the frames printed.
 fn packets_from_file<W: Write + Send>(
     source: Input,
     settings: PrintSettings,
@@ -417,7 +423,7 @@ fn packets_from_file<W: Write + Send>(
     diagnostics: Diagnostics,
     run: &FileRun,
     export: Option<&crate::cli::PacketsExport>,
-) -> Result<W, Error> {
+) -> Result<(W, u64), Error> {
     let name = source.name();
     let mut printer = PacketPrinter::new(settings, out);
     if let Some(e) = export {
@@ -433,6 +439,13 @@ fn packets_from_file<W: Write + Send>(
     let finished = pipeline.finish().map_err(output_error(None))?;
     let (counts, mut diagnostics) = (finished.counts, finished.diagnostics);
     let (format, snaplen) = (end.format, end.snaplen);
+    let frames = counts.frames;
+    if frames == 0 {
+        if let Some(s) = &end.selection {
+            eprintln!("roce-sniff: {}", nothing_kept(s));
+        }
+    }
+    let selection = end.selection.clone();
     record_problems(&mut diagnostics, end);
     let warnings = diagnostics.finish();
     let (out, export) = finished.sink.into_parts().map_err(output_error(None))?;
@@ -443,11 +456,34 @@ fn packets_from_file<W: Write + Send>(
             snaplen,
             counts,
             warnings,
+            selection,
         };
         let end = analyzer.finish_all(meta);
         exporter.finish(&end.report, &end.order, &end.open_ids, &end.pauses)?;
     }
-    Ok(out)
+    Ok((out, frames))
+}
+
+/// What to tell when a selection kept none of the frames read.
+pub fn nothing_kept(s: &crate::model::SelectionStats) -> String {
+    let what = match &s.filter {
+        Some(f) => format!("the filter `{f}`"),
+        None => "the selection".to_string(),
+    };
+    let mut msg = format!("{what} matched none of the {} frames read", s.frames_read);
+    if let Some(f) = s
+        .filter
+        .as_ref()
+        .filter(|f| !f.trim_start().starts_with("vlan"))
+    {
+        if s.tagged_read > 0 {
+            msg.push_str(&format!(
+                "; {} of them are VLAN-tagged, and a filter sees inside the tag only after `vlan`: try `vlan and {f}`",
+                s.tagged_read
+            ));
+        }
+    }
+    msg
 }
 
 /// The report of a file, rendered to `out` (and the report directory).
@@ -685,7 +721,8 @@ fn feed<S: crate::pipeline::Sink>(
     if let Some(e) = failure {
         return Err(e);
     }
-    let end = end?;
+    let mut end = end?;
+    end.selection = Some(selection.stats());
     selection.finish()?;
     Ok(end)
 }
@@ -707,6 +744,7 @@ fn finish_report(
 ) -> Result<(Report, Option<PlotData>), Error> {
     let mut diagnostics = finished.diagnostics;
     let live = end.live.take();
+    let selection = end.selection.take();
     let (format, snaplen) = (end.format, end.snaplen);
     record_problems(&mut diagnostics, end);
     let meta = CaptureMeta {
@@ -715,6 +753,7 @@ fn finish_report(
         snaplen,
         counts: finished.counts,
         warnings: diagnostics.finish(),
+        selection,
     };
     let (mut report, plots) = finished.sink.finish(meta, ctx, origins)?;
     report.capture.live = live;
@@ -1044,7 +1083,8 @@ pub fn run_in_memory_files(
             diagnostics,
             &file_run(&config),
             None,
-        ),
+        )
+        .map(|(out, _)| out),
         Mode::Report(opts) => {
             let mut opts = opts.clone();
             opts.analysis.timelines |= timelines;

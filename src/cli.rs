@@ -41,8 +41,9 @@ Verification (for test scripts):
       A check the capture cannot support (PCP without VLAN tags, a cooked capture) is
       UNVERIFIABLE, and a capture without RoCE is not a PASS: both exit with 1.
 
-Exit codes: 0 ok (verification passed), 1 verification failed or could not be made, the
-capture held no frames, or a finding --fail-on names was raised, 2 error (unreadable input,
+Exit codes: 0 ok (verification passed), 1 verification failed or could not be made, no
+frame was analysed or printed (an empty capture, or a filter or selection that matched
+nothing; --packets too), or a finding --fail-on names was raised, 2 error (unreadable input,
 bad flags).";
 
 #[derive(Parser, Debug)]

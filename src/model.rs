@@ -74,6 +74,22 @@ pub struct CaptureReport {
     /// Live capture only: the interface and the kernel's counters.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub live: Option<LiveStats>,
+    /// A file read with a filter, `--qp`, `--finding` or `-c`: the frames read, of which
+    /// `packets` were kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub selection: Option<SelectionStats>,
+}
+
+/// What a selection kept of a file.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct SelectionStats {
+    /// The BPF filter, when one was given.
+    pub filter: Option<String>,
+    /// Frames read (kept or not).
+    pub frames_read: u64,
+    /// Of those, VLAN-tagged (802.1Q or 802.1ad) Ethernet frames: a filter sees inside the
+    /// tag only after `vlan`.
+    pub tagged_read: u64,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]

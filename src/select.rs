@@ -122,6 +122,9 @@ pub struct Selection {
     /// (requester, responder) host pairs of the selected QP's requests.
     qp_hosts: Vec<(IpAddr, IpAddr)>,
     kept: u64,
+    /// Frames looked at, and of those VLAN-tagged Ethernet ones.
+    read: u64,
+    tagged: u64,
     writer: Option<PcapFileWriter>,
 }
 
@@ -137,6 +140,8 @@ impl Selection {
             programs: HashMap::new(),
             qp_hosts: Vec::new(),
             kept: 0,
+            read: 0,
+            tagged: 0,
             writer,
         };
         // Compile once for Ethernet now, so that a bad filter fails before the work.
@@ -165,6 +170,12 @@ impl Selection {
         for rec in batch {
             if self.done() {
                 break;
+            }
+            self.read += 1;
+            if rec.linktype == roce_parsers::link::LINKTYPE_ETHERNET
+                && matches!(rec.data.get(12..14), Some([0x81, 0x00] | [0x88, 0xa8]))
+            {
+                self.tagged += 1;
             }
             if !self.matches(rec)? {
                 continue;
@@ -237,6 +248,15 @@ impl Selection {
             vlan: frame.inner_vlan().map(|v| v.vid),
         };
         selection.flows.contains(&id)
+    }
+
+    /// What was read, for the report.
+    pub fn stats(&self) -> crate::model::SelectionStats {
+        crate::model::SelectionStats {
+            filter: self.config.filter.clone(),
+            frames_read: self.read,
+            tagged_read: self.tagged,
+        }
     }
 
     /// Flushes the -w file.

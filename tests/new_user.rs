@@ -75,3 +75,38 @@ fn options_after_the_filter_are_taken_as_options() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("bad capture filter `vlan --json`"));
 }
+
+#[test]
+fn a_filter_that_matches_nothing_says_so_and_exits_1_in_both_modes() {
+    let sample = testdata("sample.pcap");
+    let out = run_path(&sample, &["host", "10.0.0.5"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("0 frames kept of 14623 read"), "{text}");
+    assert!(text.contains("matched none of the 14623 frames"), "{text}");
+    assert!(text.contains("try `vlan and host 10.0.0.5`"), "{text}");
+    let out = run_path(&sample, &["host", "10.0.0.5", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["capture"]["selection"]["frames_read"], 14623);
+    assert_eq!(report["capture"]["selection"]["tagged_read"], 13822);
+    assert_eq!(report["capture"]["selection"]["filter"], "host 10.0.0.5");
+    let out = run_path(&sample, &["--packets", "host", "10.0.0.5"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).is_empty());
+    assert!(
+        stderr(&out).contains("try `vlan and host 10.0.0.5`"),
+        "{}",
+        stderr(&out)
+    );
+    // Tagged frames and a filter that starts with `vlan`: no hint to add it.
+    let out = run_path(&sample, &["--packets", "vlan", "and", "host", "10.9.9.9"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!stderr(&out).contains("try `vlan"), "{}", stderr(&out));
+    // One frame is one frame.
+    let out = run_path(&sample, &["-c", "1"]);
+    assert!(
+        stdout(&out).contains(", 1 frame kept of 1 read ("),
+        "{}",
+        stdout(&out)
+    );
+}

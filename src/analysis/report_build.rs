@@ -55,6 +55,8 @@ pub struct CaptureMeta {
     pub snaplen: u32,
     pub counts: FrameCounts,
     pub warnings: Vec<CaptureWarning>,
+    /// A selection on a file: what it read.
+    pub selection: Option<crate::model::SelectionStats>,
 }
 
 /// Bins the automatic choice aims below.
@@ -369,6 +371,7 @@ impl Analyzer {
             capture_duplicates: self.state.capture_duplicates,
             warnings: meta.warnings.clone(),
             live: None,
+            selection: meta.selection.clone(),
         }
     }
 

@@ -253,7 +253,7 @@ impl Stream {
                     self.batch.extend(b.sightings);
                 }
                 Ok(Message::End(end)) => {
-                    let end = end?;
+                    let end = (*end)?;
                     if let Some(mut d) = self.diagnostics.take() {
                         for p in end.problems {
                             d.warn_with_hint(p.kind, p.message, &p.hint);

@@ -188,7 +188,7 @@ fn sample(
                 }
             }
             reader::Message::End(end) => {
-                end?;
+                (*end)?;
             }
         }
     }

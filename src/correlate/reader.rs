@@ -30,7 +30,8 @@ pub struct Batch {
 
 pub enum Message {
     Batch(Batch),
-    End(Result<SourceEnd, Error>),
+    /// Boxed: a batch is sent thousands of times, the end once.
+    End(Box<Result<SourceEnd, Error>>),
 }
 
 /// The files of one point as one input (several: a rotated set, merged by time).
@@ -50,7 +51,7 @@ pub fn spawn(point: &PointFiles, options: DecodeOptions) -> Receiver<Message> {
         let input = match open(&files, read) {
             Ok(i) => i,
             Err(e) => {
-                let _ = tx.send(Message::End(Err(e)));
+                let _ = tx.send(Message::End(Box::new(Err(e))));
                 return;
             }
         };
@@ -81,7 +82,7 @@ pub fn spawn(point: &PointFiles, options: DecodeOptions) -> Receiver<Message> {
             Ok(())
         });
         let _ = tx.send(Message::Batch(batch));
-        let _ = tx.send(Message::End(end));
+        let _ = tx.send(Message::End(Box::new(end)));
     });
     rx
 }

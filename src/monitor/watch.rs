@@ -70,6 +70,7 @@ impl FindingWatch {
             snaplen: 0,
             counts: self.counts.clone(),
             warnings: Vec::new(),
+            selection: None,
         };
         let (report, _) = an.report_now(&meta);
         self.untold(an.last_ts(), &report.findings)

@@ -52,16 +52,20 @@ pub fn render(r: &Report) -> String {
 fn capture_summary(o: &mut String, c: &CaptureReport) {
     let _ = writeln!(o, "roce-sniff report: {}", shown(&c.file));
     let lts: Vec<String> = c.link_types.keys().cloned().collect();
+    // A selection says what it kept of what it read.
+    let of_read = c.selection.as_ref().map_or(String::new(), |s| {
+        format!(" kept of {} read", s.frames_read)
+    });
     let _ = writeln!(
         o,
-        "  {} {}, {} frames ({}) over {:.6} s",
+        "  {} {}, {}{of_read} ({}) over {:.6} s",
         c.format.unwrap_or("?"),
         if lts.is_empty() {
             "-".into()
         } else {
             lts.join(", ")
         },
-        c.packets,
+        plural(c.packets, "frame"),
         human_bytes(c.bytes),
         c.duration_s
     );

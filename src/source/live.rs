@@ -360,6 +360,7 @@ impl LiveSource {
             problems,
             live,
             origins: None,
+            selection: None,
         }
     }
 }

@@ -81,6 +81,8 @@ pub struct SourceEnd {
     pub live: Option<LiveStats>,
     /// Several files merged: the file of each frame.
     pub origins: Option<origins::FrameOrigins>,
+    /// A selection on a file: what it read.
+    pub selection: Option<crate::model::SelectionStats>,
 }
 
 #[derive(Debug)]

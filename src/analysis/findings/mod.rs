@@ -614,7 +614,21 @@ fn capture_findings(
     out: &mut Vec<Finding>,
 ) {
     let c = capture;
-    if c.packets == 0 {
+    if let Some(s) = c
+        .selection
+        .as_ref()
+        .filter(|s| c.packets == 0 && s.frames_read > 0)
+    {
+        out.push(finding(
+            Severity::Warning,
+            FindingCode::NoRoce,
+            format!("{}: nothing was analysed", crate::app::nothing_kept(s)),
+            "the selection (filter, --qp, --finding) keeps no frame of this capture",
+            None,
+            0,
+            vec![],
+        ));
+    } else if c.packets == 0 {
         out.push(finding(
             Severity::Warning,
             FindingCode::NoRoce,
