@@ -574,6 +574,11 @@ impl Config {
             ));
         }
         let source = a.source()?;
+        if a.json.as_deref() == Some("") {
+            return Err(usage(
+                "--json= needs a file name (or --json alone for standard output)",
+            ));
+        }
         let json = a.json.as_deref().map(|j| {
             if j == "-" {
                 Output::Stdout
@@ -773,6 +778,11 @@ impl Args {
             return Err(usage("--roce-only applies to --packets"));
         }
         self.check_second_pass(source)?;
+        if self.bin.is_some() && self.report.is_none() && self.parquet.is_none() {
+            return Err(usage(
+                "--bin applies to --report (the timelines) and --parquet (the timeline table)",
+            ));
+        }
         let report_dir = self.report.as_ref().map(|d| {
             if d.is_empty() {
                 default_report_dir(source)

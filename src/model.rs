@@ -136,6 +136,10 @@ pub struct FlowReport {
     pub pps: Option<f64>,
     pub messages_per_s: Option<f64>,
     pub path_mtu: Option<u32>,
+    /// When `path_mtu` cannot be told (every request fits one packet): the smallest MTU that
+    /// carries the largest payload seen, a lower bound (4096, the largest, is then exact).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path_mtu_at_least: Option<u32>,
     pub pcp: Tally<&'static str>,
     /// DSCP values in numeric order (JSON object keys are strings: "9" before "10").
     pub dscp: Tally<u8>,

@@ -110,3 +110,61 @@ fn a_filter_that_matches_nothing_says_so_and_exits_1_in_both_modes() {
         stdout(&out)
     );
 }
+
+#[test]
+fn options_without_what_they_apply_to_are_refused_alike() {
+    let sample = testdata("sample.pcap");
+    let sample = sample.to_str().unwrap();
+    for (args, says) in [
+        (vec!["-r", sample, "--json="], "--json= needs a file name"),
+        (
+            vec!["-r", sample, "--bin", "1ms"],
+            "--bin applies to --report",
+        ),
+        (
+            vec!["-r", sample, "--capture-name", "x"],
+            "--capture-name applies to --parquet",
+        ),
+    ] {
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = stderr(&out);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    // With what they apply to, they are taken.
+    let report = std::env::temp_dir().join(format!("roce-sniff-bin-{}", std::process::id()));
+    let flag = format!("--report={}", report.display());
+    let out = run(&["-r", sample, "--bin", "1ms", &flag]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+#[test]
+fn the_text_says_what_it_can_tell_in_units_that_read() {
+    let sample = testdata("sample.pcap");
+    let text = stdout(&run_path(&sample, &[]));
+    // 4096-byte WRITE ONLY payloads: the MTU is 4096, the largest; rates in Mb/s and kb/s.
+    let flow = text
+        .lines()
+        .find(|l| l.contains("qp 0x000213 vlan 100 RC data"))
+        .unwrap();
+    assert!(
+        flow.contains(" 239 Mb/s MTU 4096 RTT p50/p99 7.0/39.0 us"),
+        "{flow}"
+    );
+    assert!(text.contains("packets 706 kb/s MTU -"), "{text}");
+    assert!(!text.contains(" Gb/s MTU"), "{text}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&run_path(&sample, &["--json"]).stdout).unwrap();
+    let f = &json["flows"][0];
+    assert_eq!(f["path_mtu"], serde_json::Value::Null);
+    assert_eq!(f["path_mtu_at_least"], 4096);
+    // --parquet says where the tables went.
+    let dir = std::env::temp_dir().join(format!("roce-sniff-pq-{}", std::process::id()));
+    let out = run_path(&sample, &["--parquet", dir.to_str().unwrap()]);
+    assert!(
+        stderr(&out).contains("tables packets, flows, findings, timeline, pfc written to"),
+        "{}",
+        stderr(&out)
+    );
+}

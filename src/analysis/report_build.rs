@@ -151,7 +151,23 @@ fn gbps(f: &Flow) -> Option<f64> {
     rate(f, 0.0).map(|_| f.bytes as f64 * 8.0 / duration_ns as f64)
 }
 
+/// The smallest InfiniBand MTU that carries `f`'s largest payload, when its MTU is not known.
+fn mtu_at_least(f: &Flow, known: bool) -> Option<u32> {
+    const MTUS: [u32; 5] = [256, 512, 1024, 2048, 4096];
+    if known || f.max_payload == 0 {
+        return None;
+    }
+    MTUS.into_iter().find(|&m| m >= f.max_payload)
+}
+
 impl Analyzer {
+    /// Whether `f`'s path MTU is known (its packets, its peer's, or RDMA-CM).
+    fn flows_mtu_known(&self, f: &Flow) -> bool {
+        f.path_mtu.is_some()
+            || f.peer.is_some_and(|j| self.flows[j].path_mtu.is_some())
+            || f.cm_mtu.is_some()
+    }
+
     pub(super) fn flow_report(&self, f: &Flow, last_ts: u64) -> FlowReport {
         // CE marks still waiting for a CNP when the capture ended count only if their window
         // ended inside the capture.
@@ -184,6 +200,7 @@ impl Analyzer {
                 .path_mtu
                 .or_else(|| f.peer.and_then(|j| self.flows[j].path_mtu))
                 .or(f.cm_mtu),
+            path_mtu_at_least: mtu_at_least(f, self.flows_mtu_known(f)),
             pcp: pcp_counts(f),
             dscp: Tally::by_key(f.dscp.iter()),
             ecn: ecn_counts(f),

@@ -180,7 +180,7 @@ fn flows(o: &mut String, flows: &[FlowReport]) {
     for f in flows.iter().take(TEXT_FLOWS) {
         let rtt = if f.ack_rtt_us.count > 0 {
             format!(
-                " RTT {}/{} us",
+                " RTT p50/p99 {}/{} us",
                 opt_us(f.ack_rtt_us.p50),
                 opt_us(f.ack_rtt_us.p99)
             )
@@ -189,14 +189,14 @@ fn flows(o: &mut String, flows: &[FlowReport]) {
         };
         let _ = writeln!(
             o,
-            "  #{:<3} {} {} {} {} {} Gb/s MTU {}{rtt}",
+            "  #{:<3} {} {} {} {} {} MTU {}{rtt}",
             f.id,
             f.label(),
             f.transport.unwrap_or("-"),
             f.role,
             plural(f.packets, "packet"),
             f.gbps.map_or("-".into(), rate_text),
-            f.path_mtu.map_or("-".into(), |m| m.to_string()),
+            mtu_text(f),
         );
         let _ = writeln!(
             o,
@@ -247,15 +247,30 @@ fn wrap_into(o: &mut String, head: &str, text: &str) {
     let _ = writeln!(o, "{line}");
 }
 
-/// A rate with the digits it needs: 3 decimals from 1 Gb/s up, else 3 significant digits (a
-/// slow flow does not read 0.000).
+/// The path MTU, or what the payloads tell of it: 4096 (the largest) when a 4096-byte payload
+/// went by in one packet, else a lower bound.
+pub fn mtu_text(f: &FlowReport) -> String {
+    match (f.path_mtu, f.path_mtu_at_least) {
+        (Some(m), _) => m.to_string(),
+        (None, Some(4096)) => "4096".into(),
+        (None, Some(m)) => format!("≥{m}"),
+        (None, None) => "-".into(),
+    }
+}
+
+/// A rate in the unit that reads best: Gb/s with 3 decimals from 1 Gb/s up, else Mb/s, kb/s
+/// or b/s with 3 significant digits (a slow flow reads "381 kb/s", not "0.000381 Gb/s").
 pub fn rate_text(gbps: f64) -> String {
     if gbps >= 1.0 || gbps == 0.0 {
-        format!("{gbps:.3}")
-    } else {
-        let decimals = (2.0 - gbps.log10().floor()).clamp(3.0, 12.0) as usize;
-        format!("{gbps:.decimals$}")
+        return format!("{gbps:.3} Gb/s");
     }
+    let (value, unit) = [(1e3, "Mb/s"), (1e6, "kb/s"), (1e9, "b/s")]
+        .into_iter()
+        .map(|(scale, unit)| (gbps * scale, unit))
+        .find(|&(v, _)| v >= 1.0)
+        .unwrap_or((gbps * 1e9, "b/s"));
+    let decimals = (2.0 - value.log10().floor()).clamp(0.0, 2.0) as usize;
+    format!("{value:.decimals$} {unit}")
 }
 
 fn pfc(o: &mut String, r: &Report) {
@@ -330,11 +345,13 @@ mod tests {
 
     #[test]
     fn slow_rates_keep_their_digits() {
-        assert_eq!(rate_text(12.5), "12.500");
-        assert_eq!(rate_text(0.239), "0.239");
-        assert_eq!(rate_text(0.000706), "0.000706");
-        assert_eq!(rate_text(0.0000123), "0.0000123");
-        assert_eq!(rate_text(0.0), "0.000");
+        assert_eq!(rate_text(12.5), "12.500 Gb/s");
+        assert_eq!(rate_text(0.239), "239 Mb/s");
+        assert_eq!(rate_text(0.0239), "23.9 Mb/s");
+        assert_eq!(rate_text(0.000706), "706 kb/s");
+        assert_eq!(rate_text(0.00000389), "3.89 kb/s");
+        assert_eq!(rate_text(0.0000000012), "1.20 b/s");
+        assert_eq!(rate_text(0.0), "0.000 Gb/s");
     }
 
     #[test]
