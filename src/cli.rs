@@ -179,7 +179,8 @@ pub struct Args {
     pub json: Option<String>,
 
     /// Link speed for turning PFC pause quanta into time: 10G, 25G, 40G, 50G, 100G, 200G,
-    /// 400G or 800G (a quantum is 512 bit times).
+    /// 400G or 800G (a quantum is 512 bit times). Without it, 100G is assumed, and the
+    /// report says so.
     #[arg(long, value_name = "SPEED", value_parser = parse_link_speed)]
     pub link_speed: Option<f64>,
 

@@ -309,6 +309,8 @@ impl NakReport {
 #[derive(Debug, Clone, Serialize)]
 pub struct PfcReport {
     pub link_gbps: f64,
+    /// `link_gbps` is the default, not given with --link-speed: pause times assume it.
+    pub link_speed_assumed: bool,
     pub storm_ms: f64,
     pub storm_fps: f64,
     /// Priorities (PCP) that carry RoCE frames in this capture.

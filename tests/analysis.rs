@@ -367,10 +367,19 @@ fn sample_tells_its_story() {
     for section in [
         "Findings:",
         "Flows (troubled first)",
-        "PFC at 100 Gb/s (RoCE on priorities 3, 6)",
+        "PFC at 100 Gb/s, assumed: set --link-speed (RoCE on priorities 3, 6)",
     ] {
         assert!(text.contains(section), "{section}");
     }
+    // Told, the speed is no longer an assumption.
+    let told = stdout(&run_path(
+        &testdata("sample.pcap"),
+        &["--link-speed", "100G"],
+    ));
+    assert!(
+        told.contains("PFC at 100 Gb/s (RoCE on priorities 3, 6)"),
+        "{told}"
+    );
     assert!(text.contains("CRITICAL psn_loss"));
 }
 

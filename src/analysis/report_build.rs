@@ -328,6 +328,7 @@ impl Analyzer {
             .collect();
         PfcReport {
             link_gbps: cfg.link_gbps,
+            link_speed_assumed: !self.cfg.link_speed_given,
             storm_ms: cfg.storm_ns as f64 / 1e6,
             storm_fps: cfg.storm_fps,
             roce_priorities,

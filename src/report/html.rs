@@ -275,8 +275,13 @@ fn pfc(o: &mut String, r: &Report) {
     if !p.priorities.is_empty() || !p.pause_8023x.is_empty() {
         let _ = writeln!(
             o,
-            "<h2>PFC at {} Gb/s</h2>\n<table><tr><th>priority</th><th>source</th><th>RoCE</th><th>XOFF</th><th>XON</th><th>quanta</th><th>paused us</th><th>longest us</th><th>storms</th></tr>",
-            p.link_gbps
+            "<h2>PFC at {} Gb/s{}</h2>\n<table><tr><th>priority</th><th>source</th><th>RoCE</th><th>XOFF</th><th>XON</th><th>quanta</th><th>paused us</th><th>longest us</th><th>storms</th></tr>",
+            p.link_gbps,
+            if p.link_speed_assumed {
+                " (assumed: set --link-speed)"
+            } else {
+                ""
+            }
         );
         for q in &p.priorities {
             let _ = writeln!(

@@ -279,8 +279,13 @@ fn pfc(o: &mut String, r: &Report) {
         let prios: Vec<String> = p.roce_priorities.iter().map(u8::to_string).collect();
         let _ = writeln!(
             o,
-            "\nPFC at {} Gb/s (RoCE on priorit{} {})",
+            "\nPFC at {} Gb/s{} (RoCE on priorit{} {})",
             p.link_gbps,
+            if p.link_speed_assumed {
+                ", assumed: set --link-speed"
+            } else {
+                ""
+            },
             if prios.len() == 1 { "y" } else { "ies" },
             if prios.is_empty() {
                 "-".into()
