@@ -2,15 +2,15 @@
 # and `make test` (the whole test suite; .ci/run runs it).
 
 SAMPLE ?= testdata/sample.pcap
-APT_PACKAGES := libpcap-dev tshark tcpdump tcpreplay chromium tmux prometheus
+APT_PACKAGES := libpcap-dev tshark tcpdump tcpreplay chromium tmux prometheus zsh fish
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps pydeps demo test build sample-report testdata fuzz-check
+.PHONY: deps pydeps demo test build sample-report testdata fuzz-check install install-files uninstall
 
 # Debian packages: libpcap (live capture), tshark (the agreement tests), tcpdump and tcpreplay
 # (live tests), chromium (the headless screenshot of the HTML report), tmux (the terminal the live
-# view is tested in), prometheus (the server that scrapes --metrics in the tests). Installed only
-# when missing.
+# view is tested in), prometheus (the server that scrapes --metrics in the tests), zsh and fish
+# (the installed completion scripts are loaded by them in the tests). Installed only when missing.
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -50,3 +50,34 @@ sample-report: build
 # Rewrite the crafted captures of testdata/ from the generator.
 testdata:
 	cargo run --release -p roce-testgen --bin gen-testdata
+
+# `make install` (PREFIX=/usr/local, DESTDIR honoured): the binary, its man page and the bash,
+# zsh and fish completions, the last three made by the binary itself (`--generate`) from its
+# option definitions. It needs libpcap-dev to build; `cargo install --path .` is the other way
+# (the binary alone).
+PREFIX ?= /usr/local
+BIN ?= target/release/roce-sniff
+INSTALLED := bin/roce-sniff share/man/man1/roce-sniff.1 \
+	share/bash-completion/completions/roce-sniff share/zsh/site-functions/_roce-sniff \
+	share/fish/vendor_completions.d/roce-sniff.fish
+
+install:
+	@dpkg -s libpcap-dev >/dev/null 2>&1 || [ -e /usr/include/pcap.h ] || \
+	  { echo "libpcap-dev is missing: apt-get install libpcap-dev (or make deps)"; exit 1; }
+	cargo build --release --bin roce-sniff
+	$(MAKE) --no-print-directory install-files BIN=target/release/roce-sniff
+
+# The installation of an already built BIN (the tests install the test build this way).
+install-files:
+	@set -e; root="$(DESTDIR)$(PREFIX)"; \
+	install -d "$$root/bin" "$$root/share/man/man1" "$$root/share/bash-completion/completions" \
+	  "$$root/share/zsh/site-functions" "$$root/share/fish/vendor_completions.d"; \
+	install -m 755 "$(BIN)" "$$root/bin/roce-sniff"; \
+	"$(BIN)" --generate man > "$$root/share/man/man1/roce-sniff.1"; \
+	"$(BIN)" --generate complete-bash > "$$root/share/bash-completion/completions/roce-sniff"; \
+	"$(BIN)" --generate complete-zsh > "$$root/share/zsh/site-functions/_roce-sniff"; \
+	"$(BIN)" --generate complete-fish > "$$root/share/fish/vendor_completions.d/roce-sniff.fish"; \
+	echo "installed roce-sniff, its man page and its bash, zsh and fish completions under $$root"
+
+uninstall:
+	cd "$(DESTDIR)$(PREFIX)" && rm -f $(INSTALLED)

@@ -37,6 +37,16 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    if let Some(what) = crate::cli::generate::requested(&args) {
+        return match crate::cli::generate::write(what, &mut io::stdout().lock()) {
+            Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
+                eprintln!("roce-sniff: --generate: {e}");
+                ExitCode::from(exit::ERROR)
+            }
+            _ => ExitCode::from(exit::OK),
+        };
+    }
     let config = match Config::from_args(args) {
         Ok(c) => c,
         Err(e) if e.use_stderr() => {

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use clap::Parser;
 
+pub mod generate;
+
 use crate::analysis::pfc::PfcConfig;
 use crate::analysis::AnalysisConfig;
 use crate::error::Error;
@@ -295,6 +297,13 @@ pub struct Args {
     /// Show at most this many per-frame warnings on stderr (the rest are counted).
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub max_warnings: u32,
+
+    /// Print the man page (`man`) or a shell's completion script (`complete-bash`,
+    /// `complete-zsh`, `complete-fish`), made from these options, and exit: what `make install`
+    /// installs; after `cargo install`, e.g. `roce-sniff --generate complete-bash >
+    /// ~/.local/share/bash-completion/completions/roce-sniff`.
+    #[arg(long, value_name = "WHAT", help_heading = "Packaging")]
+    pub generate: Option<generate::Generated>,
 }
 
 /// Where frame times come from.

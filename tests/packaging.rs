@@ -1,0 +1,147 @@
+//! `make install` (issue #26 item 9): the binary, its man page and the shell completions land
+//! under PREFIX (and DESTDIR), and each is what `man` and the shells load.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::*;
+
+fn has(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Runs `sh -c script`, returning its standard output; fails the test on a non-zero exit.
+fn shell(program: &str, script: &str) -> String {
+    let out = Command::new(program).args(["-c", script]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{program} -c {script}: {}",
+        stderr(&out)
+    );
+    stdout(&out)
+}
+
+fn make_install(prefix: &Path, destdir: Option<&Path>) {
+    let mut make = Command::new("make");
+    make.current_dir(repo())
+        .arg("--no-print-directory")
+        .arg("install-files")
+        .arg(format!("BIN={}", bin()))
+        .arg(format!("PREFIX={}", prefix.display()));
+    if let Some(d) = destdir {
+        make.arg(format!("DESTDIR={}", d.display()));
+    }
+    let out = make.output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn make_install_puts_the_binary_man_page_and_completions_under_prefix() {
+    if !has("make") {
+        eprintln!("skipped: no make");
+        return;
+    }
+    let root = std::env::temp_dir().join(format!("roce-sniff-install-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    make_install(&root, None);
+
+    let installed = root.join("bin/roce-sniff");
+    let version = Command::new(&installed).arg("--version").output().unwrap();
+    assert!(stdout(&version).starts_with("roce-sniff "), "{version:?}");
+
+    let man_page = root.join("share/man/man1/roce-sniff.1");
+    if has("man") {
+        let page = shell(
+            "sh",
+            &format!("MANWIDTH=120 man -l {} 2>/dev/null", man_page.display()),
+        );
+        // Justified lines: words one space apart before looking.
+        let page = page.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            page.contains("roce-sniff - RoCEv2 capture analyzer"),
+            "{page}"
+        );
+        assert!(page.contains("--flow-timeout"), "{page}");
+        assert!(page.contains("Exit codes:"), "{page}");
+    }
+
+    // bash: the function the script registers completes an option and a value.
+    let bash = root.join("share/bash-completion/completions/roce-sniff");
+    let completed = shell(
+        "bash",
+        &format!(
+            "source {}; f=$(complete -p roce-sniff | sed 's/.*-F \\([^ ]*\\).*/\\1/'); \
+             COMP_WORDS=(roce-sniff --flow-t); COMP_CWORD=1; $f roce-sniff --flow-t roce-sniff; \
+             echo \"${{COMPREPLY[@]}}\"; \
+             COMP_WORDS=(roce-sniff --generate ''); COMP_CWORD=2; $f roce-sniff '' --generate; \
+             echo \"${{COMPREPLY[@]}}\"",
+            bash.display()
+        ),
+    );
+    assert_eq!(
+        completed,
+        "--flow-timeout\nman complete-bash complete-zsh complete-fish\n"
+    );
+
+    let fish = root.join("share/fish/vendor_completions.d/roce-sniff.fish");
+    if has("fish") {
+        let completed = shell(
+            "fish",
+            &format!(
+                "source {}; complete -C 'roce-sniff --flow-t'",
+                fish.display()
+            ),
+        );
+        assert!(completed.starts_with("--flow-timeout\t"), "{completed}");
+    } else {
+        eprintln!("fish not installed: its completion is not loaded");
+    }
+    let zsh_dir = root.join("share/zsh/site-functions");
+    if has("zsh") {
+        let registered = shell(
+            "zsh",
+            &format!(
+                "fpath=({} $fpath); autoload -Uz compinit; compinit -u -d {}/zcompdump; \
+                 print -r -- ${{_comps[roce-sniff]}}",
+                zsh_dir.display(),
+                root.display()
+            ),
+        );
+        assert_eq!(registered.trim(), "_roce-sniff");
+    } else {
+        eprintln!("zsh not installed: its completion is not loaded");
+    }
+
+    // DESTDIR stages the same tree under another root, for packagers.
+    let stage = root.join("stage");
+    make_install(Path::new("/usr"), Some(&stage));
+    assert!(stage.join("usr/bin/roce-sniff").is_file());
+    assert!(stage.join("usr/share/man/man1/roce-sniff.1").is_file());
+
+    let out = Command::new("make")
+        .current_dir(repo())
+        .args(["--no-print-directory", "uninstall"])
+        .arg(format!("PREFIX={}", root.display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!installed.exists() && !man_page.exists() && !bash.exists() && !fish.exists());
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn generate_needs_no_capture_and_refuses_what_it_does_not_know() {
+    let man = run(&["--generate", "man"]);
+    assert_eq!(man.status.code(), Some(0), "{}", stderr(&man));
+    assert!(stdout(&man).contains(".TH roce-sniff 1"));
+    let bad = run(&["--generate", "powershell"]);
+    assert_eq!(bad.status.code(), Some(2));
+    let err = stderr(&bad);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("powershell"), "{err}");
+}
