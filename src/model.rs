@@ -515,6 +515,9 @@ pub struct MalformedByLayer {
 /// What the plots and timelines of a report directory are drawn from.
 #[derive(Debug, Clone)]
 pub struct PlotData {
+    /// The capture's first frame: plots count time from it.
+    pub origin_ns: u64,
+    /// The span binned: where the traffic is (the first bin's start, the last traffic).
     pub start_ns: u64,
     pub end_ns: u64,
     pub bin_ns: u64,
@@ -1094,6 +1097,17 @@ impl PlotKind {
             PlotKind::EcnCnp => "ecn_cnp",
             PlotKind::Pfc => "pfc",
             PlotKind::AckRtt => "ack_rtt",
+        }
+    }
+
+    /// The plot's title (the page shows it for a plot with nothing to draw too).
+    pub fn title(self) -> &'static str {
+        match self {
+            PlotKind::Throughput => "Throughput per flow",
+            PlotKind::Psn => "PSN progress per QP",
+            PlotKind::EcnCnp => "ECN: CE-marked packets and CNPs per flow",
+            PlotKind::Pfc => "PFC pauses per priority",
+            PlotKind::AckRtt => "ACK round-trip time",
         }
     }
 }

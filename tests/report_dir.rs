@@ -68,7 +68,7 @@ fn report_directory_is_complete_and_agrees_with_the_report() {
     // Timelines agree with the report, flow by flow.
     let t: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("timeline.json")).unwrap()).unwrap();
-    assert_eq!(t["schema"], "roce-sniff.timeline/1");
+    assert_eq!(t["schema"], "roce-sniff.timeline/2");
     let bins = t["bins"].as_u64().unwrap();
     assert!(bins > 10 && bins <= 1000, "{bins}");
     assert_eq!(t["bin_us"], 1000.0, "380 ms at <= 500 bins: 1 ms");
@@ -139,6 +139,60 @@ fn report_directory_is_complete_and_agrees_with_the_report() {
     }
     assert_eq!(html.matches("<svg").count(), PLOTS.len());
     assert!(!html.contains("<script"), "no scripts");
+    // The pause cards: RoCE's priority apart from the storm on p4, which carries no RoCE.
+    assert!(
+        html.contains("<b>40.1</b>ms RoCE paused (p3)"),
+        "RoCE pause card"
+    );
+    assert!(html.contains("<b>150.3</b>ms other priorities paused (p4)"));
+    assert!(!html.contains("PFC paused (us)"));
+    // Keys sit below the data: every flow named in a key is lower than the x axis's words.
+    for plot in ["throughput", "psn"] {
+        let texts = svg_texts(&std::fs::read_to_string(dir.join(format!("{plot}.svg"))).unwrap());
+        let axis = texts
+            .iter()
+            .find(|(_, t)| t.starts_with("time since capture start"))
+            .map(|&(y, _)| y)
+            .unwrap();
+        let keys: Vec<f64> = texts
+            .iter()
+            .filter(|(_, t)| t.starts_with('#'))
+            .map(|&(y, _)| y)
+            .collect();
+        assert_eq!(keys.len(), 4, "{plot}: a key entry per data flow");
+        assert!(
+            keys.iter().all(|&y| y > axis),
+            "{plot}: {keys:?} over the axis at {axis}"
+        );
+    }
+    // CE marks and CNPs never share a place: flow #3's CE all got CNPs, and both show.
+    let ecn = std::fs::read_to_string(dir.join("ecn_cnp.svg")).unwrap();
+    let circles: Vec<(f64, f64)> = ecn
+        .split("<circle ")
+        .skip(1)
+        .map(|c| (attr(c, "cx"), attr(c, "cy")))
+        .collect();
+    let triangles: Vec<(f64, f64)> = ecn
+        .split("<polygon ")
+        .skip(1)
+        .map(|t| {
+            let points = &t[t.find("points=\"").unwrap() + 8..];
+            let xy: Vec<f64> = points[..points.find('"').unwrap()]
+                .split([' ', ','])
+                .filter_map(|v| v.parse().ok())
+                .collect();
+            ((xy[0] + xy[2] + xy[4]) / 3.0, (xy[1] + xy[3] + xy[5]) / 3.0)
+        })
+        .collect();
+    assert!(circles.len() > 10 && triangles.len() > 10);
+    for &(x, y) in &triangles {
+        assert!(
+            circles
+                .iter()
+                .all(|&(cx, cy)| (cx - x).abs() > 8.0 || (cy - y).abs() > 8.0),
+            "a CNP triangle at ({x}, {y}) covers a CE circle"
+        );
+    }
     for s in [
         "What looks wrong",
         "psn_loss",
@@ -151,6 +205,82 @@ fn report_directory_is_complete_and_agrees_with_the_report() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// (y, words) of every text of an SVG plot.
+fn svg_texts(svg: &str) -> Vec<(f64, String)> {
+    svg.split("<text ")
+        .skip(1)
+        .map(|t| {
+            let body = &t[t.find('>').unwrap() + 1..t.find("</text>").unwrap()];
+            (attr(t, "y"), body.trim().to_string())
+        })
+        .collect()
+}
+
+/// The number in attribute `name="..."` of an SVG element's text.
+fn attr(element: &str, name: &str) -> f64 {
+    let at = element
+        .find(&format!(" {name}=\""))
+        .map_or_else(|| element.find(&format!("{name}=\"")).unwrap(), |i| i + 1)
+        + name.len()
+        + 2;
+    let v = &element[at..];
+    v[..v.find('"').unwrap()].parse().unwrap()
+}
+
+#[test]
+fn a_burst_in_a_long_capture_is_plotted_where_it_happened() {
+    // 21 s of capture, its RoCE a 5 ms burst 10 s in: bins of 10 us over the burst (they
+    // were 100 ms: every plot one spike, and no PSN line at all).
+    let dir = tmpdir("burst");
+    let r = make_report(&testdata("report_burst.pcap"), &dir, &[]);
+    assert_eq!(r["capture"]["duration_s"], 21.0);
+    let t: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("timeline.json")).unwrap()).unwrap();
+    assert_eq!(t["bin_us"], 10.0);
+    let offset = t["start_ts"].as_f64().unwrap() - t["capture_start_ts"].as_f64().unwrap();
+    assert!((offset - 10.0).abs() < 1e-6, "{offset}");
+    for f in t["flows"].as_array().unwrap().iter().take(2) {
+        let psn_points = f["psn_progress"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| !p.is_null())
+            .count();
+        assert_eq!(psn_points, 50, "{}", f["flow"]);
+    }
+    let csv = std::fs::read_to_string(dir.join("timeline.csv")).unwrap();
+    let first_bin = csv.lines().nth(1).unwrap().split(',').nth(2).unwrap();
+    assert_eq!(
+        first_bin, "10.000000000",
+        "times count from the capture's start"
+    );
+    let psn = std::fs::read_to_string(dir.join("psn.svg")).unwrap();
+    for color in ["#1F77B4", "#FF7F0E"] {
+        let line = psn
+            .split("<polyline ")
+            .find(|l| l.contains(&format!("stroke=\"{color}\"")))
+            .unwrap_or_else(|| panic!("no PSN line in {color}"));
+        let points = line[line.find("points=\"").unwrap() + 8..]
+            .split(' ')
+            .count();
+        assert!(points > 40, "{color}: {points} points");
+    }
+    let texts = svg_texts(&psn);
+    assert!(texts
+        .iter()
+        .any(|(_, t)| t == "time since capture start (ms), shown where the traffic is"));
+    assert!(
+        texts.iter().any(|(_, t)| t == "10002.5"),
+        "ticks in ms of the capture"
+    );
+    // No PFC, no CE: a sentence each on the page, not an empty plot.
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert!(html.contains("<div class=\"plot empty\" id=\"ecn_cnp\">"));
+    assert!(html.contains("<div class=\"plot empty\" id=\"pfc\">"));
+    assert_eq!(html.matches("<svg").count(), PLOTS.len() - 2);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 fn empty_plots_get_a_note_and_bin_and_default_dir_work() {
     // oferby: no PFC, no CE: notes instead of empty charts.
@@ -160,6 +290,10 @@ fn empty_plots_get_a_note_and_bin_and_default_dir_work() {
     assert!(pfc.contains("No PFC or PAUSE frames in this capture."));
     let ecn = std::fs::read_to_string(dir.join("ecn_cnp.svg")).unwrap();
     assert!(ecn.contains("No CE marks and no CNPs"));
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert!(html.contains(
+        "<b>ECN: CE-marked packets and CNPs per flow</b>: No CE marks and no CNPs in this capture."
+    ));
     let t: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("timeline.json")).unwrap()).unwrap();
     assert_eq!(t["bin_us"], 1e6);
@@ -238,5 +372,36 @@ fn index_html_renders_in_a_headless_browser() {
     assert_eq!((w, h), (1280, 2000));
     // A blank or error page has a handful of colors; the report has plots and colored text.
     assert!(colors > 200, "screenshot looks blank ({colors} colors)");
+    // At 1400 px the flows table fits the page (it scrolled sideways, RTT cut off): a copy of
+    // the page measures it as the browser lays it out.
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    let probe = dir.join("probe.html");
+    let measure = "<script>var w = document.querySelector('.wide'); \
+        document.body.setAttribute('data-fit', w.scrollWidth + '/' + w.clientWidth);</script></body>";
+    std::fs::write(&probe, html.replace("</body>", measure)).unwrap();
+    let out = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+        ])
+        .args(["--window-size=1400,900", "--dump-dom"])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("file://{}", probe.display()))
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let fit = dom
+        .split("data-fit=\"")
+        .nth(1)
+        .map(|v| &v[..v.find('"').unwrap()])
+        .unwrap_or_else(|| panic!("no measure: {}", String::from_utf8_lossy(&out.stderr)));
+    let (scroll, client) = fit.split_once('/').unwrap();
+    let (scroll, client): (u32, u32) = (scroll.parse().unwrap(), client.parse().unwrap());
+    assert!(
+        scroll <= client,
+        "the flows table is {scroll} px wide in {client} px"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

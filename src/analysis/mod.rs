@@ -389,6 +389,13 @@ impl Analyzer {
         }
     }
 
+    /// Pause frames are traffic the plots show: the span binned includes them.
+    fn timeline_touch(&mut self, ts: u64) {
+        if let Some(t) = self.timelines.as_mut() {
+            t.touch(ts);
+        }
+    }
+
     /// The id of open flow `fi`, as outputs name it.
     fn id_of(&self, fi: usize) -> usize {
         self.flows[fi].id as usize
@@ -429,6 +436,7 @@ impl Analyzer {
         match p.payload {
             Payload::Roce(r) => self.roce(p, &r),
             Payload::Pfc { cev, quanta } => {
+                self.timeline_touch(p.ts_ns);
                 let mac = p.src_mac.unwrap_or_default();
                 for (prio, &q) in quanta.iter().enumerate() {
                     if cev & (1 << prio) != 0 {
@@ -445,6 +453,7 @@ impl Analyzer {
                 }
             }
             Payload::Pause { quanta } => {
+                self.timeline_touch(p.ts_ns);
                 self.totals.pause += 1;
                 let mac = p.src_mac.unwrap_or_default();
                 self.pause.entry(mac).or_default().frame(

@@ -498,11 +498,11 @@ impl Analyzer {
 
     fn plot_data(&mut self, order: &[usize], report: &Report) -> Option<PlotData> {
         let mut t = self.timelines.take()?;
-        let start_ns = t.start_ns()?;
-        let end_ns = self.state.last_ts;
         if self.cfg.bin_ns.is_none() {
-            t.coarsen_to(end_ns, AUTO_BINS);
+            t.coarsen_to(AUTO_BINS);
         }
+        // The plots show where the traffic is, on the capture's clock.
+        let (origin_ns, start_ns, end_ns) = (t.origin_ns()?, t.start_ns()?, t.end_ns());
         let bins = ((end_ns - start_ns) / t.width_ns()) as usize + 1;
         let pad = |s: &[Bin]| {
             let mut v = s.to_vec();
@@ -529,6 +529,7 @@ impl Analyzer {
             .collect();
         rtt_us.sort_by(f64::total_cmp);
         Some(PlotData {
+            origin_ns,
             start_ns,
             end_ns,
             bin_ns: t.width_ns(),

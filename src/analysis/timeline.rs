@@ -3,6 +3,10 @@
 //! 1-2-10 sequence (1 us, 2 us, 10 us, 20 us, 100 us...) whenever the capture outgrows
 //! `MAX_BINS`, merging whole bins, so the final width is always a round number. Memory is
 //! bounded: at most `MAX_TIMELINE_FLOWS` flows get their own series, the rest are summed.
+//!
+//! Bins lie on a grid from the capture's first frame, but only the span where the traffic is
+//! (RoCE events, PFC and PAUSE frames) is binned: a 21 s capture holding one 5 ms burst gets
+//! bins of a few microseconds over the burst, not one 100 ms bin that holds all of it.
 
 use crate::model::Bin;
 
@@ -31,7 +35,11 @@ pub type Event = Bin;
 
 #[derive(Debug, Clone)]
 pub struct Timelines {
+    /// The capture's first frame: the origin of the bin grid and of the plots' time axis.
     start_ns: Option<u64>,
+    /// The grid index of the first bin held (the first traffic), and the latest traffic time.
+    first_bin: Option<u64>,
+    last_ns: u64,
     width_ns: u64,
     /// Index in the 1-2-10 sequence of the current width, to know the next factor.
     step: u32,
@@ -44,6 +52,8 @@ impl Default for Timelines {
     fn default() -> Self {
         Timelines {
             start_ns: None,
+            first_bin: None,
+            last_ns: 0,
             width_ns: 1_000,
             step: 0,
             flows: Vec::new(),
@@ -76,15 +86,51 @@ impl Timelines {
         self.width_ns
     }
 
-    pub fn start_ns(&self) -> Option<u64> {
+    /// The capture's first frame, the origin of the time axis.
+    pub fn origin_ns(&self) -> Option<u64> {
         self.start_ns
     }
 
-    /// Widens the bins until `ts` falls within MAX_BINS.
+    /// Where the first bin starts (the bin of the first traffic); None before any.
+    pub fn start_ns(&self) -> Option<u64> {
+        Some(self.start_ns? + self.first_bin? * self.width_ns)
+    }
+
+    /// The time of the latest traffic binned.
+    pub fn end_ns(&self) -> u64 {
+        self.last_ns
+    }
+
+    /// Counts traffic at `ts` into the span binned, without a series of its own (PFC frames).
+    pub fn touch(&mut self, ts: u64) {
+        self.fit(ts);
+    }
+
+    fn series_mut(&mut self) -> impl Iterator<Item = &mut Vec<Bin>> {
+        self.flows
+            .iter_mut()
+            .chain(std::iter::once(&mut self.other))
+    }
+
+    /// The index among the bins held of the bin of `ts`, widening the bins until the span from
+    /// the first traffic to `ts` fits in MAX_BINS.
     fn fit(&mut self, ts: u64) -> usize {
         let start = *self.start_ns.get_or_insert(ts);
+        self.last_ns = self.last_ns.max(ts);
         loop {
-            let idx = (ts.saturating_sub(start) / self.width_ns) as usize;
+            let at = ts.saturating_sub(start) / self.width_ns;
+            let first = *self.first_bin.get_or_insert(at);
+            if at < first {
+                // Earlier than the first traffic (a merged input's frames out of order).
+                let more = (first - at) as usize;
+                for s in self.series_mut() {
+                    if !s.is_empty() {
+                        s.splice(0..0, std::iter::repeat_n(Bin::default(), more));
+                    }
+                }
+                self.first_bin = Some(at);
+            }
+            let idx = (at - self.first_bin.unwrap_or(at)) as usize;
             if idx < MAX_BINS {
                 return idx;
             }
@@ -92,24 +138,34 @@ impl Timelines {
         }
     }
 
-    /// The next width of the 1-2-10 sequence (1 -> 2 -> 10 -> 20 -> 100...), merging bins.
+    /// The next width of the 1-2-10 sequence (1 -> 2 -> 10 -> 20 -> 100...), merging bins
+    /// that fall into one wider bin of the grid.
     fn widen(&mut self) {
         let factor = if self.step.is_multiple_of(2) { 2 } else { 5 };
         self.step += 1;
         self.width_ns *= factor as u64;
-        for s in self
-            .flows
-            .iter_mut()
-            .chain(std::iter::once(&mut self.other))
-        {
+        let first = self.first_bin.unwrap_or(0);
+        // The first bin held need not start a wider bin: pad in front to the grid.
+        let pad = (first % factor as u64) as usize;
+        self.first_bin = Some(first / factor as u64);
+        for s in self.series_mut() {
+            if !s.is_empty() && pad > 0 {
+                s.splice(0..0, std::iter::repeat_n(Bin::default(), pad));
+            }
             merge_series(s, factor);
         }
     }
 
-    /// Widens until the whole capture fits in at most `max_bins`, for a readable plot.
-    pub fn coarsen_to(&mut self, end_ts: u64, max_bins: usize) {
-        let Some(start) = self.start_ns else { return };
-        while (end_ts.saturating_sub(start) / self.width_ns) as usize >= max_bins {
+    /// Widens until the traffic's span fits in at most `max_bins`, for a readable plot.
+    pub fn coarsen_to(&mut self, max_bins: usize) {
+        let (Some(start), Some(_)) = (self.start_ns, self.first_bin) else {
+            return;
+        };
+        let bins = |t: &Self| {
+            let last = t.last_ns.saturating_sub(start) / t.width_ns;
+            (last - t.first_bin.unwrap_or(0)) as usize + 1
+        };
+        while bins(self) > max_bins {
             self.widen();
         }
     }
@@ -177,7 +233,10 @@ mod tests {
         assert!(s.len() <= MAX_BINS);
         assert_eq!(s.iter().map(|b| b.packets).sum::<u64>(), 10_000);
         assert_eq!(s[0].packets, 10);
-        t.coarsen_to(10_000_000, 100);
+        // The last packet at 9.999 ms: 100 bins of 100 us hold it.
+        t.coarsen_to(100);
+        assert_eq!(t.width_ns(), 100_000);
+        t.coarsen_to(99);
         assert_eq!(t.width_ns(), 200_000);
         assert_eq!(t.flow(0).iter().map(|b| b.bytes).sum::<u64>(), 1_000_000);
     }
@@ -194,5 +253,53 @@ mod tests {
         assert!(t.has_other());
         assert_eq!(t.other()[0].packets, 2);
         assert!(t.flow(MAX_TIMELINE_FLOWS + 3).is_empty());
+    }
+
+    #[test]
+    fn only_the_span_of_the_traffic_is_binned() {
+        // A 21 s capture whose only traffic is a 5 ms burst 10 s in.
+        let mut t = Timelines::default();
+        let e = Event {
+            packets: 1,
+            ..Event::default()
+        };
+        t.start(0);
+        let burst = 10_000_000_000u64;
+        for i in 0..5_000u64 {
+            t.add(0, burst + i * 1_000, e);
+        }
+        t.start(21_000_000_000);
+        t.coarsen_to(500);
+        assert_eq!(t.width_ns(), 10_000, "5 ms in at most 500 bins");
+        assert_eq!(t.start_ns(), Some(burst));
+        assert_eq!(t.origin_ns(), Some(0));
+        assert_eq!(t.end_ns(), burst + 4_999_000);
+        assert_eq!(t.flow(0).len(), 500);
+        assert_eq!(t.flow(0).iter().map(|b| b.packets).sum::<u64>(), 5_000);
+    }
+
+    #[test]
+    fn widening_keeps_bins_on_the_grid_of_the_capture_start() {
+        let mut t = Timelines::default();
+        let e = Event {
+            packets: 1,
+            ..Event::default()
+        };
+        t.start(0);
+        // First traffic in grid bin 3 (1 us bins), a second flow from bin 5, then far enough
+        // to widen to 2 us bins: bin 3 joins bin 2 (2..4 us), so one empty bin pads the front.
+        t.add(0, 3_500, e);
+        t.add(1, 5_500, e);
+        t.add(0, 1_003_000, e);
+        assert_eq!(t.width_ns(), 2_000);
+        assert_eq!(t.start_ns(), Some(2_000));
+        assert_eq!(t.flow(0)[0].packets, 1, "3.5 us lies in 2..4 us");
+        assert_eq!(t.flow(1)[1].packets, 1, "5.5 us lies in 4..6 us");
+        assert_eq!(t.flow(0)[500].packets, 1, "1003 us lies in 1002..1004 us");
+        // A PFC frame before the first RoCE event widens the span backwards.
+        t.touch(0);
+        assert_eq!(t.start_ns(), Some(0));
+        assert_eq!(t.flow(0)[1].packets, 1);
+        assert_eq!(t.flow(1)[2].packets, 1);
     }
 }

@@ -11,7 +11,7 @@ use super::plots::{self, css_color, flow_color, Rendered};
 use crate::error::Error;
 use crate::model::{Bin, PlotData, Report};
 
-const TIMELINE_SCHEMA: &str = "roce-sniff.timeline/1";
+const TIMELINE_SCHEMA: &str = "roce-sniff.timeline/2";
 
 /// Columns of a flow's timeline, one value per bin.
 #[derive(Debug, Serialize)]
@@ -68,8 +68,12 @@ pub struct PfcTimeline {
 #[derive(Debug, Serialize)]
 pub struct TimelineJson {
     pub schema: &'static str,
-    /// Capture start (seconds since the epoch); bin i covers [start + i*bin, start + (i+1)*bin).
+    /// Where bin 0 starts (seconds since the epoch): bin i covers [start + i*bin,
+    /// start + (i+1)*bin). The bins cover the traffic (RoCE, PFC, PAUSE), on a grid from the
+    /// capture's first frame: idle time before and after it is left out.
     pub start_ts: f64,
+    /// The capture's first frame (seconds since the epoch): the `_s` times count from it.
+    pub capture_start_ts: f64,
     pub bin_us: f64,
     pub bins: usize,
     pub flows: Vec<FlowTimeline>,
@@ -109,10 +113,11 @@ fn pause_per_bin(d: &PlotData, intervals: &[(u64, u64)]) -> Vec<f64> {
 }
 
 fn timeline_json(d: &PlotData) -> TimelineJson {
-    let secs = |ns: u64| ns.saturating_sub(d.start_ns) as f64 / 1e9;
+    let secs = |ns: u64| ns.saturating_sub(d.origin_ns) as f64 / 1e9;
     TimelineJson {
         schema: TIMELINE_SCHEMA,
         start_ts: d.start_ns as f64 / 1e9,
+        capture_start_ts: d.origin_ns as f64 / 1e9,
         bin_us: d.bin_ns as f64 / 1e3,
         bins: d.bins,
         flows: d
@@ -148,6 +153,7 @@ fn flows_csv(d: &PlotData, t: &TimelineJson) -> String {
     let mut o = String::from(
         "flow_id,flow,bin_start_s,packets,bytes,gbps,psn_gaps,retransmissions,ce,cnps,naks,psn_progress\n",
     );
+    let first_s = d.start_ns.saturating_sub(d.origin_ns) as f64 / 1e9;
     let bin_s = d.bin_ns as f64 / 1e9;
     for f in &t.flows {
         let s = &f.series;
@@ -157,7 +163,7 @@ fn flows_csv(d: &PlotData, t: &TimelineJson) -> String {
                 "{},\"{}\",{:.9},{},{},{:.6},{},{},{},{},{},{}",
                 f.id,
                 f.flow,
-                i as f64 * bin_s,
+                first_s + i as f64 * bin_s,
                 s.packets[i],
                 s.bytes[i],
                 s.gbps[i],
@@ -175,13 +181,14 @@ fn flows_csv(d: &PlotData, t: &TimelineJson) -> String {
 
 fn pfc_csv(d: &PlotData, t: &TimelineJson) -> String {
     let mut o = String::from("bin_start_s,source,priority,roce,pause_us\n");
+    let first_s = d.start_ns.saturating_sub(d.origin_ns) as f64 / 1e9;
     let bin_s = d.bin_ns as f64 / 1e9;
     for r in &t.pfc {
         for (i, us) in r.pause_us.iter().enumerate() {
             let _ = writeln!(
                 o,
                 "{:.9},{},{},{},{:.3}",
-                i as f64 * bin_s,
+                first_s + i as f64 * bin_s,
                 r.source,
                 r.priority.map_or("all".into(), |p| p.to_string()),
                 r.roce,

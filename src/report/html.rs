@@ -4,7 +4,9 @@
 use std::fmt::Write as _;
 
 use super::plots::{css_color, flow_color, human_ns, Rendered};
-use crate::model::{CaptureReport, FlowRole, PlotData, PlotKind, Report, Severity};
+use crate::model::{
+    CaptureReport, FlowRole, PfcReport, PlotData, PlotKind, PriorityReport, Report, Severity,
+};
 
 /// Text made safe inside HTML elements and attributes.
 pub(crate) fn esc(s: &str) -> String {
@@ -19,7 +21,7 @@ fn caption(kind: PlotKind) -> &'static str {
     match kind {
         PlotKind::Throughput => "Wire throughput of the busiest data flows (the rest summed in grey). A flow that drops to zero while others go on was stalled: look for its gaps, retransmissions or pauses at the same time below.",
         PlotKind::Psn => "Each line is a QP's request sequence advancing. A red x marks a PSN gap (packets lost before the capture point), an orange triangle a retransmission; a dip in the line is the requester going back (go-back-N).",
-        PlotKind::EcnCnp => "Per flow, in its color: circles are packets a switch marked CE (congestion experienced), triangles the CNPs its receiver sent back so that the sender slows down. Circles without triangles mean congestion control is not reacting for that flow.",
+        PlotKind::EcnCnp => "A lane per flow, in its color: circles (upper half) are bins where a switch marked its packets CE (congestion experienced), triangles (lower half) bins where its receiver sent CNPs back so that the sender slows down. Circles without triangles under them mean congestion control is not reacting for that flow.",
         PlotKind::Pfc => "One row per priority and sender of pause frames; bars are the time that priority was paused on this link, red on priorities that carry RoCE. An amber band is a storm: the priority paused for a long stretch or flooded with pause frames.",
         PlotKind::AckRtt => "Distribution of the time from a request asking for an ACK to the ACK that covers it, over all QPs. A long tail means queues built up or retransmissions.",
     }
@@ -41,6 +43,15 @@ fn counts(map: &impl crate::model::Counts) -> String {
         .join(" ")
 }
 
+/// The same, one count a line: the flows table fits the page instead of scrolling sideways.
+fn counts_lines(map: &impl crate::model::Counts) -> String {
+    map.entries()
+        .iter()
+        .map(|(k, v)| format!("{k}:{v}"))
+        .collect::<Vec<_>>()
+        .join("<br>")
+}
+
 /// The self-contained page: summary cards, findings, the plots inline, flows and PFC tables.
 pub fn render(r: &Report, d: &PlotData, plots: &[Rendered]) -> String {
     let mut o = String::new();
@@ -49,6 +60,17 @@ pub fn render(r: &Report, d: &PlotData, plots: &[Rendered]) -> String {
     findings(&mut o, r);
     o.push_str("<h2>Over time</h2>\n");
     for p in plots {
+        if let Some(text) = super::plots::empty(p.kind, d) {
+            // A sentence, not a 480-pixel plot that says the same.
+            let _ = writeln!(
+                o,
+                "<div class=\"plot empty\" id=\"{}\"><b>{}</b>: {}</div>",
+                p.kind.name(),
+                esc(p.kind.title()),
+                esc(text)
+            );
+            continue;
+        }
         let _ = writeln!(
             o,
             "<div class=\"plot\" id=\"{name}\">{svg}<p>{caption} <a href=\"{name}.png\">PNG</a> &middot; <a href=\"{name}.svg\">SVG</a></p></div>",
@@ -89,10 +111,12 @@ h1 {{ font-size: 22px; margin-bottom: 4px; }} h2 {{ font-size: 18px; margin-top:
 .plot {{ background: white; border: 1px solid #ddd; border-radius: 6px; padding: 8px; margin: 12px 0; }}
 .plot svg {{ width: 100%; height: auto; }}
 .plot p {{ margin: 4px 8px; color: #444; font-size: 14px; }}
+.plot.empty {{ padding: 10px 16px; color: #555; }}
 table {{ border-collapse: collapse; background: white; font-size: 13px; }}
 .wide {{ overflow-x: auto; max-width: 100%; }}
 th, td {{ border: 1px solid #ddd; padding: 4px 6px; text-align: right; white-space: nowrap; }}
-td.l {{ white-space: normal; min-width: 14em; max-width: 26em; }}
+th {{ white-space: normal; }}
+td.l {{ white-space: normal; min-width: 12em; max-width: 22em; }}
 th {{ background: #f0f0f0; }} td.l {{ text-align: left; }}
 tr.trouble td {{ background: #fff3f3; }}
 .sw {{ display: inline-block; width: 12px; height: 12px; border-radius: 2px; margin-right: 6px; vertical-align: middle; }}
@@ -128,18 +152,16 @@ fn cards(o: &mut String, r: &Report) {
         .map(|f| f.psn.missing + f.psn.recovered)
         .sum();
     let ce: u64 = r.flows.iter().map(|f| f.ce).sum();
-    // A fold from +0.0: an empty f64 sum is -0.0, which printed as "-0.0".
-    let paused = r.pfc.priorities.iter().fold(0.0, |a, p| a + p.pause_us);
-    let cards: [(&str, String, bool); 8] = [
-        ("RoCE frames", c.roce_packets.to_string(), false),
-        ("flows", c.flows.to_string(), false),
-        ("critical findings", crit.to_string(), crit > 0),
-        ("warnings", warn.to_string(), warn > 0),
-        ("PSNs lost", lost.to_string(), lost > 0),
-        ("CE marks", ce.to_string(), ce > 0),
-        ("PFC paused (us)", format!("{paused:.1}"), paused > 0.0),
-        ("bad ICRC", c.icrc_bad.to_string(), c.icrc_bad > 0),
+    let mut cards: Vec<(String, String, bool)> = vec![
+        ("RoCE frames".into(), c.roce_packets.to_string(), false),
+        ("flows".into(), c.flows.to_string(), false),
+        ("critical findings".into(), crit.to_string(), crit > 0),
+        ("warnings".into(), warn.to_string(), warn > 0),
+        ("PSNs lost".into(), lost.to_string(), lost > 0),
+        ("CE marks".into(), ce.to_string(), ce > 0),
     ];
+    cards.extend(pause_cards(&r.pfc));
+    cards.push(("bad ICRC".into(), c.icrc_bad.to_string(), c.icrc_bad > 0));
     o.push_str("<div class=\"cards\">");
     for (label, value, bad) in cards {
         let _ = write!(
@@ -156,6 +178,51 @@ fn cards(o: &mut String, r: &Report) {
             esc(&w.message)
         );
     }
+}
+
+/// The time RoCE was paused (its priorities' PFC pauses, and 802.3x PAUSE, which stops every
+/// priority), in ms, red when any; the other priorities' pauses apart, when there are any: a
+/// storm on a priority without RoCE is no pause of RoCE.
+fn pause_cards(p: &PfcReport) -> Vec<(String, String, bool)> {
+    let priorities = |roce: bool| -> Vec<&PriorityReport> {
+        p.priorities.iter().filter(|q| q.roce == roce).collect()
+    };
+    // Folds from +0.0: an empty f64 sum is -0.0, which printed as "-0.0".
+    let ms = |qs: &[&PriorityReport]| qs.iter().fold(0.0, |a, q| a + q.pause_us) / 1e3;
+    let names = |qs: &[&PriorityReport]| {
+        let mut v: Vec<u8> = qs.iter().map(|q| q.priority).collect();
+        v.dedup();
+        v.iter()
+            .map(|n| format!("p{n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (roce, other) = (priorities(true), priorities(false));
+    let pause_8023x_ms = p.pause_8023x.iter().fold(0.0, |a, q| a + q.pause_us) / 1e3;
+    let roce_ms = ms(&roce) + pause_8023x_ms;
+    let mut on = names(&roce);
+    if pause_8023x_ms > 0.0 {
+        on = if on.is_empty() {
+            "802.3x".into()
+        } else {
+            format!("{on}, 802.3x")
+        };
+    }
+    let label = if on.is_empty() {
+        "ms RoCE paused".to_string()
+    } else {
+        format!("ms RoCE paused ({on})")
+    };
+    let mut cards = vec![(label, format!("{roce_ms:.1}"), roce_ms > 0.0)];
+    if !other.is_empty() {
+        let other_ms = ms(&other);
+        cards.push((
+            format!("ms other priorities paused ({})", names(&other)),
+            format!("{other_ms:.1}"),
+            false,
+        ));
+    }
+    cards
 }
 
 fn findings(o: &mut String, r: &Report) {
@@ -224,7 +291,7 @@ fn verification(o: &mut String, r: &Report) {
 }
 
 fn flows(o: &mut String, r: &Report) {
-    o.push_str("<h2>Flows (troubled first)</h2>\n<div class=\"wide\"><table><tr><th>#</th><th>flow</th><th>tr</th><th>role</th><th>packets</th><th>rate</th><th>MTU</th><th>PCP</th><th>DSCP</th><th>ECN</th><th>gaps</th><th>missing</th><th>retx</th><th>dup</th><th>ooo</th><th>NAKs</th><th>CE</th><th>CNPs</th><th>ACK RTT p50/p99 us</th></tr>\n");
+    o.push_str("<h2>Flows (troubled first)</h2>\n<div class=\"wide\"><table><tr><th>#</th><th>flow</th><th>tr</th><th>role</th><th>packets</th><th>rate</th><th>MTU</th><th>PCP</th><th>DSCP</th><th>ECN</th><th>gaps</th><th>missing</th><th>retx</th><th>dup</th><th>ooo</th><th>NAKs</th><th>CE</th><th>CNPs</th><th>ACK RTT p50 / p99 us</th></tr>\n");
     for f in r.flows.iter().take(HTML_FLOWS) {
         let trouble = f.psn.gaps + f.psn.retransmitted + f.naks.total() + f.icrc_bad > 0
             || (f.ce > 0 && f.cnps == 0 && f.role == FlowRole::Data);
@@ -244,9 +311,9 @@ fn flows(o: &mut String, r: &Report) {
             f.packets,
             f.gbps.map_or("-".into(), super::text::rate_text),
             super::text::mtu_text(f),
-            counts(&f.pcp),
-            counts(&f.dscp),
-            counts(&f.ecn),
+            counts_lines(&f.pcp),
+            counts_lines(&f.dscp),
+            counts_lines(&f.ecn),
             f.psn.gaps,
             f.psn.missing,
             f.psn.retransmitted,

@@ -52,17 +52,23 @@ pub fn register_fonts() {
     });
 }
 
-/// The time axis: seconds, milliseconds or microseconds, whichever reads best.
+/// The time axis: seconds, milliseconds or microseconds, whichever reads best for the span
+/// shown; positions count from the capture's first frame, so a window zoomed to where the
+/// traffic is still reads as "N ms into the capture".
 #[derive(Debug, Clone, Copy)]
 pub struct TimeAxis {
-    pub start_ns: u64,
+    pub origin_ns: u64,
     pub per_unit_ns: f64,
     pub unit: &'static str,
+    /// The window shown, in units from the origin.
+    pub lo: f64,
     pub span: f64,
+    /// Whether the window starts or ends away from the capture's ends (idle time left out).
+    zoomed: bool,
 }
 
 impl TimeAxis {
-    pub fn new(start_ns: u64, end_ns: u64) -> Self {
+    pub fn new(origin_ns: u64, start_ns: u64, end_ns: u64) -> Self {
         let dur = end_ns.saturating_sub(start_ns).max(1);
         let (per_unit_ns, unit) = if dur >= 2_000_000_000 {
             (1e9, "s")
@@ -72,23 +78,42 @@ impl TimeAxis {
             (1e3, "us")
         };
         TimeAxis {
-            start_ns,
+            origin_ns,
             per_unit_ns,
             unit,
+            lo: start_ns.saturating_sub(origin_ns) as f64 / per_unit_ns,
             span: dur as f64 / per_unit_ns,
+            zoomed: start_ns > origin_ns,
         }
     }
 
+    /// The axis of the plots over time: the bins' window.
+    pub fn of(d: &PlotData) -> Self {
+        TimeAxis::new(d.origin_ns, d.start_ns, d.end_ns + d.bin_ns)
+    }
+
     pub fn at(&self, ts_ns: u64) -> f64 {
-        ts_ns.saturating_sub(self.start_ns) as f64 / self.per_unit_ns
+        ts_ns.saturating_sub(self.origin_ns) as f64 / self.per_unit_ns
     }
 
     fn range(&self) -> Range<f64> {
-        0.0..self.span * 1.02 + f64::EPSILON
+        self.lo..self.lo + self.span * 1.02 + f64::EPSILON
     }
 
     fn label(&self) -> String {
-        format!("time since capture start ({})", self.unit)
+        if self.zoomed {
+            format!(
+                "time since capture start ({}), shown where the traffic is",
+                self.unit
+            )
+        } else {
+            format!("time since capture start ({})", self.unit)
+        }
+    }
+
+    /// A tick with the decimals the window needs (10002.5 ms, not 10002.499999).
+    fn tick(&self, v: f64) -> String {
+        tick_label(v, self.span)
     }
 }
 
@@ -103,7 +128,7 @@ pub(crate) type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64,
 /// The band behind a PFC storm: amber, apart from the red of paused RoCE priorities.
 const STORM: RGBColor = RGBColor(255, 214, 110);
 
-/// The series labels box, the same on every plot.
+/// The series labels box of plotters, inside the chart (the correlation page's plots).
 pub(crate) fn legend<'a, DB: DrawingBackend + 'a>(
     chart: &mut Chart<'a, DB>,
     pos: SeriesLabelPosition,
@@ -119,15 +144,55 @@ pub(crate) fn legend<'a, DB: DrawingBackend + 'a>(
         .map_err(err)
 }
 
+/// One entry of a plot's key: a line in the series' color.
+struct Key {
+    name: String,
+    color: RGBColor,
+}
+
+const KEY_ROW_PX: u32 = 20;
+const KEY_COLUMNS: usize = 2;
+
+/// Splits `root` into the chart and, below it, the strip its key takes: the key never lies
+/// over the data, whatever the data (it hid flows when it sat in a corner of the plot).
+fn split_for_key<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    keys: usize,
+) -> (DrawingArea<DB, Shift>, DrawingArea<DB, Shift>) {
+    let rows = keys.div_ceil(KEY_COLUMNS) as u32;
+    let strip = if keys == 0 { 0 } else { rows * KEY_ROW_PX + 8 };
+    root.split_vertically(HEIGHT - strip)
+}
+
+/// Draws the key in rows of `KEY_COLUMNS` entries.
+fn draw_key<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, keys: &[Key]) -> DrawResult {
+    let column_px = (WIDTH as i32 - 80) / KEY_COLUMNS as i32;
+    for (n, k) in keys.iter().enumerate() {
+        let x = 70 + (n % KEY_COLUMNS) as i32 * column_px;
+        let y = (n / KEY_COLUMNS) as i32 * KEY_ROW_PX as i32 + 10;
+        area.draw(&PathElement::new(
+            vec![(x, y), (x + 22, y)],
+            k.color.stroke_width(3),
+        ))
+        .map_err(err)?;
+        area.draw(&Text::new(
+            k.name.clone(),
+            (x + 30, y - 7),
+            ("sans-serif", 13).into_font().color(&BLACK),
+        ))
+        .map_err(err)?;
+    }
+    Ok(())
+}
+
 /// A white chart with a caption, both axes and their descriptions: the frame of the plots
 /// over time.
 fn time_chart<'a, DB: DrawingBackend + 'a>(
     root: &'a DrawingArea<DB, Shift>,
     caption: String,
-    x: Range<f64>,
+    t: TimeAxis,
     y: Range<f64>,
     y_label_area: u32,
-    x_desc: String,
     y_desc: &str,
 ) -> Result<Chart<'a, DB>, String> {
     root.fill(&WHITE).map_err(err)?;
@@ -137,11 +202,12 @@ fn time_chart<'a, DB: DrawingBackend + 'a>(
         .margin(12)
         .x_label_area_size(45)
         .y_label_area_size(y_label_area)
-        .build_cartesian_2d(x, y)
+        .build_cartesian_2d(t.range(), y)
         .map_err(err)?;
     chart
         .configure_mesh()
-        .x_desc(x_desc)
+        .x_desc(t.label())
+        .x_label_formatter(&|v| t.tick(*v))
         .y_desc(y_desc)
         .y_label_formatter(&|v| tick_label(*v, span))
         .draw()
@@ -167,22 +233,24 @@ pub fn tick_label(v: f64, span: f64) -> String {
     }
 }
 
-/// A labelled line in a flow's color, with its legend entry.
+/// A line in a flow's color; a series of one or two points (a flow that fits in a bin or
+/// two) shows its points too, which a line alone would not.
 fn line<'a, DB: DrawingBackend + 'a>(
     chart: &mut Chart<'a, DB>,
     points: Vec<(f64, f64)>,
     color: RGBColor,
-    label: String,
 ) -> DrawResult {
+    if points.len() <= 2 {
+        chart
+            .draw_series(points.iter().map(|&p| Circle::new(p, 4, color.filled())))
+            .map_err(err)?;
+    }
     chart
         .draw_series(LineSeries::new(points, color.stroke_width(2)))
-        .map_err(err)?
-        .label(label)
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3)));
+        .map_err(err)?;
     Ok(())
 }
 
-/// Writes a centered note instead of an empty chart.
 fn note<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, title: &str, text: &str) -> DrawResult {
     root.fill(&WHITE).map_err(err)?;
     root.draw(&Text::new(
@@ -219,12 +287,12 @@ fn gbps(b: &Bin, bin_ns: u64) -> f64 {
 
 /// (a) Throughput per flow, the top flows on their own, the rest summed.
 pub fn throughput<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> DrawResult {
-    let title = "Throughput per flow";
-    let top = top_flows(d);
-    if top.is_empty() {
-        return note(root, title, "No RoCE data flows in this capture.");
+    let title = PlotKind::Throughput.title();
+    if let Some(text) = empty(PlotKind::Throughput, d) {
+        return note(root, title, text);
     }
-    let t = TimeAxis::new(d.start_ns, d.end_ns + d.bin_ns);
+    let top = top_flows(d);
+    let t = TimeAxis::of(d);
     let mut rest = vec![0f64; d.bins];
     let top_ids: Vec<usize> = top.iter().map(|f| f.id).collect();
     for f in d.flows.iter().filter(|f| !top_ids.contains(&f.id)) {
@@ -243,71 +311,97 @@ pub fn throughput<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotDat
         .chain(rest.iter().copied())
         .fold(0.0, f64::max)
         .max(1e-6);
+    let mut keys: Vec<Key> = top
+        .iter()
+        .map(|f| Key {
+            name: f.name.clone(),
+            color: flow_color(f.id),
+        })
+        .collect();
+    let has_rest = rest.iter().any(|&v| v > 0.0);
+    if has_rest {
+        keys.push(Key {
+            name: "other flows".into(),
+            color: OTHER,
+        });
+    }
+    root.fill(&WHITE).map_err(err)?;
+    let (area, key_area) = split_for_key(root, keys.len());
     let mut chart = time_chart(
-        root,
+        &area,
         format!("{title} (bins of {})", human_ns(d.bin_ns)),
-        t.range(),
+        t,
         0.0..max * 1.1,
         70,
-        t.label(),
         "Gb/s",
     )?;
     for f in &top {
-        let color = flow_color(f.id);
         let points: Vec<(f64, f64)> = f
             .bins
             .iter()
             .enumerate()
             .map(|(i, b)| (bin_x(d, &t, i), gbps(b, d.bin_ns)))
             .collect();
-        line(&mut chart, points, color, f.name.clone())?;
+        line(&mut chart, points, flow_color(f.id))?;
     }
-    if rest.iter().any(|&v| v > 0.0) {
+    if has_rest {
         let points: Vec<(f64, f64)> = rest
             .iter()
             .enumerate()
             .map(|(i, &v)| (bin_x(d, &t, i), v))
             .collect();
-        line(&mut chart, points, OTHER, "other flows".into())?;
+        line(&mut chart, points, OTHER)?;
     }
-    legend(&mut chart, SeriesLabelPosition::UpperRight, 13)?;
+    draw_key(&key_area, &keys)?;
     root.present().map_err(err)
+}
+
+/// The flows the PSN plot draws: the top flows with requests.
+fn psn_flows(d: &PlotData) -> Vec<&FlowSeries> {
+    top_flows(d)
+        .into_iter()
+        .filter(|f| f.bins.iter().any(|b| b.psn_progress.is_some()))
+        .collect()
 }
 
 /// (b) PSN progress per QP, with gaps (x) and retransmissions (triangles) marked.
 pub fn psn<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> DrawResult {
-    let title = "PSN progress per QP";
-    let top: Vec<&FlowSeries> = top_flows(d)
-        .into_iter()
-        .filter(|f| f.bins.iter().any(|b| b.psn_progress.is_some()))
-        .collect();
-    if top.is_empty() {
-        return note(root, title, "No request PSNs in this capture.");
+    let title = PlotKind::Psn.title();
+    if let Some(text) = empty(PlotKind::Psn, d) {
+        return note(root, title, text);
     }
-    let t = TimeAxis::new(d.start_ns, d.end_ns + d.bin_ns);
+    let top = psn_flows(d);
+    let t = TimeAxis::of(d);
     let (lo, hi) = top
         .iter()
         .flat_map(|f| f.bins.iter().filter_map(|b| b.psn_progress))
         .fold((i64::MAX, i64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
     let (lo, hi) = (lo.min(0) as f64, (hi.max(1)) as f64);
+    let keys: Vec<Key> = top
+        .iter()
+        .map(|f| Key {
+            name: f.name.clone(),
+            color: flow_color(f.id),
+        })
+        .collect();
+    root.fill(&WHITE).map_err(err)?;
+    let (area, key_area) = split_for_key(root, keys.len());
     let mut chart = time_chart(
-        root,
+        &area,
         format!("{title}: x = PSN gap (loss), triangle = retransmission"),
-        t.range(),
+        t,
         lo..hi * 1.05 + 1.0,
         80,
-        t.label(),
         "PSNs since the QP's first request",
     )?;
     for f in &top {
-        let color = flow_color(f.id);
         let points: Vec<(f64, f64)> = f
             .bins
             .iter()
             .enumerate()
             .filter_map(|(i, b)| b.psn_progress.map(|p| (bin_x(d, &t, i), p as f64)))
             .collect();
-        line(&mut chart, points, color, f.name.clone())?;
+        line(&mut chart, points, flow_color(f.id))?;
         let mut last = 0.0;
         let mut gaps = Vec::new();
         let mut retx = Vec::new();
@@ -336,11 +430,11 @@ pub fn psn<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
             )
             .map_err(err)?;
     }
-    legend(&mut chart, SeriesLabelPosition::UpperLeft, 13)?;
+    draw_key(&key_area, &keys)?;
     root.present().map_err(err)
 }
 
-/// The flows with the most CE marks and CNPs, in id order: each gets its own series.
+/// The flows with the most CE marks and CNPs, in id order: each gets its own lane.
 fn ecn_flows(d: &PlotData) -> Vec<&FlowSeries> {
     let marks = |f: &FlowSeries| f.bins.iter().map(|b| b.ce + b.cnps).sum::<u64>();
     let mut v: Vec<&FlowSeries> = d.flows.iter().filter(|f| marks(f) > 0).collect();
@@ -350,75 +444,131 @@ fn ecn_flows(d: &PlotData) -> Vec<&FlowSeries> {
     v
 }
 
-/// (c) CE marks (circles) and the CNPs that answered them (triangles) per flow over time, so
-/// that a flow whose marks get no CNP stands out.
+/// Where the marks of a lane sit: CE in its upper half, CNPs in its lower half, so that
+/// neither hides the other (on one count axis, answered marks drew triangles over circles).
+const CE_LANE_OFFSET: f64 = 0.18;
+
+/// (c) CE marks (circles) and the CNPs that answered them (triangles) per flow over time, a
+/// lane per flow: a flow whose marks get no CNP shows circles with no triangles below them.
 pub fn ecn<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> DrawResult {
-    let title = "ECN: CE-marked packets and CNPs per flow";
-    let flows = ecn_flows(d);
-    if flows.is_empty() {
-        return note(root, title, "No CE marks and no CNPs in this capture.");
+    let title = PlotKind::EcnCnp.title();
+    if let Some(text) = empty(PlotKind::EcnCnp, d) {
+        return note(root, title, text);
     }
-    let t = TimeAxis::new(d.start_ns, d.end_ns + d.bin_ns);
-    let max = flows
+    let flows = ecn_flows(d);
+    let t = TimeAxis::of(d);
+    let rows = flows.len();
+    let labels: Vec<String> = flows
         .iter()
-        .flat_map(|f| f.bins.iter().map(|b| b.ce.max(b.cnps)))
-        .max()
-        .unwrap_or(1)
-        .max(1) as f64;
-    let mut chart = time_chart(
-        root,
-        format!(
-            "{title} per bin of {}: circle = CE, triangle = CNP",
-            human_ns(d.bin_ns)
-        ),
-        t.range(),
-        0.0..max * 1.15,
-        70,
-        t.label(),
-        "packets per bin",
-    )?;
-    for f in &flows {
+        .map(|f| {
+            let ce: u64 = f.bins.iter().map(|b| b.ce).sum();
+            let cnps: u64 = f.bins.iter().map(|b| b.cnps).sum();
+            format!("{}: CE {ce}, CNP {cnps}", f.name)
+        })
+        .collect();
+    root.fill(&WHITE).map_err(err)?;
+    let mut chart = ChartBuilder::on(root)
+        .caption(
+            format!(
+                "{title} per bin of {}: circle = CE, triangle = CNP",
+                human_ns(d.bin_ns)
+            ),
+            ("sans-serif", 22),
+        )
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(400)
+        .build_cartesian_2d(t.range(), -0.5..rows as f64 - 0.5)
+        .map_err(err)?;
+    let label_of = |y: &f64| {
+        let i = y.round();
+        if (y - i).abs() < 0.01 && i >= 0.0 && (i as usize) < rows {
+            labels[rows - 1 - i as usize].clone()
+        } else {
+            String::new()
+        }
+    };
+    chart
+        .configure_mesh()
+        .x_desc(t.label())
+        .x_label_formatter(&|v| t.tick(*v))
+        .y_labels(rows.max(2) * 2 + 1)
+        .y_label_formatter(&label_of)
+        .y_label_style(("sans-serif", 12))
+        .disable_y_mesh()
+        .draw()
+        .map_err(err)?;
+    for (n, f) in flows.iter().enumerate() {
+        // The first flow on top.
+        let lane = (rows - 1 - n) as f64;
         let color = flow_color(f.id);
-        let series = |pick: fn(&Bin) -> u64| -> Vec<(f64, f64)> {
+        let at = |pick: fn(&Bin) -> u64| -> Vec<f64> {
             f.bins
                 .iter()
                 .enumerate()
                 .filter(|(_, b)| pick(b) > 0)
-                .map(|(i, b)| (bin_x(d, &t, i), pick(b) as f64))
+                .map(|(i, _)| bin_x(d, &t, i))
                 .collect()
         };
-        let ce = series(|b| b.ce);
-        let cnp = series(|b| b.cnps);
-        chart
-            .draw_series(ce.iter().map(|&p| Circle::new(p, 5, color.filled())))
-            .map_err(err)?
-            .label(format!("{} CE", f.name))
-            .legend(move |(x, y)| Circle::new((x + 7, y), 5, color.filled()));
         chart
             .draw_series(
-                cnp.iter()
-                    .map(|&p| TriangleMarker::new(p, 7, color.stroke_width(2))),
+                at(|b| b.ce)
+                    .into_iter()
+                    .map(|x| Circle::new((x, lane + CE_LANE_OFFSET), 5, color.filled())),
             )
-            .map_err(err)?
-            .label(format!("{} CNP", f.name))
-            .legend(move |(x, y)| TriangleMarker::new((x + 7, y), 6, color.stroke_width(2)));
+            .map_err(err)?;
+        chart
+            .draw_series(
+                at(|b| b.cnps).into_iter().map(|x| {
+                    TriangleMarker::new((x, lane - CE_LANE_OFFSET), 6, color.stroke_width(2))
+                }),
+            )
+            .map_err(err)?;
     }
-    legend(&mut chart, SeriesLabelPosition::UpperRight, 12)?;
     root.present().map_err(err)
+}
+
+/// What a plot would say when `d` holds nothing for it: the page then shows the sentence, not
+/// an empty 480-pixel plot.
+pub fn empty(kind: PlotKind, d: &PlotData) -> Option<&'static str> {
+    match kind {
+        PlotKind::Throughput => top_flows(d)
+            .is_empty()
+            .then_some("No RoCE data flows in this capture."),
+        PlotKind::Psn => psn_flows(d)
+            .is_empty()
+            .then_some("No request PSNs in this capture."),
+        PlotKind::EcnCnp => ecn_flows(d)
+            .is_empty()
+            .then_some("No CE marks and no CNPs in this capture."),
+        PlotKind::Pfc => d
+            .pfc
+            .is_empty()
+            .then_some("No PFC or PAUSE frames in this capture."),
+        PlotKind::AckRtt => d
+            .rtt_us
+            .is_empty()
+            .then_some("No ACKed requests in this capture (no round-trip samples)."),
+    }
 }
 
 /// (d) PFC pause intervals per priority and source as bars, storms highlighted.
 pub fn pfc<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> DrawResult {
-    let title = "PFC pauses per priority";
-    if d.pfc.is_empty() {
-        return note(root, title, "No PFC or PAUSE frames in this capture.");
+    let title = PlotKind::Pfc.title();
+    if let Some(text) = empty(PlotKind::Pfc, d) {
+        return note(root, title, text);
     }
     let end = d
         .pfc
         .iter()
         .flat_map(|r| r.intervals.iter().map(|iv| iv.1))
         .fold(d.end_ns + d.bin_ns, u64::max);
-    let t = TimeAxis::new(d.start_ns, end);
+    let start = d
+        .pfc
+        .iter()
+        .flat_map(|r| r.intervals.iter().map(|iv| iv.0))
+        .fold(d.start_ns, u64::min);
+    let t = TimeAxis::new(d.origin_ns, start, end);
     let rows = d.pfc.len();
     let labels: Vec<String> = d
         .pfc
@@ -453,6 +603,7 @@ pub fn pfc<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
     chart
         .configure_mesh()
         .x_desc(t.label())
+        .x_label_formatter(&|v| t.tick(*v))
         .y_labels(rows.max(2) * 2 + 1)
         .y_label_formatter(&label_of)
         .disable_y_mesh()
@@ -487,13 +638,9 @@ pub fn pfc<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
 
 /// (e) ACK round-trip time distribution, all flows.
 pub fn rtt<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> DrawResult {
-    let title = "ACK round-trip time";
-    if d.rtt_us.is_empty() {
-        return note(
-            root,
-            title,
-            "No ACKed requests in this capture (no round-trip samples).",
-        );
+    let title = PlotKind::AckRtt.title();
+    if let Some(text) = empty(PlotKind::AckRtt, d) {
+        return note(root, title, text);
     }
     let v = &d.rtt_us;
     let p = |q: f64| v[((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1];

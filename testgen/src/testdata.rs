@@ -560,6 +560,7 @@ pub fn all() -> Vec<(String, Vec<u8>)> {
         ("analysis_marking.pcap", analysis_marking()),
         ("verify_pass.pcap", verify_pass()),
         ("no_roce.pcap", no_roce()),
+        ("report_burst.pcap", report_burst()),
     ] {
         files.push((
             name.to_string(),
@@ -1031,4 +1032,44 @@ pub fn no_roce() -> Frames {
             frames::udp_v4(&link, IP_B, IP_A, 53, 33333, b"answer"),
         ),
     ]
+}
+
+/// `report_burst.pcap`: a 21 s capture whose RoCE is one 5 ms burst 10 s in (two RC senders,
+/// 50 WRITEs of 2 KiB each, 100 us apart, each ACKed), between a DNS query at the start and its
+/// answer at the end: the plots must zoom to the burst (issue #26).
+pub fn report_burst() -> Frames {
+    use super::scenario::{host, Conn, Timeline};
+    let mut tl = Timeline::default();
+    let link = FrameSpec::new(MAC_A, MAC_B);
+    tl.push(
+        T0_NS,
+        frames::udp_v4(&link, IP_A, IP_B, 33333, 53, b"query"),
+    );
+    let burst = T0_NS + 10_000_000_000;
+    let b = host(2);
+    for (k, a) in [host(1), host(3)].into_iter().enumerate() {
+        let mut c = Conn::rc(
+            a,
+            b,
+            Some((100, 3)),
+            0x6a,
+            0x600 + k as u32,
+            0x140 + k as u32,
+            0,
+        );
+        for m in 0..50u64 {
+            let t = burst + m * 100 * US + k as u64 * 10 * US;
+            let packets = c.write(2048);
+            for (i, p) in packets.iter().enumerate() {
+                tl.push(t + i as u64 * US, c.request_frame(p));
+            }
+            let last = packets.last().expect("a packet").bth.psn;
+            tl.push(t + 5 * US, c.response_frame(&c.ack(last)));
+        }
+    }
+    tl.push(
+        T0_NS + 21_000_000_000,
+        frames::udp_v4(&link, IP_B, IP_A, 53, 33333, b"answer"),
+    );
+    tl.into_frames()
 }
