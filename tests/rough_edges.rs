@@ -295,8 +295,9 @@ fn html_has_no_negative_zero_and_keeps_every_column() {
         "storm color"
     );
     let ecn = std::fs::read_to_string(dir.join("ecn_cnp.svg")).unwrap();
+    // One lane per flow, labelled with its CE and CNP totals.
     for flow in ["qp 0x000210", "qp 0x000211", "qp 0x000212"] {
-        assert!(ecn.contains(&format!("{flow} vlan 100 CE")), "{flow}");
+        assert!(ecn.contains(&format!("{flow} vlan 100: CE ")), "{flow}");
     }
     let csv = std::fs::read_to_string(dir.join("timeline.csv")).unwrap();
     assert!(csv.contains("qp 0x000213 vlan 100") && !csv.contains("qp 0x213 "));
