@@ -480,14 +480,9 @@ pub fn ecn<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
         .y_label_area_size(400)
         .build_cartesian_2d(t.range(), -0.5..rows as f64 - 0.5)
         .map_err(err)?;
-    let label_of = |y: &f64| {
-        let i = y.round();
-        if (y - i).abs() < 0.01 && i >= 0.0 && (i as usize) < rows {
-            labels[rows - 1 - i as usize].clone()
-        } else {
-            String::new()
-        }
-    };
+    // The first flow on top: lane 0 (the bottom) is the last.
+    let lanes: Vec<String> = labels.into_iter().rev().collect();
+    let label_of = |y: &f64| lane_label(&lanes, *y);
     chart
         .configure_mesh()
         .x_desc(t.label())
@@ -526,6 +521,17 @@ pub fn ecn<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
             .map_err(err)?;
     }
     root.present().map_err(err)
+}
+
+/// The y tick of a plot with one lane per row (lane n at y = n): its label at the lane's
+/// centre, nothing between lanes.
+fn lane_label(labels: &[String], y: f64) -> String {
+    let i = y.round();
+    if (y - i).abs() < 0.01 && i >= 0.0 {
+        labels.get(i as usize).cloned().unwrap_or_default()
+    } else {
+        String::new()
+    }
 }
 
 /// What a plot would say when `d` holds nothing for it: the page then shows the sentence, not
@@ -592,14 +598,7 @@ pub fn pfc<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
         .y_label_area_size(250)
         .build_cartesian_2d(t.range(), -0.5..rows as f64 - 0.5)
         .map_err(err)?;
-    let label_of = |y: &f64| {
-        let i = y.round();
-        if (y - i).abs() < 0.01 && i >= 0.0 && (i as usize) < rows {
-            labels[i as usize].clone()
-        } else {
-            String::new()
-        }
-    };
+    let label_of = |y: &f64| lane_label(&labels, *y);
     chart
         .configure_mesh()
         .x_desc(t.label())
