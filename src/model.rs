@@ -169,6 +169,10 @@ pub struct FlowReport {
     /// The other direction of the same QP pair, and how it was found ("rdma_cm" or "psn").
     pub peer: Option<String>,
     pub paired_by: Option<PairingMethod>,
+    /// A native InfiniBand flow (ERF link type 247, no Ethernet or IP): `pcp`, `dscp` and
+    /// `ecn` are empty, since none of them is on its wire. Present only when true.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub native_ib: bool,
 }
 
 /// Counts by key of one flow, which has few keys (its PCPs, DSCPs, ECN codepoints, opcodes):

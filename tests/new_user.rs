@@ -168,3 +168,50 @@ fn the_text_says_what_it_can_tell_in_units_that_read() {
         stderr(&out)
     );
 }
+
+#[test]
+fn a_native_infiniband_capture_is_not_called_roce_and_shows_no_ethernet_qos() {
+    let capture = real_capture("srinivas_infiniband.pcap");
+    let out = run_path(&capture, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("  native InfiniBand 43 (no RoCE) in 3 flows;"),
+        "{text}"
+    );
+    assert!(!text.contains("RoCE 43"), "{text}");
+    assert_eq!(
+        text.matches("native InfiniBand (no PCP/DSCP/ECN) |")
+            .count(),
+        3,
+        "{text}"
+    );
+    assert!(!text.contains("PCP untagged"), "{text}");
+
+    let json = run_path(&capture, &["--json"]);
+    let r: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    for f in r["flows"].as_array().unwrap() {
+        assert_eq!(f["native_ib"], true);
+        for k in ["pcp", "dscp", "ecn"] {
+            assert_eq!(f[k], serde_json::json!({}), "{k}");
+        }
+    }
+    // A RoCE capture's flows carry no such key.
+    let sample = run_path(&testdata("sample.pcap"), &["--json"]);
+    let r: serde_json::Value = serde_json::from_slice(&sample.stdout).unwrap();
+    assert!(r["flows"][0].get("native_ib").is_none());
+
+    let d = dir("ib-report");
+    let report = d.join("r");
+    let out = run_path(&capture, &[&format!("--report={}", report.display())]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let html = std::fs::read_to_string(report.join("index.html")).unwrap();
+    assert_eq!(
+        html.matches("native InfiniBand: no PCP, DSCP or ECN")
+            .count(),
+        3
+    );
+    assert!(html.contains("<b>43</b>native InfiniBand frames"));
+    assert!(!html.contains("RoCE frames"));
+    std::fs::remove_dir_all(&d).ok();
+}

@@ -201,9 +201,22 @@ impl Analyzer {
                 .or_else(|| f.peer.and_then(|j| self.flows[j].path_mtu))
                 .or(f.cm_mtu),
             path_mtu_at_least: mtu_at_least(f, self.flows_mtu_known(f)),
-            pcp: pcp_counts(f),
-            dscp: Tally::by_key(f.dscp.iter()),
-            ecn: ecn_counts(f),
+            // A native InfiniBand frame has no VLAN tag or IP header to count.
+            pcp: if f.native_ib {
+                Tally::default()
+            } else {
+                pcp_counts(f)
+            },
+            dscp: if f.native_ib {
+                Tally::default()
+            } else {
+                Tally::by_key(f.dscp.iter())
+            },
+            ecn: if f.native_ib {
+                Tally::default()
+            } else {
+                ecn_counts(f)
+            },
             opcodes: Tally::by_name(f.opcodes.iter().map(|(op, n)| (Opcode(op), n))),
             psn: if f.transport == Some(Transport::Ud) {
                 (*f.ud_psn).clone()
@@ -231,6 +244,7 @@ impl Analyzer {
             oversize: f.oversize.count,
             peer: f.peer.map(|j| self.flows[j].key.to_string()),
             paired_by: f.paired_by,
+            native_ib: f.native_ib,
         }
     }
 

@@ -119,6 +119,7 @@ th {{ white-space: normal; }}
 td.l {{ white-space: normal; min-width: 12em; max-width: 22em; }}
 th {{ background: #f0f0f0; }} td.l {{ text-align: left; }}
 tr.trouble td {{ background: #fff3f3; }}
+td.na {{ text-align: center; color: #777; white-space: normal; }}
 .sw {{ display: inline-block; width: 12px; height: 12px; border-radius: 2px; margin-right: 6px; vertical-align: middle; }}
 </style></head><body>
 <h1>roce-sniff report</h1>
@@ -153,13 +154,31 @@ fn cards(o: &mut String, r: &Report) {
         .sum();
     let ce: u64 = r.flows.iter().map(|f| f.ce).sum();
     let mut cards: Vec<(String, String, bool)> = vec![
-        ("RoCE frames".into(), c.roce_packets.to_string(), false),
+        // Native InfiniBand frames are counted with RoCE's in the JSON; a card of their own.
+        (
+            "RoCE frames".into(),
+            (c.roce_packets - c.ib_packets).to_string(),
+            false,
+        ),
         ("flows".into(), c.flows.to_string(), false),
         ("critical findings".into(), crit.to_string(), crit > 0),
         ("warnings".into(), warn.to_string(), warn > 0),
         ("PSNs lost".into(), lost.to_string(), lost > 0),
         ("CE marks".into(), ce.to_string(), ce > 0),
     ];
+    if c.ib_packets > 0 {
+        cards.insert(
+            1,
+            (
+                "native InfiniBand frames".into(),
+                c.ib_packets.to_string(),
+                false,
+            ),
+        );
+        if c.roce_packets == c.ib_packets {
+            cards.remove(0);
+        }
+    }
     cards.extend(pause_cards(&r.pfc));
     cards.push(("bad ICRC".into(), c.icrc_bad.to_string(), c.icrc_bad > 0));
     o.push_str("<div class=\"cards\">");
@@ -300,9 +319,20 @@ fn flows(o: &mut String, r: &Report) {
             (Some(a), Some(b)) => format!("{a:.1} / {b:.1}"),
             _ => "-".into(),
         };
+        // No VLAN tag or IP header on a native InfiniBand frame: one cell says so.
+        let qos = if f.native_ib {
+            "<td colspan=\"3\" class=\"na\">native InfiniBand: no PCP, DSCP or ECN</td>".to_string()
+        } else {
+            format!(
+                "<td>{}</td><td>{}</td><td>{}</td>",
+                counts_lines(&f.pcp),
+                counts_lines(&f.dscp),
+                counts_lines(&f.ecn)
+            )
+        };
         let _ = writeln!(
             o,
-            "<tr{}><td>{}</td><td class=\"l\"><span class=\"sw\" style=\"background:{}\"></span>{name}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{rtt}</td></tr>",
+            "<tr{}><td>{}</td><td class=\"l\"><span class=\"sw\" style=\"background:{}\"></span>{name}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{qos}<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{rtt}</td></tr>",
             if trouble { " class=\"trouble\"" } else { "" },
             f.id,
             css_color(flow_color(f.id)),
@@ -311,9 +341,6 @@ fn flows(o: &mut String, r: &Report) {
             f.packets,
             f.gbps.map_or("-".into(), super::text::rate_text),
             super::text::mtu_text(f),
-            counts_lines(&f.pcp),
-            counts_lines(&f.dscp),
-            counts_lines(&f.ecn),
             f.psn.gaps,
             f.psn.missing,
             f.psn.retransmitted,

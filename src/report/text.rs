@@ -71,14 +71,8 @@ fn capture_summary(o: &mut String, c: &CaptureReport) {
     );
     let _ = writeln!(
         o,
-        "  RoCE {} ({} RoCEv1{}) in {}; PFC {}, PAUSE {}\n  ICRC {} ok, {} bad, {} unchecked; {} malformed, {}",
-        c.roce_packets,
-        c.rocev1_packets,
-        if c.ib_packets > 0 {
-            format!(", {} native InfiniBand", c.ib_packets)
-        } else {
-            String::new()
-        },
+        "  {} in {}; PFC {}, PAUSE {}\n  ICRC {} ok, {} bad, {} unchecked; {} malformed, {}",
+        transport_counts(c),
         plural(c.flows as u64, "flow"),
         c.pfc_frames,
         c.pause_frames,
@@ -168,6 +162,20 @@ pub fn findings_text(o: &mut String, findings: &[Finding]) {
     }
 }
 
+/// The RoCE packets, RoCEv1 among them, and native InfiniBand apart: `capture.roce_packets`
+/// counts all three, but a native InfiniBand capture holds no RoCE.
+fn transport_counts(c: &CaptureReport) -> String {
+    let roce = c.roce_packets - c.ib_packets;
+    match (roce, c.ib_packets) {
+        (0, ib) if ib > 0 => format!("native InfiniBand {ib} (no RoCE)"),
+        (roce, 0) => format!("RoCE {roce} ({} RoCEv1)", c.rocev1_packets),
+        (roce, ib) => format!(
+            "RoCE {roce} ({} RoCEv1), native InfiniBand {ib}",
+            c.rocev1_packets
+        ),
+    }
+}
+
 /// Flows listed in the text report; the JSON report has them all.
 const TEXT_FLOWS: usize = 50;
 
@@ -198,12 +206,19 @@ fn flows(o: &mut String, flows: &[FlowReport]) {
             f.gbps.map_or("-".into(), rate_text),
             mtu_text(f),
         );
+        let qos = if f.native_ib {
+            "native InfiniBand (no PCP/DSCP/ECN)".to_string()
+        } else {
+            format!(
+                "PCP {} DSCP {} ECN {}",
+                counts(&f.pcp),
+                counts(&f.dscp),
+                counts(&f.ecn)
+            )
+        };
         let _ = writeln!(
             o,
-            "       PCP {} DSCP {} ECN {} | gaps {} missing {} retx {} dup {} ooo {} | NAK {} CE {} CNP {}",
-            counts(&f.pcp),
-            counts(&f.dscp),
-            counts(&f.ecn),
+            "       {qos} | gaps {} missing {} retx {} dup {} ooo {} | NAK {} CE {} CNP {}",
             f.psn.gaps,
             f.psn.missing,
             f.psn.retransmitted,
