@@ -42,10 +42,12 @@ test: deps pydeps fuzz-check
 fuzz-check:
 	cargo check --manifest-path parsers/fuzz/Cargo.toml --bins --locked
 
-# The committed sample report (README shows its plots).
+# The committed sample report and correlation page (README shows them).
 sample-report: build
-	rm -rf reports/sample
+	rm -rf reports/sample reports/correlation-sample
 	./target/release/roce-sniff -r testdata/sample.pcap --report=reports/sample > /dev/null
+	./target/release/roce-sniff --correlate -r testdata/correlate/leaf.pcap -r testdata/correlate/spine.pcap \
+	  -r testdata/correlate/receiver.pcap --report=reports/correlation-sample > /dev/null
 
 # Rewrite the crafted captures of testdata/ from the generator.
 testdata:

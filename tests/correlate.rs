@@ -180,10 +180,25 @@ fn report_adds_the_hop_delay_plot_and_the_loss_location_chart() {
         assert!(bytes.len() > 1000, "{name}");
     }
     let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
-    assert!(
-        html.contains("<svg") && html.contains("loss_located"),
-        "{html}"
-    );
+    correlation_page_shows_the_path(&html);
+    if let Some(browser) = chromium() {
+        // The page fits 1400 px: the path picture and every table, as the browser lays them out.
+        let fit = measure_in_browser(
+            browser,
+            &dir.join("index.html"),
+            "document.documentElement.scrollWidth + '/' + document.documentElement.clientWidth",
+        );
+        let (scroll, client) = fit.split_once('/').unwrap();
+        assert!(
+            scroll.parse::<u32>().unwrap() <= client.parse::<u32>().unwrap(),
+            "the page is {scroll} px wide in {client} px"
+        );
+    } else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "chromium missing under CI"
+        );
+    }
     let saved: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("correlation.json")).unwrap())
             .unwrap();
@@ -328,4 +343,47 @@ fn long_point_paths_keep_the_hop_table_aligned() {
     assert!(table.iter().all(|l| at(l) == at(table[0])), "{text}");
     // The full paths are listed once, above the tables.
     assert!(text.contains(&args[2]), "{text}");
+}
+
+/// The correlation page of the three crafted points: the main report's style, the path as a
+/// picture (points in order, each hop's loss, CE, re-marking and delay, red on loss), the
+/// findings as blocks, the tables as HTML tables.
+fn correlation_page_shows_the_path(html: &str) {
+    assert!(html.contains(".finding.crit {"), "no style sheet");
+    assert!(!html.contains("<pre>"), "the text dump is gone");
+    assert!(html.contains("<b>2</b>packets lost on the path"));
+    assert!(html.contains("<b>10</b>re-marked on the path"));
+    let path = &html[html.find("id=\"path\"").unwrap()..html.find("<h2>What looks wrong").unwrap()];
+    let at = |s: &str| path.find(s).unwrap_or_else(|| panic!("{s} not in {path}"));
+    assert!(at(">leaf.pcap<") < at(">spine.pcap<") && at(">spine.pcap<") < at(">receiver.pcap<"));
+    // Both request hops lost a packet (red); nothing travelling back was lost or marked.
+    assert_eq!(path.matches("<g class=\"hop lossy\">").count(), 2, "{path}");
+    assert_eq!(path.matches("<g class=\"hop clean\">").count(), 2, "{path}");
+    assert!(path.contains("stroke=\"#c62828\""));
+    assert!(path.contains(">CE 4 · DSCP re-marked 10<"), "{path}");
+    assert!(path.contains(">delay p50 3.0 us, p99 13.0 us<"), "{path}");
+    assert!(path.contains(">→ requests: 52 matched<"), "{path}");
+    assert!(path.contains(">clock +300.0 us<"), "{path}");
+    // The findings are the main report's blocks, after the picture and before the plots.
+    assert_eq!(html.matches("<div class=\"finding crit\">").count(), 2);
+    assert!(html.contains("<code>loss_located</code>"));
+    assert!(html.find("<code>remarked</code>").unwrap() < html.find("id=\"hop_delay\"").unwrap());
+    // The hops as table rows, red where they lost packets.
+    assert!(html.contains("<tr class=\"trouble\"><td class=\"l\">spine.pcap → receiver.pcap</td><td>52</td><td>1</td><td>0</td><td>4</td><td>10</td><td>0</td><td>3.0</td><td>3.0</td><td>13.0</td><td>13.0</td><td>10.0</td><td>two_way</td></tr>"), "{html}");
+    assert!(
+        html.contains("<tr><td class=\"l\">receiver.pcap → spine.pcap</td><td>56</td><td>0</td>")
+    );
+    // A flow's hops share its row; its lost frames are named; a re-marked hop is amber.
+    assert!(html.contains("<td class=\"l\" rowspan=\"2\">10.0.0.1 &gt; 10.0.0.2 qp 0x000100</td>"));
+    assert!(
+        html.contains("<td>3.0</td><td class=\"l\">63</td></tr>"),
+        "{html}"
+    );
+    assert!(html.contains("<tr class=\"marked\"><td class=\"l\">spine.pcap → receiver.pcap</td><td>10</td><td>0</td><td>0</td><td>10</td>"), "{html}");
+    assert!(html.contains("(back)</td>"));
+    // Plot keys sit below the data, not in a box over it.
+    assert!(
+        !html.contains("fill-opacity=\"0.85\""),
+        "a legend box is drawn over a plot"
+    );
 }

@@ -320,17 +320,6 @@ fn empty_plots_get_a_note_and_bin_and_default_dir_work() {
     std::fs::remove_dir_all(&cwd).ok();
 }
 
-fn chromium() -> Option<&'static str> {
-    ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find(|b| {
-            Command::new(b)
-                .arg("--version")
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
-}
-
 #[test]
 fn index_html_renders_in_a_headless_browser() {
     let Some(browser) = chromium() else {
@@ -374,29 +363,11 @@ fn index_html_renders_in_a_headless_browser() {
     assert!(colors > 200, "screenshot looks blank ({colors} colors)");
     // At 1400 px the flows table fits the page (it scrolled sideways, RTT cut off): a copy of
     // the page measures it as the browser lays it out.
-    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
-    let probe = dir.join("probe.html");
-    let measure = "<script>var w = document.querySelector('.wide'); \
-        document.body.setAttribute('data-fit', w.scrollWidth + '/' + w.clientWidth);</script></body>";
-    std::fs::write(&probe, html.replace("</body>", measure)).unwrap();
-    let out = Command::new(browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-        ])
-        .args(["--window-size=1400,900", "--dump-dom"])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg(format!("file://{}", probe.display()))
-        .output()
-        .unwrap();
-    let dom = String::from_utf8_lossy(&out.stdout);
-    let fit = dom
-        .split("data-fit=\"")
-        .nth(1)
-        .map(|v| &v[..v.find('"').unwrap()])
-        .unwrap_or_else(|| panic!("no measure: {}", String::from_utf8_lossy(&out.stderr)));
+    let fit = measure_in_browser(
+        browser,
+        &dir.join("index.html"),
+        "(w => w.scrollWidth + '/' + w.clientWidth)(document.querySelector('.wide'))",
+    );
     let (scroll, client) = fit.split_once('/').unwrap();
     let (scroll, client): (u32, u32) = (scroll.parse().unwrap(), client.parse().unwrap());
     assert!(

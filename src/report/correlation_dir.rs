@@ -1,14 +1,16 @@
-//! `--correlate --report DIR`: the correlation as a page: a plot of each hop's delay, a chart
-//! of where packets were lost, the text view, and `correlation.json`.
+//! `--correlate --report DIR`: the correlation as files: a plot of each hop's delay, a chart of
+//! where packets were lost, `correlation.json`, and the page (correlation_html.rs).
 
 use std::path::Path;
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use super::correlation::short_names;
 use super::dir::write;
-use super::html::esc;
-use super::plots::{err, legend, register_fonts, Chart, DrawResult, HEIGHT, WIDTH};
+use super::plots::{
+    draw_key, err, register_fonts, split_for_key, Chart, DrawResult, Key, HEIGHT, WIDTH,
+};
 use crate::error::Error;
 use crate::model::{CorrelationDocument, HopReport};
 
@@ -26,14 +28,25 @@ const FORWARD: RGBColor = RGBColor(31, 119, 180);
 const BACK: RGBColor = RGBColor(255, 127, 14);
 const APPEARED: RGBColor = RGBColor(160, 160, 160);
 
-/// Hop names for the x axis, short enough to read.
-fn hop_name(h: &HopReport) -> String {
-    let short = |p: &str| {
-        Path::new(p)
-            .file_name()
-            .map_or(p.to_string(), |n| n.to_string_lossy().into_owned())
+/// Hop names for the x axis, by the points' shortest distinct names (as on the page).
+fn hop_names(d: &CorrelationDocument) -> Vec<String> {
+    let full: Vec<String> = d
+        .correlation
+        .points
+        .iter()
+        .map(|p| p.name.clone())
+        .collect();
+    let short = short_names(&full);
+    let name = |p: &str| {
+        full.iter()
+            .position(|f| f == p)
+            .map_or(p.to_string(), |i| short[i].clone())
     };
-    format!("{} > {}", short(&h.from), short(&h.to))
+    d.correlation
+        .hops
+        .iter()
+        .map(|h: &HopReport| format!("{} > {}", name(&h.from), name(&h.to)))
+        .collect()
 }
 
 /// A chart with one slot per hop on the x axis (named by its two points) and `y` up.
@@ -43,8 +56,10 @@ fn hop_chart<'a, DB: DrawingBackend + 'a>(
     caption: &str,
     y: std::ops::Range<f64>,
     y_desc: &str,
+    whole_y: bool,
 ) -> Result<Chart<'a, DB>, String> {
     let n = d.correlation.hops.len();
+    let y_end = y.end;
     let mut chart = ChartBuilder::on(root)
         .caption(caption, ("sans-serif", 22))
         .margin(15)
@@ -52,14 +67,30 @@ fn hop_chart<'a, DB: DrawingBackend + 'a>(
         .y_label_area_size(70)
         .build_cartesian_2d(-0.5f64..n as f64 - 0.5, y)
         .map_err(err)?;
-    let names: Vec<String> = d.correlation.hops.iter().map(hop_name).collect();
+    let names = hop_names(d);
+    let y_ticks = if whole_y {
+        (y_end.floor() as usize + 1).min(11)
+    } else {
+        10
+    };
     chart
         .configure_mesh()
         .x_labels(n.max(1))
+        .y_labels(y_ticks)
         .x_label_formatter(&|x| {
             let i = x.round();
             if (x - i).abs() < 0.01 && i >= 0.0 {
                 names.get(i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        })
+        // Packet counts have no fractions: 0.2 packets is no tick to read.
+        .y_label_formatter(&|y| {
+            if !whole_y {
+                format!("{y:.1}")
+            } else if y.fract().abs() < 1e-9 {
+                format!("{y:.0}")
             } else {
                 String::new()
             }
@@ -92,11 +123,19 @@ fn hop_delay<DB: DrawingBackend>(
         .filter_map(|h| h.delay_us.min)
         .fold(0.0f64, f64::min);
     let caption = "One-way delay per hop (us): min to max, p50 (dot), p99 (bar)";
-    let mut chart = hop_chart(root, d, caption, bottom..top, "delay (us)")?;
-    for (list, color, shift, label) in [
-        (&c.hops, FORWARD, -0.12, "requests"),
-        (&c.reverse_hops, BACK, 0.12, "ACKs, NAKs, CNPs, responses"),
-    ] {
+    let keys = [
+        Key {
+            name: "requests".into(),
+            color: FORWARD,
+        },
+        Key {
+            name: "ACKs, NAKs, CNPs, responses".into(),
+            color: BACK,
+        },
+    ];
+    let (area, key_area) = split_for_key(root, keys.len());
+    let mut chart = hop_chart(&area, d, caption, bottom..top, "delay (us)", false)?;
+    for (list, color, shift) in [(&c.hops, FORWARD, -0.12), (&c.reverse_hops, BACK, 0.12)] {
         let at = |i: usize| i as f64 + shift;
         let spans = list.iter().enumerate().filter_map(|(i, h)| {
             Some(PathElement::new(
@@ -104,13 +143,7 @@ fn hop_delay<DB: DrawingBackend>(
                 color.stroke_width(2),
             ))
         });
-        chart
-            .draw_series(spans)
-            .map_err(err)?
-            .label(label)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3))
-            });
+        chart.draw_series(spans).map_err(err)?;
         let p50 = list
             .iter()
             .enumerate()
@@ -125,7 +158,7 @@ fn hop_delay<DB: DrawingBackend>(
         });
         chart.draw_series(p99).map_err(err)?;
     }
-    legend(&mut chart, SeriesLabelPosition::UpperLeft, 14)
+    draw_key(&key_area, &keys)
 }
 
 /// Per hop: packets lost (requests, and what travels back) and packets the earlier point
@@ -147,7 +180,17 @@ fn loss_location<DB: DrawingBackend>(
         .max(1) as f64
         * 1.15;
     let caption = "Where packets were lost (per hop)";
-    let mut chart = hop_chart(root, d, caption, 0.0..top, "packets")?;
+    let bars = [
+        ("lost: requests", FORWARD, -0.25),
+        ("lost: travelling back", BACK, 0.0),
+        ("appeared (missed upstream)", APPEARED, 0.25),
+    ];
+    let keys = bars.map(|(name, color, _)| Key {
+        name: name.into(),
+        color,
+    });
+    let (area, key_area) = split_for_key(root, keys.len());
+    let mut chart = hop_chart(&area, d, caption, 0.0..top, "packets", true)?;
     let back = |i: usize| c.reverse_hops.get(i);
     let values: Vec<[u64; 3]> = (0..n)
         .map(|i| {
@@ -156,23 +199,14 @@ fn loss_location<DB: DrawingBackend>(
             [h.lost, back(i).map_or(0, |r| r.lost), appeared]
         })
         .collect();
-    let bars = [
-        ("lost: requests", FORWARD, -0.25),
-        ("lost: travelling back", BACK, 0.0),
-        ("appeared (missed upstream)", APPEARED, 0.25),
-    ];
-    for (k, (label, color, shift)) in bars.into_iter().enumerate() {
+    for (k, (_, color, shift)) in bars.into_iter().enumerate() {
         let rects = values.iter().enumerate().map(|(i, v)| {
             let x = i as f64 + shift;
             Rectangle::new([(x - 0.11, 0.0), (x + 0.11, v[k] as f64)], color.filled())
         });
-        chart
-            .draw_series(rects)
-            .map_err(err)?
-            .label(label)
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 15, y + 5)], color.filled()));
+        chart.draw_series(rects).map_err(err)?;
     }
-    legend(&mut chart, SeriesLabelPosition::UpperRight, 14)
+    draw_key(&key_area, &keys)
 }
 
 #[derive(Clone, Copy)]
@@ -221,7 +255,7 @@ fn draw_both(dir: &Path, plot: Plot, d: &CorrelationDocument) -> Result<String, 
     Ok(svg)
 }
 
-/// Writes the directory: plots, `correlation.json`, and `index.html` with the text view.
+/// Writes the directory: plots, `correlation.json`, and `index.html`.
 pub fn write_dir(dir: &Path, d: &CorrelationDocument) -> Result<(), Error> {
     let out_err = |e: String| Error::Output {
         path: dir.to_path_buf(),
@@ -232,10 +266,7 @@ pub fn write_dir(dir: &Path, d: &CorrelationDocument) -> Result<(), Error> {
     let loss = draw_both(dir, Plot::LossLocation, d).map_err(out_err)?;
     let json = serde_json::to_string_pretty(d).map_err(|e| out_err(e.to_string()))?;
     write(dir, "correlation.json", format!("{json}\n").as_bytes())?;
-    let html = format!(
-        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>roce-sniff correlation</title></head>\n<body style=\"font-family: sans-serif\">\n<h1>roce-sniff correlation</h1>\n<h2>Delay per hop</h2>\n{delay}\n<h2>Where packets were lost</h2>\n{loss}\n<h2>Report</h2>\n<pre>{}</pre>\n<p><a href=\"correlation.json\">correlation.json</a></p>\n</body></html>\n",
-        esc(&super::correlation::render(d))
-    );
+    let html = super::correlation_html::render(d, &delay, &loss);
     write(dir, "index.html", html.as_bytes())?;
     Ok(())
 }

@@ -5,7 +5,8 @@ use std::fmt::Write as _;
 
 use super::plots::{css_color, flow_color, human_ns, Rendered};
 use crate::model::{
-    CaptureReport, FlowRole, PfcReport, PlotData, PlotKind, PriorityReport, Report, Severity,
+    CaptureReport, Finding, FlowRole, PfcReport, PlotData, PlotKind, PriorityReport, Report,
+    Severity,
 };
 
 /// Text made safe inside HTML elements and attributes.
@@ -27,7 +28,7 @@ fn caption(kind: PlotKind) -> &'static str {
     }
 }
 
-fn severity_class(s: Severity) -> &'static str {
+pub(crate) fn severity_class(s: Severity) -> &'static str {
     match s {
         Severity::Critical => "crit",
         Severity::Warning => "warn",
@@ -57,7 +58,7 @@ pub fn render(r: &Report, d: &PlotData, plots: &[Rendered]) -> String {
     let mut o = String::new();
     head(&mut o, &r.capture, d);
     cards(&mut o, r);
-    findings(&mut o, r);
+    findings(&mut o, &r.findings, "Nothing looks wrong in this capture.");
     o.push_str("<h2>Over time</h2>\n");
     for p in plots {
         if let Some(text) = super::plots::empty(p.kind, d) {
@@ -94,34 +95,7 @@ fn head(o: &mut String, c: &CaptureReport, d: &PlotData) {
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>roce-sniff report: {file}</title>
-<style>
-body {{ font-family: "DejaVu Sans", Arial, sans-serif; margin: 24px; color: #222; background: #fafafa; }}
-h1 {{ font-size: 22px; margin-bottom: 4px; }} h2 {{ font-size: 18px; margin-top: 32px; border-bottom: 2px solid #ddd; padding-bottom: 4px; }}
-.sub {{ color: #666; margin-bottom: 16px; }}
-.cards {{ display: flex; flex-wrap: wrap; gap: 12px; }}
-.card {{ background: white; border: 1px solid #ddd; border-radius: 6px; padding: 10px 16px; min-width: 120px; }}
-.card b {{ display: block; font-size: 22px; }}
-.card.bad b {{ color: #c62828; }}
-.finding {{ background: white; border-left: 6px solid #999; padding: 8px 12px; margin: 8px 0; border-radius: 4px; }}
-.finding.crit {{ border-color: #c62828; }} .finding.warn {{ border-color: #ef6c00; }} .finding.info {{ border-color: #1565c0; }}
-.sev {{ font-weight: bold; text-transform: uppercase; font-size: 12px; margin-right: 8px; }}
-.crit .sev {{ color: #c62828; }} .warn .sev {{ color: #ef6c00; }} .info .sev {{ color: #1565c0; }}
-.cause {{ color: #555; font-size: 14px; margin-top: 4px; }}
-.frames {{ color: #777; font-size: 13px; }}
-.plot {{ background: white; border: 1px solid #ddd; border-radius: 6px; padding: 8px; margin: 12px 0; }}
-.plot svg {{ width: 100%; height: auto; }}
-.plot p {{ margin: 4px 8px; color: #444; font-size: 14px; }}
-.plot.empty {{ padding: 10px 16px; color: #555; }}
-table {{ border-collapse: collapse; background: white; font-size: 13px; }}
-.wide {{ overflow-x: auto; max-width: 100%; }}
-th, td {{ border: 1px solid #ddd; padding: 4px 6px; text-align: right; white-space: nowrap; }}
-th {{ white-space: normal; }}
-td.l {{ white-space: normal; min-width: 12em; max-width: 22em; }}
-th {{ background: #f0f0f0; }} td.l {{ text-align: left; }}
-tr.trouble td {{ background: #fff3f3; }}
-td.na {{ text-align: center; color: #777; white-space: normal; }}
-.sw {{ display: inline-block; width: 12px; height: 12px; border-radius: 2px; margin-right: 6px; vertical-align: middle; }}
-</style></head><body>
+<style>{STYLE}</style></head><body>
 <h1>roce-sniff report</h1>
 <div class="sub">{file} &middot; {format} &middot; {packets} frames over {dur:.6} s &middot; bins of {bin}</div>
 "#,
@@ -132,6 +106,38 @@ td.na {{ text-align: center; color: #777; white-space: normal; }}
         bin = human_ns(d.bin_ns),
     );
 }
+
+/// The style sheet of every page roce-sniff writes (the report and the correlation page).
+pub(crate) const STYLE: &str = r#"
+body { font-family: "DejaVu Sans", Arial, sans-serif; margin: 24px; color: #222; background: #fafafa; }
+h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 18px; margin-top: 32px; border-bottom: 2px solid #ddd; padding-bottom: 4px; }
+.sub { color: #666; margin-bottom: 16px; }
+.cards { display: flex; flex-wrap: wrap; gap: 12px; }
+.card { background: white; border: 1px solid #ddd; border-radius: 6px; padding: 10px 16px; min-width: 120px; }
+.card b { display: block; font-size: 22px; }
+.card.bad b { color: #c62828; }
+.finding { background: white; border-left: 6px solid #999; padding: 8px 12px; margin: 8px 0; border-radius: 4px; }
+.finding.crit { border-color: #c62828; } .finding.warn { border-color: #ef6c00; } .finding.info { border-color: #1565c0; }
+.sev { font-weight: bold; text-transform: uppercase; font-size: 12px; margin-right: 8px; }
+.crit .sev { color: #c62828; } .warn .sev { color: #ef6c00; } .info .sev { color: #1565c0; }
+.cause { color: #555; font-size: 14px; margin-top: 4px; }
+.frames { color: #777; font-size: 13px; }
+.plot { background: white; border: 1px solid #ddd; border-radius: 6px; padding: 8px; margin: 12px 0; }
+.plot svg { width: 100%; height: auto; }
+.plot p { margin: 4px 8px; color: #444; font-size: 14px; }
+.plot.empty { padding: 10px 16px; color: #555; }
+table { border-collapse: collapse; background: white; font-size: 13px; }
+.wide { overflow-x: auto; max-width: 100%; }
+th, td { border: 1px solid #ddd; padding: 4px 6px; text-align: right; white-space: nowrap; }
+th { white-space: normal; }
+td.l { white-space: normal; min-width: 12em; max-width: 22em; }
+th { background: #f0f0f0; } td.l { text-align: left; }
+tr.trouble td { background: #fff3f3; }
+tr.marked td { background: #fff8e1; }
+th.l { text-align: left; }
+td.na { text-align: center; color: #777; white-space: normal; }
+.sw { display: inline-block; width: 12px; height: 12px; border-radius: 2px; margin-right: 6px; vertical-align: middle; }
+"#;
 
 /// The numbers a reader looks at first, red when something is wrong; then the capture's
 /// warnings.
@@ -181,15 +187,7 @@ fn cards(o: &mut String, r: &Report) {
     }
     cards.extend(pause_cards(&r.pfc));
     cards.push(("bad ICRC".into(), c.icrc_bad.to_string(), c.icrc_bad > 0));
-    o.push_str("<div class=\"cards\">");
-    for (label, value, bad) in cards {
-        let _ = write!(
-            o,
-            "<div class=\"card{}\"><b>{value}</b>{label}</div>",
-            if bad { " bad" } else { "" }
-        );
-    }
-    o.push_str("</div>\n");
+    card_row(o, &cards);
     for w in &c.warnings {
         let _ = writeln!(
             o,
@@ -197,6 +195,19 @@ fn cards(o: &mut String, r: &Report) {
             esc(&w.message)
         );
     }
+}
+
+/// A row of cards: (label, value, red).
+pub(crate) fn card_row(o: &mut String, cards: &[(String, String, bool)]) {
+    o.push_str("<div class=\"cards\">");
+    for (label, value, bad) in cards {
+        let _ = write!(
+            o,
+            "<div class=\"card{}\"><b>{value}</b>{label}</div>",
+            if *bad { " bad" } else { "" }
+        );
+    }
+    o.push_str("</div>\n");
 }
 
 /// The time RoCE was paused (its priorities' PFC pauses, and 802.3x PAUSE, which stops every
@@ -244,13 +255,14 @@ fn pause_cards(p: &PfcReport) -> Vec<(String, String, bool)> {
     cards
 }
 
-fn findings(o: &mut String, r: &Report) {
+/// The findings as blocks, worst first as given; `nothing` when there are none.
+pub(crate) fn findings(o: &mut String, list: &[Finding], nothing: &str) {
     o.push_str("<h2>What looks wrong</h2>\n");
-    if r.findings.is_empty() {
-        o.push_str("<p>Nothing looks wrong in this capture.</p>\n");
+    if list.is_empty() {
+        let _ = writeln!(o, "<p>{}</p>", esc(nothing));
     }
-    for f in &r.findings {
-        let frames = if f.frames.is_empty() {
+    for f in list {
+        let frames = if f.frames.is_empty() && f.frame_refs.is_empty() {
             String::new()
         } else {
             format!(
@@ -411,7 +423,7 @@ fn pfc(o: &mut String, r: &Report) {
 }
 
 /// Inline SVG must not carry an XML declaration.
-fn strip_xml_header(svg: &str) -> &str {
+pub(crate) fn strip_xml_header(svg: &str) -> &str {
     match svg.find("<svg") {
         Some(i) => &svg[i..],
         None => svg,

@@ -3,6 +3,7 @@
 
 pub mod correlation;
 pub mod correlation_dir;
+mod correlation_html;
 pub mod dir;
 pub mod html;
 pub mod plots;

@@ -128,26 +128,10 @@ pub(crate) type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64,
 /// The band behind a PFC storm: amber, apart from the red of paused RoCE priorities.
 const STORM: RGBColor = RGBColor(255, 214, 110);
 
-/// The series labels box of plotters, inside the chart (the correlation page's plots).
-pub(crate) fn legend<'a, DB: DrawingBackend + 'a>(
-    chart: &mut Chart<'a, DB>,
-    pos: SeriesLabelPosition,
-    size: u32,
-) -> DrawResult {
-    chart
-        .configure_series_labels()
-        .position(pos)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", size))
-        .draw()
-        .map_err(err)
-}
-
 /// One entry of a plot's key: a line in the series' color.
-struct Key {
-    name: String,
-    color: RGBColor,
+pub(crate) struct Key {
+    pub name: String,
+    pub color: RGBColor,
 }
 
 const KEY_ROW_PX: u32 = 20;
@@ -155,7 +139,7 @@ const KEY_COLUMNS: usize = 2;
 
 /// Splits `root` into the chart and, below it, the strip its key takes: the key never lies
 /// over the data, whatever the data (it hid flows when it sat in a corner of the plot).
-fn split_for_key<DB: DrawingBackend>(
+pub(crate) fn split_for_key<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     keys: usize,
 ) -> (DrawingArea<DB, Shift>, DrawingArea<DB, Shift>) {
@@ -165,7 +149,10 @@ fn split_for_key<DB: DrawingBackend>(
 }
 
 /// Draws the key in rows of `KEY_COLUMNS` entries.
-fn draw_key<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, keys: &[Key]) -> DrawResult {
+pub(crate) fn draw_key<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    keys: &[Key],
+) -> DrawResult {
     let column_px = (WIDTH as i32 - 80) / KEY_COLUMNS as i32;
     for (n, k) in keys.iter().enumerate() {
         let x = 70 + (n % KEY_COLUMNS) as i32 * column_px;

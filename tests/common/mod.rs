@@ -295,3 +295,46 @@ pub fn tshark(args: &[&str]) -> String {
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// The headless browser installed, if any (`make test` installs chromium).
+pub fn chromium() -> Option<&'static str> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|b| {
+            Command::new(b)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+}
+
+/// The value of the JavaScript expression `expr` on the page `page` as the browser lays it
+/// out at 1400 x 900 px: a copy of the page runs it and leaves the value in the DOM.
+pub fn measure_in_browser(browser: &str, page: &Path, expr: &str) -> String {
+    let html = std::fs::read_to_string(page).unwrap();
+    let probe = page.with_file_name("probe.html");
+    let script = format!(
+        "<script>document.body.setAttribute('data-measure', String({expr}));</script></body>"
+    );
+    std::fs::write(&probe, html.replace("</body>", &script)).unwrap();
+    let profile = page.with_file_name("browser-profile");
+    let out = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+        ])
+        .args(["--window-size=1400,900", "--dump-dom"])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("file://{}", probe.display()))
+        .output()
+        .unwrap();
+    std::fs::remove_file(&probe).ok();
+    std::fs::remove_dir_all(&profile).ok();
+    let dom = String::from_utf8_lossy(&out.stdout);
+    dom.split("data-measure=\"")
+        .nth(1)
+        .map(|v| v[..v.find('"').unwrap()].to_string())
+        .unwrap_or_else(|| panic!("no measure: {}", String::from_utf8_lossy(&out.stderr)))
+}
