@@ -4,7 +4,8 @@
 //! that `report` renders; `annotate` copies the frames read, with comments. `app` wires them together; `cli` turns flags into a configuration.
 //!
 //! The only `unsafe` code is the memory map of a capture file (`source::mapped`, with its
-//! contract and guards); `--no-mmap` reads files in blocks instead.
+//! contract and guards; `--no-mmap` reads files in blocks instead) and one call that returns
+//! freed heap pages to the system (`memory`).
 #![deny(unsafe_code)]
 
 pub mod analysis;
@@ -19,11 +20,13 @@ pub mod exit;
 pub mod export;
 pub mod interrupt;
 pub mod live;
+pub mod memory;
 pub mod model;
 pub mod monitor;
 pub mod output;
 pub mod packets;
 pub mod pipeline;
+pub mod rare;
 pub mod report;
 pub mod report_sink;
 pub mod select;

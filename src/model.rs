@@ -9,6 +9,8 @@ use std::fmt::{self, Display};
 
 use serde::Serialize;
 
+use crate::rare::Rare;
+
 pub const SCHEMA: &str = "roce-sniff.report/3";
 /// The schema of `--correlate --json`.
 pub const CORRELATION_SCHEMA: &str = "roce-sniff.correlation/2";
@@ -151,7 +153,7 @@ pub struct FlowReport {
     pub retransmit_frames: Vec<u64>,
     pub read_response_gaps: u64,
     pub acks: u64,
-    pub naks: NakReport,
+    pub naks: Rare<NakReport>,
     pub read_responses: u64,
     /// CNPs that came back to this flow's sender.
     pub cnps: u64,
@@ -161,8 +163,9 @@ pub struct FlowReport {
     pub ce_without_cnp: u64,
     pub ce_to_cnp_us: Option<f64>,
     pub ack_rtt_us: LatencySummary,
-    pub read_latency_us: LatencySummary,
-    pub recovery: RecoveryReport,
+    /// READ latency, recovery and NAK figures are zero on most flows: boxed only when not.
+    pub read_latency_us: Rare<LatencySummary>,
+    pub recovery: Rare<RecoveryReport>,
     pub icrc_bad: u64,
     /// Packets with more payload than the path MTU.
     pub oversize: u64,
@@ -287,7 +290,7 @@ impl FlowReport {
     }
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct NakReport {
     pub psn_sequence_error: u64,
     pub invalid_request: u64,
@@ -1182,3 +1185,7 @@ mod tests {
         }
     }
 }
+
+crate::empty!(NakReport);
+crate::empty!(LatencySummary);
+crate::empty!(RecoveryReport);

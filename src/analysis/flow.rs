@@ -70,46 +70,11 @@ impl SmallTally {
     }
 }
 
-/// State most flows never need (NAKs, anomalies' evidence, UD counters): 8 bytes until first
-/// written, when it is allocated. Reads of an empty one see the default.
-#[derive(Debug, Clone, Default)]
-pub struct Rare<T>(Option<Box<T>>);
+pub use crate::rare::{Empty, Rare};
 
-/// A type's default, made once, for the reads of an empty `Rare`.
-pub trait Empty: Default + 'static {
-    fn empty() -> &'static Self;
-}
-
-macro_rules! empty {
-    ($t:ty) => {
-        impl Empty for $t {
-            fn empty() -> &'static Self {
-                static EMPTY: std::sync::LazyLock<$t> = std::sync::LazyLock::new(<$t>::default);
-                &EMPTY
-            }
-        }
-    };
-}
-empty!(Evidence);
-empty!(NakCounts);
-empty!(PsnCounts);
-
-impl<T: Empty> std::ops::Deref for Rare<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        match &self.0 {
-            Some(t) => t,
-            None => T::empty(),
-        }
-    }
-}
-
-/// Writing allocates.
-impl<T: Empty> std::ops::DerefMut for Rare<T> {
-    fn deref_mut(&mut self) -> &mut T {
-        self.0.get_or_insert_with(Box::default)
-    }
-}
+crate::empty!(Evidence);
+crate::empty!(NakCounts);
+crate::empty!(PsnCounts);
 
 /// First frame numbers of some kind of event, and how many there were.
 #[derive(Debug, Clone, Default)]

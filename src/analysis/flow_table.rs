@@ -63,6 +63,16 @@ impl FlowTable {
     }
 }
 
+/// The flows in index order, each chunk freed as soon as its flows are taken: a report made
+/// from the flows as they leave never holds both at once.
+impl IntoIterator for FlowTable {
+    type Item = Flow;
+    type IntoIter = std::iter::Flatten<std::vec::IntoIter<Vec<Flow>>>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.chunks.into_iter().flatten()
+    }
+}
+
 impl Index<usize> for FlowTable {
     type Output = Flow;
     fn index(&self, i: usize) -> &Flow {

@@ -106,11 +106,7 @@ impl Analyzer {
         let entries: Vec<(Option<FlowReport>, Option<FlowEvidence>)> = members
             .iter()
             .map(|&m| {
-                let report = report.then(|| {
-                    let mut r = self.flow_report(&self.flows[m], now);
-                    r.id = self.flows[m].id as usize + 1;
-                    r
-                });
+                let report = report.then(|| self.flow_report(&self.flows[m], now));
                 (report, keep.then(|| self.flow_evidence(m, now)))
             })
             .collect();
@@ -176,7 +172,7 @@ impl Analyzer {
     }
 
     /// The plots' RTT distribution keeps the samples of flows that ended.
-    fn fold_ended_samples(&mut self, flow: &Flow) {
+    pub(super) fn fold_ended_samples(&mut self, flow: &Flow) {
         if self.timelines.is_some() {
             for &ns in flow.ack_rtt.kept() {
                 self.ended_rtt.push(ns);
