@@ -147,10 +147,10 @@ pub struct FlowReport {
     pub dscp: Tally<u8>,
     pub ecn: Tally<&'static str>,
     pub opcodes: Tally<roce_parsers::Opcode>,
-    pub psn: PsnCounts,
+    pub psn: Rare<PsnCounts>,
     /// Frames where loss (a gap) and retransmissions were first seen.
-    pub loss_frames: Vec<u64>,
-    pub retransmit_frames: Vec<u64>,
+    pub loss_frames: Rare<Vec<u64>>,
+    pub retransmit_frames: Rare<Vec<u64>>,
     pub read_response_gaps: u64,
     pub acks: u64,
     pub naks: Rare<NakReport>,
@@ -178,15 +178,49 @@ pub struct FlowReport {
     pub native_ib: bool,
 }
 
-/// Counts by key of one flow, which has few keys (its PCPs, DSCPs, ECN codepoints, opcodes):
-/// a short vector in the order the JSON object lists them. A map per count took ~370 bytes
-/// per flow each, what a report of many short flows could not afford.
+/// Counts by key of one flow, which has few keys (its PCPs, DSCPs, ECN codepoints, opcodes),
+/// in the order the JSON object lists them. A map per count took ~370 bytes per flow each,
+/// and a vector a heap block per count: one key, the common case, is held inline.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tally<K>(Vec<(K, u64)>);
+pub struct Tally<K>(TallyItems<K>);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum TallyItems<K> {
+    One([(K, u64); 1]),
+    Many(Box<[(K, u64)]>),
+}
 
 impl<K> Default for Tally<K> {
     fn default() -> Self {
-        Tally(Vec::new())
+        Tally(TallyItems::Many(Box::default()))
+    }
+}
+
+impl<K> Tally<K> {
+    fn of(mut v: Vec<(K, u64)>) -> Self {
+        Tally(match v.len() {
+            1 => TallyItems::One([v.pop().expect("one")]),
+            _ => TallyItems::Many(v.into_boxed_slice()),
+        })
+    }
+
+    fn items(&self) -> &[(K, u64)] {
+        match &self.0 {
+            TallyItems::One(one) => one,
+            TallyItems::Many(many) => many,
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&K, u64)> {
+        self.items().iter().map(|(k, n)| (k, *n))
+    }
+
+    pub fn len(&self) -> usize {
+        self.items().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items().is_empty()
     }
 }
 
@@ -199,20 +233,7 @@ impl<K: Display> Tally<K> {
         if v.len() > 1 {
             v.sort_by_cached_key(|(k, _)| k.to_string());
         }
-        v.shrink_to_fit();
-        Tally(v)
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = (&K, u64)> {
-        self.0.iter().map(|(k, n)| (k, *n))
-    }
-
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        Tally::of(v)
     }
 }
 
@@ -221,12 +242,14 @@ impl<K: Ord + Copy> Tally<K> {
     pub fn by_key(counts: impl IntoIterator<Item = (K, u64)>) -> Self {
         let mut v: Vec<(K, u64)> = counts.into_iter().filter(|&(_, n)| n > 0).collect();
         v.sort_by_key(|&(k, _)| k);
-        v.shrink_to_fit();
-        Tally(v)
+        Tally::of(v)
     }
 
     pub fn get(&self, key: K) -> Option<u64> {
-        self.0.iter().find(|(k, _)| *k == key).map(|&(_, n)| n)
+        self.items()
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|&(_, n)| n)
     }
 }
 
@@ -251,8 +274,8 @@ impl<K: Display> Counts for BTreeMap<K, u64> {
 impl<K: Display> Serialize for Tally<K> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let mut m = s.serialize_map(Some(self.0.len()))?;
-        for (k, n) in &self.0 {
+        let mut m = s.serialize_map(Some(self.len()))?;
+        for (k, n) in self.items() {
             m.serialize_entry(&k.to_string(), n)?;
         }
         m.end()
@@ -280,13 +303,17 @@ impl<S: Display> Display for FlowLabel<S> {
 
 impl FlowReport {
     pub fn label(&self) -> String {
+        self.label_parts().to_string()
+    }
+
+    /// The label, to write without making a string of it.
+    pub fn label_parts(&self) -> FlowLabel<&str> {
         FlowLabel {
             src: &self.src,
             dst: &self.dst,
             dqpn: self.dqpn,
             vlan: self.vlan,
         }
-        .to_string()
     }
 }
 
@@ -1189,3 +1216,5 @@ mod tests {
 crate::empty!(NakReport);
 crate::empty!(LatencySummary);
 crate::empty!(RecoveryReport);
+crate::empty!(PsnCounts);
+crate::empty!(Vec<u64>);

@@ -38,6 +38,19 @@ impl<T: Empty + PartialEq> Rare<T> {
     }
 }
 
+impl<T> Rare<T> {
+    /// Back to the default, freeing what it held (`clear()` through `DerefMut` would allocate
+    /// an empty one).
+    pub fn reset(&mut self) {
+        self.0 = None;
+    }
+
+    /// The value when one was written: changes that leave a default alone need no allocation.
+    pub fn get_mut(&mut self) -> Option<&mut T> {
+        self.0.as_deref_mut()
+    }
+}
+
 impl<T: Empty> std::ops::Deref for Rare<T> {
     type Target = T;
     fn deref(&self) -> &T {

@@ -56,7 +56,14 @@ impl SmallTally {
     pub fn add(&mut self, key: u8) {
         match self.0.iter_mut().find(|e| e.0 == key) {
             Some(e) => e.1 += 1,
-            None => self.0.push((key, 1)),
+            None => {
+                // One key is the common case: room for it alone, not the four a first push
+                // reserves (a hundred thousand flows, two tallies each).
+                if self.0.capacity() == 0 {
+                    self.0.reserve_exact(1);
+                }
+                self.0.push((key, 1))
+            }
         }
     }
 
@@ -74,10 +81,12 @@ pub use crate::rare::{Empty, Rare};
 
 crate::empty!(Evidence);
 crate::empty!(NakCounts);
-crate::empty!(PsnCounts);
+crate::empty!(Unacknowledged);
+crate::empty!(VecDeque<(u64, u64)>);
+crate::empty!(VecDeque<(Psn, u64)>);
 
 /// First frame numbers of some kind of event, and how many there were.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Evidence {
     pub count: u64,
     pub frames: Vec<u64>,
@@ -147,29 +156,39 @@ impl Retries {
 }
 
 /// How the requester recovered: NAK to resend, and resends no NAK asked for (timeouts).
+/// Every request updates only the time of the latest; the rest is written on NAKs and
+/// replays, which most flows never see.
 #[derive(Debug, Clone, Default)]
 pub struct Recovery {
-    nak_at: Option<u64>,
     last_request_ts: Option<u64>,
-    pub nak_to_resend: Samples,
-    pub timeout_resends: u64,
-    pub timeout_interval: Samples,
+    events: Rare<RecoveryEvents>,
 }
+
+#[derive(Debug, Clone, Default)]
+struct RecoveryEvents {
+    nak_at: Option<u64>,
+    nak_to_resend: Samples,
+    timeout_resends: u64,
+    timeout_interval: Samples,
+}
+
+crate::empty!(RecoveryEvents);
 
 impl Recovery {
     pub fn nak(&mut self, ts: u64) {
-        self.nak_at.get_or_insert(ts);
+        self.events.nak_at.get_or_insert(ts);
     }
 
     /// A request at `ts`; `replay` when it starts a go-back replay.
     pub fn request(&mut self, ts: u64, replay: bool) {
         if replay {
-            match self.nak_at.take() {
-                Some(nak) => self.nak_to_resend.add(ts.saturating_sub(nak)),
+            let e = &mut *self.events;
+            match e.nak_at.take() {
+                Some(nak) => e.nak_to_resend.add(ts.saturating_sub(nak)),
                 None => {
-                    self.timeout_resends += 1;
+                    e.timeout_resends += 1;
                     if let Some(last) = self.last_request_ts {
-                        self.timeout_interval.add(ts.saturating_sub(last));
+                        e.timeout_interval.add(ts.saturating_sub(last));
                     }
                 }
             }
@@ -179,15 +198,24 @@ impl Recovery {
 
     pub fn report(&self) -> RecoveryReport {
         RecoveryReport {
-            nak_to_retransmit_us: self.nak_to_resend.summary(),
-            timeout_resends: self.timeout_resends,
-            timeout_interval_us: self.timeout_interval.summary(),
+            nak_to_retransmit_us: self.events.nak_to_resend.summary(),
+            timeout_resends: self.events.timeout_resends,
+            timeout_interval_us: self.events.timeout_interval.summary(),
         }
     }
 }
 
-/// Requests that asked for an ACK and got none.
+/// The class of the CNPs a flow carries: by PCP (index 8: untagged) and by DSCP.
 #[derive(Debug, Clone, Default)]
+pub struct CnpClass {
+    pcp: [u32; 9],
+    dscp: Vec<(u8, u32)>,
+}
+
+crate::empty!(CnpClass);
+
+/// Requests that asked for an ACK and got none.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Unacknowledged {
     pub requests: Evidence,
     /// The smallest payload among them, and the largest an ACK covered.
@@ -264,7 +292,7 @@ pub struct FlowEvidence {
     pub retrans: Rare<Evidence>,
     pub dups: Rare<Evidence>,
     pub naks: Rare<NakCounts>,
-    pub ce: Evidence,
+    pub ce: Rare<Evidence>,
     pub ce_unanswered: Rare<Evidence>,
     pub not_ect: Rare<Evidence>,
     pub dscp0_with_pcp: Rare<Evidence>,
@@ -274,7 +302,7 @@ pub struct FlowEvidence {
     pub class: Option<(Option<u8>, u8)>,
     pub rocev1: bool,
     pub native_ib: bool,
-    pub unacknowledged: Unacknowledged,
+    pub unacknowledged: Rare<Unacknowledged>,
     pub nak_without_gap: Rare<Evidence>,
     pub longest_gap_ns: u64,
     pub read_range_violation: Rare<Evidence>,
@@ -321,10 +349,8 @@ pub struct Flow {
     pub pcp0_with_dscp: Rare<Evidence>,
     /// CNPs of this data flow's receiver sent on a lower class than this flow's data.
     pub cnp_lower_class: Rare<Evidence>,
-    /// CNPs this flow carries, by PCP (index 8: untagged) and by DSCP: left out of the class of
-    /// the flow's own traffic.
-    pub cnp_pcp: [u32; 9],
-    pub cnp_dscp: Vec<(u8, u32)>,
+    /// CNPs this flow carries, by class: left out of the class of the flow's own traffic.
+    pub cnp_class: Rare<CnpClass>,
     /// RoCEv1 frames (no IP header: link-local GIDs are normal there).
     pub rocev1: bool,
     /// Native InfiniBand frames (ERF captures, link type 247): no IP, no DSCP, no PCP.
@@ -366,27 +392,27 @@ pub struct Flow {
     pub acks: u64,
     pub naks: Rare<NakCounts>,
     pub read_responses: u64,
-    pub cnps: Evidence,
+    pub cnps: Rare<Evidence>,
     pub first_cnp_ts: Option<u64>,
-    pub ce: Evidence,
+    pub ce: Rare<Evidence>,
     pub first_ce_ts: Option<u64>,
     /// CE marks waiting for a CNP, oldest first.
-    pub ce_pending: VecDeque<(u64, u64)>,
+    pub ce_pending: Rare<VecDeque<(u64, u64)>>,
     pub ce_unanswered: Rare<Evidence>,
     /// CNP packets this flow carries (it is the reverse of a congested data flow).
     pub cnps_sent: u64,
-    pub ack_rtt: Samples,
-    pub read_latency: Samples,
+    pub ack_rtt: Rare<Samples>,
+    pub read_latency: Rare<Samples>,
     /// (PSN, ts, retransmitted) of requests with AckReq, awaiting an ACK.
     pub awaiting_ack: VecDeque<(Psn, u64)>,
     /// (first response PSN, ts) of READ requests awaiting their first response.
-    pub awaiting_read: VecDeque<(Psn, u64)>,
+    pub awaiting_read: Rare<VecDeque<(Psn, u64)>>,
     /// Last request PSN and its wrap-free position since the first request (timelines).
     pub psn_position: Option<(Psn, i64)>,
-    /// The latest frames (PSN, identity, time): a frame seen again among them is a copy made
-    /// by the capture, not a resend.
-    recent: [(Psn, u64, u64); RECENT_COPIES],
-    recent_at: usize,
+    /// The latest frames (PSN, identity folded to 32 bits, time): a frame seen again among
+    /// them is a copy made by the capture, not a resend.
+    recent: [(Psn, u32, u64); RECENT_COPIES],
+    recent_at: u8,
 }
 
 /// Frames of a flow remembered to recognise the same frame captured twice.
@@ -419,8 +445,7 @@ impl Flow {
             not_ect: Default::default(),
             pcp0_with_dscp: Default::default(),
             cnp_lower_class: Default::default(),
-            cnp_pcp: [0; 9],
-            cnp_dscp: Vec::new(),
+            cnp_class: Default::default(),
             rocev1: false,
             native_ib: false,
             unacked: VecDeque::new(),
@@ -451,13 +476,13 @@ impl Flow {
             first_cnp_ts: None,
             ce: Default::default(),
             first_ce_ts: None,
-            ce_pending: VecDeque::new(),
+            ce_pending: Default::default(),
             ce_unanswered: Default::default(),
             cnps_sent: 0,
-            ack_rtt: Samples::default(),
-            read_latency: Samples::default(),
+            ack_rtt: Default::default(),
+            read_latency: Default::default(),
             awaiting_ack: VecDeque::new(),
-            awaiting_read: VecDeque::new(),
+            awaiting_read: Default::default(),
             psn_position: None,
             recent: [(Psn::default(), 0, 0); RECENT_COPIES],
             recent_at: 0,
@@ -467,12 +492,13 @@ impl Flow {
     /// Whether this frame (`psn`, `identity`) was just seen on this flow: the same frame
     /// captured twice. Otherwise it is remembered.
     pub fn is_capture_copy(&mut self, psn: Psn, identity: u64, ts: u64) -> bool {
+        let identity = (identity ^ identity >> 32) as u32;
         let copy = self.recent.iter().any(|&(p, id, t)| {
             p == psn && id == identity && t != 0 && ts.abs_diff(t) <= COPY_WINDOW_NS
         });
         if !copy {
-            self.recent[self.recent_at] = (psn, identity, ts);
-            self.recent_at = (self.recent_at + 1) % RECENT_COPIES;
+            self.recent[usize::from(self.recent_at)] = (psn, identity, ts);
+            self.recent_at = (self.recent_at + 1) % RECENT_COPIES as u8;
         }
         copy
     }
@@ -483,7 +509,7 @@ impl Flow {
         self.req.restart();
         self.read_resp.restart();
         self.awaiting_ack.clear();
-        self.awaiting_read.clear();
+        self.awaiting_read.reset();
         self.unacked.clear();
         self.retry = Retries::default();
         self.last_read = None;
@@ -494,6 +520,9 @@ impl Flow {
     pub fn await_coverage(&mut self, psn: Psn, ts: u64, frame_no: u64, len: u32) {
         if self.unacked.len() == MAX_OUTSTANDING {
             self.unacked.pop_front();
+        }
+        if self.unacked.capacity() == 0 {
+            self.unacked.reserve_exact(1);
         }
         self.unacked.push_back((psn, ts, frame_no, len));
     }
@@ -532,6 +561,10 @@ impl Flow {
         if self.awaiting_ack.len() == MAX_OUTSTANDING {
             self.awaiting_ack.pop_front();
         }
+        // Room for one at first (most short flows wait for one ACK at a time), doubling after.
+        if self.awaiting_ack.capacity() == 0 {
+            self.awaiting_ack.reserve_exact(1);
+        }
         self.awaiting_ack.push_back((psn, ts));
     }
 
@@ -548,7 +581,7 @@ impl Flow {
             if now.saturating_sub(ts) <= window_ns {
                 break;
             }
-            self.ce_pending.pop_front();
+            self.ce_pending.get_mut().map(VecDeque::pop_front);
             self.ce_unanswered.add(frame);
             if let Some(n) = notes.as_deref_mut() {
                 n.flow(self.id, &self.key);
@@ -560,7 +593,7 @@ impl Flow {
     /// Notes the CE marks still waiting for a CNP whose window ended by `now` (the end of the
     /// capture, or of the flow): the report counts them unanswered too.
     pub fn note_pending_ce(&self, now: u64, window_ns: u64, notes: &mut Notes) {
-        for &(ts, frame) in &self.ce_pending {
+        for &(ts, frame) in self.ce_pending.iter() {
             if ts + window_ns <= now {
                 notes.flow(self.id, &self.key);
                 notes.add(frame, NoteKind::CeUnanswered { flow: self.id });
@@ -590,13 +623,14 @@ impl Flow {
 
     /// The (PCP when tagged, DSCP) most of the flow's packets other than CNPs carry.
     pub fn class(&self) -> Option<(Option<u8>, u8)> {
+        let cnps = &*self.cnp_class;
         let pcp = (0..9)
-            .map(|i| (self.pcp[i].saturating_sub(u64::from(self.cnp_pcp[i])), i))
+            .map(|i| (self.pcp[i].saturating_sub(u64::from(cnps.pcp[i])), i))
             .filter(|&(n, _)| n > 0)
             .max()?
             .1;
         let cnps_at = |d: usize| {
-            self.cnp_dscp
+            cnps.dscp
                 .iter()
                 .find(|&&(v, _)| usize::from(v) == d)
                 .map_or(0, |&(_, n)| u64::from(n))
@@ -616,11 +650,12 @@ impl Flow {
 
     /// Counts a CNP this flow carries in its class of CNPs.
     pub fn count_cnp_class(&mut self, pcp: Option<u8>, dscp: Option<u8>) {
-        self.cnp_pcp[pcp.map_or(8, |p| usize::from(p & 7))] += 1;
+        let cnps = &mut *self.cnp_class;
+        cnps.pcp[pcp.map_or(8, |p| usize::from(p & 7))] += 1;
         if let Some(d) = dscp {
-            match self.cnp_dscp.iter_mut().find(|(v, _)| *v == d) {
+            match cnps.dscp.iter_mut().find(|(v, _)| *v == d) {
                 Some((_, n)) => *n += 1,
-                None => self.cnp_dscp.push((d, 1)),
+                None => cnps.dscp.push((d, 1)),
             }
         }
     }
@@ -648,7 +683,7 @@ impl Flow {
             class: self.class(),
             rocev1: self.rocev1,
             native_ib: self.native_ib,
-            unacknowledged: self.unacknowledged(capture_end),
+            unacknowledged: Rare::of(self.unacknowledged(capture_end)),
             nak_without_gap: self.nak_without_gap.clone(),
             longest_gap_ns: self.longest_gap_ns,
             read_range_violation: self.read_range_violation.clone(),
@@ -683,5 +718,25 @@ mod tests {
         let none = allowance_for(&[]);
         assert_eq!((none.ns, none.from_p99_rtt_us), (ACK_GRACE_NS, None));
         assert_eq!(none.describe(), "1 ms: no ACK RTT measured on it");
+    }
+}
+
+#[cfg(test)]
+mod size {
+    use super::*;
+
+    /// 100,000 open flows fit in 150 MB all told only while a flow's state stays under a
+    /// kilobyte and a report entry with its evidence under 800 bytes (#24): what most flows
+    /// never use (NAK recovery, READ latency, CE bookkeeping, anomaly counts) is boxed.
+    #[test]
+    fn flow_state_and_entries_stay_small() {
+        use std::mem::size_of;
+        assert!(
+            size_of::<Flow>() <= 1000,
+            "Flow: {} bytes",
+            size_of::<Flow>()
+        );
+        let entry = size_of::<crate::model::FlowReport>() + size_of::<FlowEvidence>();
+        assert!(entry <= 800, "FlowReport + FlowEvidence: {entry} bytes");
     }
 }

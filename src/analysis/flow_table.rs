@@ -1,21 +1,36 @@
 //! The open flows, by index: chunks of a fixed size instead of one vector, so that many flows
 //! never cost a vector's spare half (a vector of 100,000 flows holds room for 131,072) nor
-//! the copy of every flow each time it doubles.
+//! the copy of every flow each time it doubles. The report entries of ended flows are kept
+//! the same way (a churn's 600,000 entries doubling held the old and the new copy at once).
 
 use std::ops::{Index, IndexMut};
 
 use super::flow::Flow;
 
-/// Flows per chunk.
+/// Items per chunk.
 const CHUNK: usize = 1024;
+/// Chunks moved by `into_vec` between two releases of the freed pages.
+const RELEASE_EVERY_CHUNKS: usize = 4;
 
-#[derive(Debug, Clone, Default)]
-pub struct FlowTable {
-    chunks: Vec<Vec<Flow>>,
+/// A vector in chunks of `CHUNK` items.
+#[derive(Debug, Clone)]
+pub struct Chunked<T> {
+    chunks: Vec<Vec<T>>,
     len: usize,
 }
 
-impl FlowTable {
+pub type FlowTable = Chunked<Flow>;
+
+impl<T> Default for Chunked<T> {
+    fn default() -> Self {
+        Chunked {
+            chunks: Vec::new(),
+            len: 0,
+        }
+    }
+}
+
+impl<T> Chunked<T> {
     pub fn len(&self) -> usize {
         self.len
     }
@@ -24,7 +39,7 @@ impl FlowTable {
         self.len == 0
     }
 
-    pub fn push(&mut self, flow: Flow) {
+    pub fn push(&mut self, flow: T) {
         match self.chunks.last_mut() {
             Some(c) if c.len() < CHUNK => c.push(flow),
             _ => {
@@ -37,7 +52,7 @@ impl FlowTable {
     }
 
     /// Removes flow `i`; the last flow takes its index.
-    pub fn swap_remove(&mut self, i: usize) -> Flow {
+    pub fn swap_remove(&mut self, i: usize) -> T {
         assert!(i < self.len, "flow {i} of {}", self.len);
         let last = self
             .chunks
@@ -54,41 +69,54 @@ impl FlowTable {
         std::mem::replace(&mut self[i], last)
     }
 
-    pub fn get(&self, i: usize) -> Option<&Flow> {
+    pub fn get(&self, i: usize) -> Option<&T> {
         self.chunks.get(i / CHUNK)?.get(i % CHUNK)
     }
 
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Flow> + '_ {
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &T> + '_ {
         self.chunks.iter().flatten()
+    }
+
+    /// One vector with room for `more` items after these, the chunks freed and their pages
+    /// given back as they are moved: the peak is the vector and a few chunks, not two copies.
+    pub fn into_vec(self, more: usize) -> Vec<T> {
+        let mut v = Vec::with_capacity(self.len + more);
+        for (n, chunk) in self.chunks.into_iter().enumerate() {
+            v.extend(chunk);
+            if n % RELEASE_EVERY_CHUNKS == RELEASE_EVERY_CHUNKS - 1 {
+                crate::memory::release_free_memory();
+            }
+        }
+        v
     }
 }
 
 /// The flows in index order, each chunk freed as soon as its flows are taken: a report made
 /// from the flows as they leave never holds both at once.
-impl IntoIterator for FlowTable {
-    type Item = Flow;
-    type IntoIter = std::iter::Flatten<std::vec::IntoIter<Vec<Flow>>>;
+impl<T> IntoIterator for Chunked<T> {
+    type Item = T;
+    type IntoIter = std::iter::Flatten<std::vec::IntoIter<Vec<T>>>;
     fn into_iter(self) -> Self::IntoIter {
         self.chunks.into_iter().flatten()
     }
 }
 
-impl Index<usize> for FlowTable {
-    type Output = Flow;
-    fn index(&self, i: usize) -> &Flow {
+impl<T> Index<usize> for Chunked<T> {
+    type Output = T;
+    fn index(&self, i: usize) -> &T {
         &self.chunks[i / CHUNK][i % CHUNK]
     }
 }
 
-impl IndexMut<usize> for FlowTable {
-    fn index_mut(&mut self, i: usize) -> &mut Flow {
+impl<T> IndexMut<usize> for Chunked<T> {
+    fn index_mut(&mut self, i: usize) -> &mut T {
         &mut self.chunks[i / CHUNK][i % CHUNK]
     }
 }
 
-impl<'a> IntoIterator for &'a FlowTable {
-    type Item = &'a Flow;
-    type IntoIter = std::iter::Flatten<std::slice::Iter<'a, Vec<Flow>>>;
+impl<'a, T> IntoIterator for &'a Chunked<T> {
+    type Item = &'a T;
+    type IntoIter = std::iter::Flatten<std::slice::Iter<'a, Vec<T>>>;
     fn into_iter(self) -> Self::IntoIter {
         self.chunks.iter().flatten()
     }

@@ -28,6 +28,8 @@ impl Default for Samples {
     }
 }
 
+crate::empty!(Samples);
+
 impl Samples {
     /// Samples that keep at most `reservoir` values (exact percentiles below that).
     pub fn with_reservoir(reservoir: usize) -> Self {

@@ -8,6 +8,7 @@
 //! flows by `Flow::id`, which never changes.
 
 use super::flow::{Flow, FlowEvidence, FlowKey};
+use super::flow_table::Chunked;
 use super::Analyzer;
 use crate::model::FlowReport;
 
@@ -15,8 +16,8 @@ use crate::model::FlowReport;
 /// listed): each one's report entry, numbered by its own id, and what findings need of it.
 #[derive(Debug, Clone, Default)]
 pub struct KeptFlows {
-    pub reports: Vec<FlowReport>,
-    pub evidence: Vec<FlowEvidence>,
+    pub reports: Chunked<FlowReport>,
+    pub evidence: Chunked<FlowEvidence>,
 }
 
 /// A flow that just ended, for the outputs that tell it (events, metrics, the dataset): its
@@ -118,11 +119,15 @@ impl Analyzer {
         members.sort_unstable_by(|a, b| b.cmp(a));
         let mut flows: Vec<Flow> = members.iter().map(|&m| self.remove_flow(m)).collect();
         flows.reverse();
-        for (flow, (report, evidence)) in flows.into_iter().zip(entries) {
+        for (flow, (mut report, evidence)) in flows.into_iter().zip(entries) {
             self.flows_ended += 1;
             self.fold_ended_samples(&flow);
-            if let (Some(r), Some(e)) = (&report, evidence) {
-                self.kept.reports.push(r.clone());
+            if let Some(e) = evidence {
+                let r = report.take().expect("kept flows have entries");
+                if self.tell_ended {
+                    report = Some(r.clone());
+                }
+                self.kept.reports.push(r);
                 self.kept.evidence.push(e);
             }
             if self.tell_ended {

@@ -1000,7 +1000,7 @@ impl Analyzer {
             d.first_cnp_ts = Some(p.ts_ns);
         }
         d.expire_ce(p.ts_ns, CNP_WINDOW_NS, self.notes.as_mut());
-        d.ce_pending.clear();
+        d.ce_pending.reset();
         self.note(di, p.frame_no, |flow| notes::NoteKind::Cnp {
             slows: Some(flow),
         });

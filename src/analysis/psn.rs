@@ -58,7 +58,8 @@ pub struct PsnTracker {
     /// PSN from the latest NAK (sequence error) or RNR NAK for this stream, not yet acted on.
     nak_from: Option<Psn>,
     last_ts: u64,
-    counts: PsnCounts,
+    /// Anomalies: none on most streams.
+    counts: crate::rare::Rare<PsnCounts>,
 }
 
 impl PsnTracker {
@@ -226,7 +227,7 @@ impl PsnTracker {
 
     /// Final counts: holes still open are the missing PSNs.
     pub fn finish(&self) -> PsnCounts {
-        let mut c = self.counts.clone();
+        let mut c = (*self.counts).clone();
         c.missing =
             self.untracked_missing + self.holes.iter().map(|&(_, l)| u64::from(l)).sum::<u64>();
         c.missing_ranges = self

@@ -215,13 +215,13 @@ fn flow_entry(f: &Flow, last_ts: u64, peer: PeerFacts) -> FlowReport {
             ecn_counts(f)
         },
         opcodes: Tally::by_name(f.opcodes.iter().map(|(op, n)| (Opcode(op), n))),
-        psn: if f.transport == Some(Transport::Ud) {
+        psn: Rare::of(if f.transport == Some(Transport::Ud) {
             (*f.ud_psn).clone()
         } else {
             f.req.finish()
-        },
-        loss_frames: f.loss.frames.clone(),
-        retransmit_frames: f.retrans.frames.clone(),
+        }),
+        loss_frames: Rare::of(f.loss.frames.clone()),
+        retransmit_frames: Rare::of(f.retrans.frames.clone()),
         read_response_gaps: f.read_resp.gaps,
         acks: f.acks,
         naks: Rare::of(nak_report(f)),
@@ -253,7 +253,7 @@ fn flow_evidence(f: &Flow, capture_end: u64, peer: PeerFacts) -> FlowEvidence {
 }
 
 /// Flows whose freed state is given back to the system at once while the entries are made.
-const RELEASE_EVERY: usize = 16_384;
+const RELEASE_EVERY: usize = 2_048;
 
 /// Report entries in report order, their evidence, and the `Flow::id` of each.
 type Entries = (Vec<FlowReport>, Vec<FlowEvidence>, Vec<usize>);
@@ -311,12 +311,9 @@ impl Analyzer {
     /// `kept`: the ended flows (entries numbered by their own ids).
     fn flow_reports(&self, kept: KeptFlows) -> Entries {
         let last_ts = self.state.last_ts;
-        let KeptFlows {
-            mut reports,
-            mut evidence,
-        } = kept;
-        reports.reserve_exact(self.flows.len());
-        evidence.reserve_exact(self.flows.len());
+        let open = self.flows.len();
+        let (mut reports, mut evidence) =
+            (kept.reports.into_vec(open), kept.evidence.into_vec(open));
         for (i, f) in self.flows.iter().enumerate() {
             reports.push(self.flow_report(f, last_ts));
             evidence.push(self.flow_evidence(i, last_ts));
@@ -325,16 +322,13 @@ impl Analyzer {
     }
 
     /// The same at the end, the open flows' state freed as their entries are made: peak memory
-    /// is the larger of the two, not their sum (100,000 short flows: 149 MB of state, 122 MB
+    /// is the larger of the two, not their sum (100,000 short flows: 98 MB of state, 77 MB
     /// of entries and evidence).
     fn final_flow_reports(&mut self, kept: KeptFlows) -> Entries {
         let last_ts = self.state.last_ts;
-        let KeptFlows {
-            mut reports,
-            mut evidence,
-        } = kept;
-        reports.reserve_exact(self.flows.len());
-        evidence.reserve_exact(self.flows.len());
+        let open = self.flows.len();
+        let mut reports = kept.reports.into_vec(open);
+        let mut evidence = kept.evidence.into_vec(open);
         let peers: Vec<PeerFacts> = self.flows.iter().map(|f| self.peer_facts(f)).collect();
         let flows = std::mem::take(&mut self.flows);
         self.index.clear();
