@@ -10,6 +10,7 @@ use std::fmt::{self, Display};
 use serde::Serialize;
 
 use crate::rare::Rare;
+use std::sync::Arc;
 
 pub const SCHEMA: &str = "roce-sniff.report/3";
 /// The schema of `--correlate --json`.
@@ -115,8 +116,8 @@ pub struct LiveStats {
 pub struct FlowReport {
     /// 1-based position in this report's flow list (troubled first).
     pub id: usize,
-    pub src: String,
-    pub dst: String,
+    pub src: std::sync::Arc<str>,
+    pub dst: std::sync::Arc<str>,
     pub dqpn: u32,
     pub vlan: Option<u16>,
     pub transport: Option<&'static str>,
@@ -170,7 +171,7 @@ pub struct FlowReport {
     /// Packets with more payload than the path MTU.
     pub oversize: u64,
     /// The other direction of the same QP pair, and how it was found ("rdma_cm" or "psn").
-    pub peer: Option<String>,
+    pub peer: Option<FlowLabel<Arc<str>>>,
     pub paired_by: Option<PairingMethod>,
     /// A native InfiniBand flow (ERF link type 247, no Ethernet or IP): `pcp`, `dscp` and
     /// `ecn` are empty, since none of them is on its wire. Present only when true.
@@ -284,6 +285,7 @@ impl<K: Display> Serialize for Tally<K> {
 
 /// The one spelling of a flow everywhere roce-sniff names one:
 /// `10.0.0.1 > 10.0.0.2 qp 0x000045 vlan 100` (no `vlan` part when untagged).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FlowLabel<S: Display> {
     pub src: S,
     pub dst: S,
@@ -298,6 +300,13 @@ impl<S: Display> Display for FlowLabel<S> {
             write!(f, " vlan {v}")?;
         }
         Ok(())
+    }
+}
+
+/// Written as the label string.
+impl<S: Display> Serialize for FlowLabel<S> {
+    fn serialize<Z: serde::Serializer>(&self, s: Z) -> Result<Z::Ok, Z::Error> {
+        s.collect_str(self)
     }
 }
 

@@ -77,7 +77,7 @@ impl FindingSelection {
         }
         for f in named {
             out.flows.insert(FlowId::of(f));
-            if let Some(peer) = f.peer.as_ref().and_then(|p| by_label.get(p)) {
+            if let Some(peer) = f.peer.as_ref().and_then(|p| by_label.get(&p.to_string())) {
                 out.flows.insert(FlowId::of(peer));
             }
             let cnps_back = report.flows.iter().filter(|c| {

@@ -260,6 +260,8 @@ pub struct Analyzer {
     /// Flow lookup on every packet: FxHash, as SipHash showed in profiles (a capture is not an
     /// adversary that can pick keys to collide: flows are bounded by --max-flows anyway).
     pub(crate) index: FxHashMap<FlowKey, usize>,
+    /// Hosts' names shared by report entries.
+    host_names: report_build::HostNames,
     /// CM requests and what came of them.
     pub(crate) cm_requests: cm::CmRequests,
     /// Pairs learned from CM, by flow key, both ways; MTU from the request.
@@ -331,6 +333,7 @@ impl Analyzer {
             next_sweep_ns: 0,
             ended_rtt: Vec::new(),
             index: FxHashMap::default(),
+            host_names: Default::default(),
             cm_requests: HashMap::new(),
             cm_pairs: HashMap::new(),
             pfc: BTreeMap::new(),

@@ -2,6 +2,7 @@
 //! the model and the flows' evidence (frame numbers), never from the analyzer's internals.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use roce_parsers::link::linktype_name;
 use roce_parsers::{Ecn, MacAddr, Opcode, Transport};
@@ -13,8 +14,8 @@ use super::pfc::PauseTracker;
 use super::{Analyzer, CNP_WINDOW_NS};
 use crate::decode::FrameCounts;
 use crate::model::{
-    Bin, CaptureReport, CaptureWarning, FlowReport, FlowRole, FlowSeries, MirrorReport, NakReport,
-    PauseReport, PfcReport, PfcRow, PlotData, PriorityReport, Report, Tally, SCHEMA,
+    Bin, CaptureReport, CaptureWarning, FlowLabel, FlowReport, FlowRole, FlowSeries, MirrorReport,
+    NakReport, PauseReport, PfcReport, PfcRow, PlotData, PriorityReport, Report, Tally, SCHEMA,
 };
 use crate::rare::Rare;
 
@@ -166,7 +167,7 @@ fn mtu_at_least(f: &Flow, known: bool) -> Option<u32> {
 type PeerFacts = Option<(super::flow::FlowKey, Option<u32>)>;
 
 /// The report entry of `f` at `last_ts` (numbered 0).
-fn flow_entry(f: &Flow, last_ts: u64, peer: PeerFacts) -> FlowReport {
+fn flow_entry(f: &Flow, last_ts: u64, peer: PeerFacts, hosts: &HostNames) -> FlowReport {
     // CE marks still waiting for a CNP when the capture ended count only if their window
     // ended inside the capture.
     let late_unanswered = f
@@ -178,8 +179,8 @@ fn flow_entry(f: &Flow, last_ts: u64, peer: PeerFacts) -> FlowReport {
     let mtu_known = f.path_mtu.is_some() || peer_mtu.is_some() || f.cm_mtu.is_some();
     FlowReport {
         id: 0,
-        src: f.key.src.to_string(),
-        dst: f.key.dst.to_string(),
+        src: hosts.name(f.key.src),
+        dst: hosts.name(f.key.dst),
         dqpn: f.key.dqpn.0,
         vlan: f.key.vlan,
         transport: f.transport.map(|t| t.name()),
@@ -239,7 +240,12 @@ fn flow_entry(f: &Flow, last_ts: u64, peer: PeerFacts) -> FlowReport {
         recovery: Rare::of(f.recovery.report()),
         icrc_bad: f.icrc_bad.count,
         oversize: f.oversize.count,
-        peer: peer.map(|(key, _)| key.to_string()),
+        peer: peer.map(|(key, _)| FlowLabel {
+            src: hosts.name(key.src),
+            dst: hosts.name(key.dst),
+            dqpn: key.dqpn.0,
+            vlan: key.vlan,
+        }),
         paired_by: f.paired_by,
         native_ib: f.native_ib,
     }
@@ -250,6 +256,22 @@ fn flow_evidence(f: &Flow, capture_end: u64, peer: PeerFacts) -> FlowEvidence {
     let mut e = f.evidence(capture_end);
     e.path_mtu_seen = e.path_mtu_seen.or(peer.and_then(|(_, mtu)| mtu));
     e
+}
+
+/// Hosts' addresses as report entries spell them, one string per host shared by all its
+/// entries: two strings per entry were 128 bytes of 600,000 ended flows' records each.
+/// Hosts are few against flows; the names stay for the run.
+#[derive(Debug, Default)]
+pub struct HostNames(std::cell::RefCell<rustc_hash::FxHashMap<std::net::IpAddr, Arc<str>>>);
+
+impl HostNames {
+    fn name(&self, ip: std::net::IpAddr) -> Arc<str> {
+        self.0
+            .borrow_mut()
+            .entry(ip)
+            .or_insert_with(|| ip.to_string().into())
+            .clone()
+    }
 }
 
 /// Flows whose freed state is given back to the system at once while the entries are made.
@@ -295,7 +317,7 @@ impl Analyzer {
 
     /// The report entry of open flow `f` at `last_ts`, numbered by its own id.
     pub(super) fn flow_report(&self, f: &Flow, last_ts: u64) -> FlowReport {
-        let mut r = flow_entry(f, last_ts, self.peer_facts(f));
+        let mut r = flow_entry(f, last_ts, self.peer_facts(f), &self.host_names);
         r.id = f.id as usize + 1;
         r
     }
@@ -333,7 +355,7 @@ impl Analyzer {
         let flows = std::mem::take(&mut self.flows);
         self.index.clear();
         for (n, (f, peer)) in flows.into_iter().zip(peers).enumerate() {
-            let mut r = flow_entry(&f, last_ts, peer);
+            let mut r = flow_entry(&f, last_ts, peer, &self.host_names);
             r.id = f.id as usize + 1;
             reports.push(r);
             evidence.push(flow_evidence(&f, last_ts, peer));

@@ -533,7 +533,7 @@ pub fn flow_row(t: &mut Table, f: &FlowReport, id: i64) -> Result<(), Error> {
     t.f64(38, f.ack_rtt_us.max);
     t.f64(39, f.read_latency_us.p50);
     t.f64(40, f.read_latency_us.p99);
-    t.str(41, f.peer.as_deref());
+    t.str(41, f.peer.as_ref().map(ToString::to_string).as_deref());
     t.end_row()
 }
 

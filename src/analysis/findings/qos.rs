@@ -138,7 +138,8 @@ pub(super) fn dscp_mismatch(
     for (i, (r, f)) in flows.iter().zip(evidence).enumerate() {
         let peer = r.peer.as_ref().and_then(|p| {
             let j = *index.get(&label_hash(p))?;
-            (flows[j].label() == *p).then_some(j)
+            let q = &flows[j];
+            (q.src == p.src && q.dst == p.dst && q.dqpn == p.dqpn && q.vlan == p.vlan).then_some(j)
         });
         let Some(j) = peer else {
             continue;
@@ -187,7 +188,7 @@ pub(super) fn vlan_mismatch(
         let Some(v) = r.vlan.filter(|_| r.dqpn != 1 && r.role == FlowRole::Data) else {
             continue;
         };
-        for (host, sends) in [(r.src.as_str(), true), (r.dst.as_str(), false)] {
+        for (host, sends) in [(&*r.src, true), (&*r.dst, false)] {
             let e = by_host.entry((f.link, host, sends)).or_default();
             e.entry(v).or_default().push(r);
         }
@@ -210,13 +211,7 @@ pub(super) fn vlan_mismatch(
         reported.push(frames.clone());
         let mut peers: Vec<&str> = others
             .iter()
-            .map(|r| {
-                if sends {
-                    r.dst.as_str()
-                } else {
-                    r.src.as_str()
-                }
-            })
+            .map(|r| if sends { &*r.dst } else { &*r.src })
             .collect();
         peers.sort_unstable();
         peers.dedup();
