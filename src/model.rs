@@ -131,13 +131,9 @@ pub struct FlowReport {
     pub first_ts: f64,
     pub last_ts: f64,
     pub duration_us: f64,
-    /// Wire throughput over the flow's active time.
-    /// Wire throughput over the flow's active time; null when the flow is too short to have
-    /// a rate (fewer than 10 packets, or under 100 us): two packets are not a line rate.
-    pub gbps: Option<f64>,
-    /// Packets, and messages completed, per second over the same time; null like `gbps`.
-    pub pps: Option<f64>,
-    pub messages_per_s: Option<f64>,
+    /// `gbps`, `pps`, `messages_per_s`: null on most short flows, so kept apart.
+    #[serde(flatten)]
+    pub rate: Rare<Rates>,
     pub path_mtu: Option<u32>,
     /// When `path_mtu` cannot be told (every request fits one packet): the smallest MTU that
     /// carries the largest payload seen, a lower bound (4096, the largest, is then exact).
@@ -163,7 +159,7 @@ pub struct FlowReport {
     pub ce: u64,
     pub ce_without_cnp: u64,
     pub ce_to_cnp_us: Option<f64>,
-    pub ack_rtt_us: LatencySummary,
+    pub ack_rtt_us: Rare<LatencySummary>,
     /// READ latency, recovery and NAK figures are zero on most flows: boxed only when not.
     pub read_latency_us: Rare<LatencySummary>,
     pub recovery: Rare<RecoveryReport>,
@@ -282,6 +278,19 @@ impl<K: Display> Serialize for Tally<K> {
         m.end()
     }
 }
+
+/// A flow's rates over its active time.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Rates {
+    /// Wire throughput; null when the flow is too short to have a rate (fewer than 10
+    /// packets, or under 100 us): two packets are not a line rate.
+    pub gbps: Option<f64>,
+    /// Packets, and messages completed, per second over the same time; null like `gbps`.
+    pub pps: Option<f64>,
+    pub messages_per_s: Option<f64>,
+}
+
+crate::empty!(Rates);
 
 /// The one spelling of a flow everywhere roce-sniff names one:
 /// `10.0.0.1 > 10.0.0.2 qp 0x000045 vlan 100` (no `vlan` part when untagged).

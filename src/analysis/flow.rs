@@ -101,7 +101,7 @@ impl Evidence {
     }
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct NakCounts {
     pub psn_sequence_error: Evidence,
     pub invalid_request: Evidence,
@@ -288,26 +288,16 @@ pub struct FlowEvidence {
     pub reliable: bool,
     pub first_ts_ns: u64,
     pub last_ts_ns: u64,
-    pub loss: Rare<Evidence>,
-    pub retrans: Rare<Evidence>,
-    pub dups: Rare<Evidence>,
-    pub naks: Rare<NakCounts>,
-    pub ce: Rare<Evidence>,
-    pub ce_unanswered: Rare<Evidence>,
+    /// What went wrong on it, if anything: 8 bytes on the many flows where nothing did.
+    pub troubles: Rare<FlowTroubles>,
     pub not_ect: Rare<Evidence>,
     pub dscp0_with_pcp: Rare<Evidence>,
     pub pcp0_with_dscp: Rare<Evidence>,
-    pub cnp_lower_class: Rare<Evidence>,
     /// The class most of the flow's own packets (not CNPs) carry: (PCP when tagged, DSCP).
     pub class: Option<(Option<u8>, u8)>,
     pub rocev1: bool,
     pub native_ib: bool,
-    pub unacknowledged: Rare<Unacknowledged>,
-    pub nak_without_gap: Rare<Evidence>,
     pub longest_gap_ns: u64,
-    pub read_range_violation: Rare<Evidence>,
-    pub icrc_bad: Rare<Evidence>,
-    pub oversize: Rare<Evidence>,
     /// The path MTU the connection's RDMA-CM request offered.
     pub cm_mtu: Option<u32>,
     /// The path MTU the packets of either direction show (set with the report).
@@ -315,6 +305,25 @@ pub struct FlowEvidence {
     /// The largest payload of a packet.
     pub max_payload: u32,
 }
+
+/// A flow's troubles as findings see them (`FlowEvidence::troubles`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FlowTroubles {
+    pub loss: Rare<Evidence>,
+    pub retrans: Rare<Evidence>,
+    pub dups: Rare<Evidence>,
+    pub naks: Rare<NakCounts>,
+    pub ce: Rare<Evidence>,
+    pub ce_unanswered: Rare<Evidence>,
+    pub cnp_lower_class: Rare<Evidence>,
+    pub unacknowledged: Rare<Unacknowledged>,
+    pub nak_without_gap: Rare<Evidence>,
+    pub read_range_violation: Rare<Evidence>,
+    pub icrc_bad: Rare<Evidence>,
+    pub oversize: Rare<Evidence>,
+}
+
+crate::empty!(FlowTroubles);
 
 #[derive(Debug, Clone)]
 pub struct Flow {
@@ -670,25 +679,27 @@ impl Flow {
             reliable: self.transport.is_some_and(Transport::is_reliable),
             first_ts_ns: self.first_ts,
             last_ts_ns: self.last_ts,
-            loss: self.loss.clone(),
-            retrans: self.retrans.clone(),
-            dups: self.dups.clone(),
-            naks: self.naks.clone(),
-            ce: self.ce.clone(),
-            ce_unanswered: self.ce_unanswered.clone(),
+            troubles: Rare::of(FlowTroubles {
+                loss: self.loss.clone(),
+                retrans: self.retrans.clone(),
+                dups: self.dups.clone(),
+                naks: self.naks.clone(),
+                ce: self.ce.clone(),
+                ce_unanswered: self.ce_unanswered.clone(),
+                cnp_lower_class: self.cnp_lower_class.clone(),
+                unacknowledged: Rare::of(self.unacknowledged(capture_end)),
+                nak_without_gap: self.nak_without_gap.clone(),
+                read_range_violation: self.read_range_violation.clone(),
+                icrc_bad: self.icrc_bad.clone(),
+                oversize: self.oversize.clone(),
+            }),
             not_ect: self.not_ect.clone(),
             dscp0_with_pcp: self.dscp0_with_pcp.clone(),
             pcp0_with_dscp: self.pcp0_with_dscp.clone(),
-            cnp_lower_class: self.cnp_lower_class.clone(),
             class: self.class(),
             rocev1: self.rocev1,
             native_ib: self.native_ib,
-            unacknowledged: Rare::of(self.unacknowledged(capture_end)),
-            nak_without_gap: self.nak_without_gap.clone(),
             longest_gap_ns: self.longest_gap_ns,
-            read_range_violation: self.read_range_violation.clone(),
-            icrc_bad: self.icrc_bad.clone(),
-            oversize: self.oversize.clone(),
             cm_mtu: self.cm_mtu,
             path_mtu_seen: self.path_mtu,
             max_payload: self.max_payload,

@@ -15,7 +15,8 @@ use super::{Analyzer, CNP_WINDOW_NS};
 use crate::decode::FrameCounts;
 use crate::model::{
     Bin, CaptureReport, CaptureWarning, FlowLabel, FlowReport, FlowRole, FlowSeries, MirrorReport,
-    NakReport, PauseReport, PfcReport, PfcRow, PlotData, PriorityReport, Report, Tally, SCHEMA,
+    NakReport, PauseReport, PfcReport, PfcRow, PlotData, PriorityReport, Rates, Report, Tally,
+    SCHEMA,
 };
 use crate::rare::Rare;
 
@@ -69,16 +70,18 @@ fn secs(ns: u64) -> f64 {
 }
 
 /// Where a flow goes in the report: most trouble, then most bytes, first seen, own id.
-type Rank = (std::cmp::Reverse<(u64, u64)>, u64, usize);
+/// (trouble and bytes, most first; first frame; id): 32 bytes with the entry's position, as
+/// 600,000 of them are sorted at once.
+type Rank = (std::cmp::Reverse<(u64, u64)>, u64, u32);
 
 /// Reorders `v` in place so that `v[n]` is what was at `from[n]` (a permutation).
-fn permute<T>(v: &mut [T], from: &[usize]) {
+fn permute<T>(v: &mut [T], from: &[u32]) {
     let mut done = vec![false; v.len()];
     for start in 0..v.len() {
         let mut at = start;
         while !done[at] {
             done[at] = true;
-            let next = from[at];
+            let next = from[at] as usize;
             if next == start {
                 break;
             }
@@ -194,9 +197,11 @@ fn flow_entry(f: &Flow, last_ts: u64, peer: PeerFacts, hosts: &HostNames) -> Flo
         first_ts: secs(f.first_ts),
         last_ts: secs(f.last_ts),
         duration_us: (f.last_ts - f.first_ts) as f64 / 1e3,
-        gbps: gbps(f),
-        pps: rate(f, f.packets as f64),
-        messages_per_s: rate(f, f.messages as f64),
+        rate: Rare::of(Rates {
+            gbps: gbps(f),
+            pps: rate(f, f.packets as f64),
+            messages_per_s: rate(f, f.messages as f64),
+        }),
         path_mtu: f.path_mtu.or(peer_mtu).or(f.cm_mtu),
         path_mtu_at_least: mtu_at_least(f, mtu_known),
         // A native InfiniBand frame has no VLAN tag or IP header to count.
@@ -235,7 +240,7 @@ fn flow_entry(f: &Flow, last_ts: u64, peer: PeerFacts, hosts: &HostNames) -> Flo
             (Some(ce), Some(cnp)) => Some((cnp - ce) as f64 / 1e3),
             _ => None,
         },
-        ack_rtt_us: f.ack_rtt.summary(),
+        ack_rtt_us: Rare::of(f.ack_rtt.summary()),
         read_latency_us: Rare::of(f.read_latency.summary()),
         recovery: Rare::of(f.recovery.report()),
         icrc_bad: f.icrc_bad.count,
@@ -286,20 +291,21 @@ fn ranked(mut reports: Vec<FlowReport>, mut evidence: Vec<FlowEvidence>) -> Entr
     // Sorted by small keys, the entries then put in place where they are: moving
     // kilobyte-sized entries n log n times, or into new vectors, was most of the time
     // and memory of a report with many flows.
-    let mut rank: Vec<(Rank, usize)> = reports
+    let mut rank: Vec<(Rank, u32)> = reports
         .iter()
-        .enumerate()
-        .map(|(at, r)| {
+        .zip(0u32..)
+        .map(|(r, at)| {
             let rank = (
                 std::cmp::Reverse((trouble(r), r.bytes)),
                 r.first_frame,
-                r.id,
+                r.id as u32,
             );
             (rank, at)
         })
         .collect();
     rank.sort_unstable();
-    let from: Vec<usize> = rank.into_iter().map(|(_, at)| at).collect();
+    let from: Vec<u32> = rank.iter().map(|&(_, at)| at).collect();
+    drop(rank);
     permute(&mut reports, &from);
     permute(&mut evidence, &from);
     let mut order = Vec::with_capacity(reports.len());
@@ -629,8 +635,8 @@ mod tests {
         super::permute(&mut v, &[3, 0, 4, 1, 2]);
         assert_eq!(v, ['d', 'a', 'e', 'b', 'c']);
         let mut w: Vec<u32> = (0..100).collect();
-        let from: Vec<usize> = (0..100).map(|i| (i * 37) % 100).collect();
+        let from: Vec<u32> = (0..100).map(|i| (i * 37) % 100).collect();
         super::permute(&mut w, &from);
-        assert!(w.iter().zip(&from).all(|(&x, &f)| x as usize == f));
+        assert!(w.iter().zip(&from).all(|(&x, &f)| x == f));
     }
 }

@@ -496,9 +496,9 @@ pub fn flow_row(t: &mut Table, f: &FlowReport, id: i64) -> Result<(), Error> {
     t.i64(9, i64_of(f.payload_bytes));
     t.i64(10, i64_of(f.requests));
     t.i64(11, i64_of(f.messages));
-    t.f64(12, f.gbps);
-    t.f64(13, f.pps);
-    t.f64(14, f.messages_per_s);
+    t.f64(12, f.rate.gbps);
+    t.f64(13, f.rate.pps);
+    t.f64(14, f.rate.messages_per_s);
     t.i32(15, f.path_mtu.map(|m| m as i32));
     t.i64(16, i64_of(f.first_frame));
     t.i64(17, secs_to_micros(f.first_ts));

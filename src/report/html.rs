@@ -351,7 +351,7 @@ fn flows(o: &mut String, r: &Report) {
             f.transport.unwrap_or("-"),
             f.role,
             f.packets,
-            f.gbps.map_or("-".into(), super::text::rate_text),
+            f.rate.gbps.map_or("-".into(), super::text::rate_text),
             super::text::mtu_text(f),
             f.psn.gaps,
             f.psn.missing,

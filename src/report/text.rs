@@ -203,7 +203,7 @@ fn flows(o: &mut String, flows: &[FlowReport]) {
             f.transport.unwrap_or("-"),
             f.role,
             plural(f.packets, "packet"),
-            f.gbps.map_or("-".into(), rate_text),
+            f.rate.gbps.map_or("-".into(), rate_text),
             mtu_text(f),
         );
         let qos = if f.native_ib {

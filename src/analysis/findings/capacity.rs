@@ -115,7 +115,7 @@ pub(super) fn host_limited(
     paused: bool,
     out: &mut Vec<Finding>,
 ) {
-    let Some(gbps) = r.gbps else { return };
+    let Some(gbps) = r.rate.gbps else { return };
     let duration_ns = f.last_ts_ns.saturating_sub(f.first_ts_ns) as f64;
     let network_quiet = r.ce == 0
         && r.cnps == 0

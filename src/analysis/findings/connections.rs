@@ -21,7 +21,7 @@ const RETRY_LIMIT: u32 = 7;
 
 /// RC requests that asked for an ACK and got none, the capture's last moments left out.
 pub(super) fn unacknowledged_requests(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
-    let u = &f.unacknowledged;
+    let u = &f.troubles.unacknowledged;
     // A capture of one direction (a mirror of a port's ingress) shows no ACK at all: silence
     // there says nothing.
     let reverse_seen = r.peer.is_some() || r.acks > 0 || r.naks.total() > 0 || r.read_responses > 0;
@@ -67,7 +67,7 @@ pub(super) fn unacknowledged_requests(r: &FlowReport, f: &FlowEvidence, out: &mu
 
 /// PSN-sequence NAKs for PSNs the capture saw go by: lost after the capture point.
 pub(super) fn nak_without_gap(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
-    let n = &f.nak_without_gap;
+    let n = &f.troubles.nak_without_gap;
     if n.count == 0 {
         return;
     }
@@ -200,7 +200,7 @@ pub(super) fn icmp_unreachable(errors: &BTreeMap<IcmpKey, Evidence>, out: &mut V
 
 /// Requests sent with PSNs that a pending READ's responses use.
 pub(super) fn read_range_violation(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
-    let v = &f.read_range_violation;
+    let v = &f.troubles.read_range_violation;
     if v.count == 0 {
         return;
     }

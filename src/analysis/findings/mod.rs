@@ -262,7 +262,7 @@ fn loss_findings(
                 &cause,
                 flow(),
                 lost,
-                f.loss.frames.clone(),
+                f.troubles.loss.frames.clone(),
             ));
         }
         if r.read_response_gaps > 0 {
@@ -290,7 +290,7 @@ fn loss_findings(
                 "after a NAK or a timeout the requester resent everything from the first unacknowledged PSN (go-back-N)",
                 flow(),
                 r.psn.retransmitted,
-                f.retrans.frames.clone(),
+                f.troubles.retrans.frames.clone(),
             ));
         }
         if r.psn.out_of_order > 0 {
@@ -312,7 +312,7 @@ fn loss_findings(
                 "the same packet was captured twice (mirror or TAP duplication) or resent without a NAK",
                 flow(),
                 r.psn.duplicates,
-                f.dups.frames.clone(),
+                f.troubles.dups.frames.clone(),
             ));
         }
     }
@@ -323,7 +323,7 @@ fn response_findings(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
     // Made only for a finding: most flows have none, and a label is a formatted string.
     let flow = || Some(r.label());
     {
-        let n = &f.naks;
+        let n = &f.troubles.naks;
         let errors = [
             (&n.invalid_request, "invalid request", "the responder rejected the request as malformed or unsupported by the QP (wrong opcode for the QP's access flags)"),
             (&n.remote_access_error, "remote access error", "the request addressed memory the responder had not registered, or used a wrong R_Key or range"),
@@ -363,7 +363,7 @@ fn response_findings(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
                 "congestion control is off at the receiver (no DCQCN notification point), or its CNPs travel where this capture does not see them",
                 flow(),
                 r.ce,
-                f.ce.frames.clone(),
+                f.troubles.ce.frames.clone(),
             ));
         } else if r.ce_without_cnp > 0 && r.role == FlowRole::Data {
             out.push(finding(
@@ -379,7 +379,7 @@ fn response_findings(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
                 "CNPs are rate-limited per QP, so not every mark gets one; many unanswered marks mean the receiver reacts slowly",
                 flow(),
                 r.ce_without_cnp,
-                f.ce_unanswered.frames.clone(),
+                f.troubles.ce_unanswered.frames.clone(),
             ));
         }
     }
@@ -434,7 +434,7 @@ fn marking_findings(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
                 "frames were corrupted in flight (cable, optic, or a device rewriting fields the ICRC covers)",
                 flow(),
                 r.icrc_bad,
-                f.icrc_bad.frames.clone(),
+                f.troubles.icrc_bad.frames.clone(),
             ));
         }
         if r.oversize > 0 {
@@ -450,7 +450,7 @@ fn marking_findings(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
                 "the sender uses a larger MTU than the QP's path MTU: an MTU mismatch that switches with a smaller MTU drop",
                 flow(),
                 r.oversize,
-                f.oversize.frames.clone(),
+                f.troubles.oversize.frames.clone(),
             ));
         }
     }

@@ -69,7 +69,7 @@ pub(super) fn loss_on_lossless_priority(
             "the priority is lossless but still drops: the PFC headroom of a buffer is too small for the cable length and MTU, or a hop on the path does not run PFC on this priority",
             Some(r.label()),
             lost,
-            f.loss.frames.clone(),
+            f.troubles.loss.frames.clone(),
         ));
     }
 }
@@ -199,7 +199,7 @@ pub(super) fn ecn_heavy(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>
             "the switch marks most packets: its ECN thresholds (Kmin/Kmax) are set too low for the buffer and the traffic, and DCQCN holds the senders far below the link",
             Some(r.label()),
             r.ce,
-            f.ce.frames.clone(),
+            f.troubles.ce.frames.clone(),
         ));
     }
 }

@@ -80,20 +80,20 @@ pub(super) fn flow_class(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding
             f.pcp0_with_dscp.frames.clone(),
         ));
     }
-    if f.cnp_lower_class.count > 0 {
+    if f.troubles.cnp_lower_class.count > 0 {
         let data = f.class.map(class_name).unwrap_or_default();
         out.push(finding(
             Severity::Warning,
             FindingCode::CnpMarking,
             format!(
                 "{} CNPs for {} travel on a lower class than its data ({data})",
-                f.cnp_lower_class.count,
+                f.troubles.cnp_lower_class.count,
                 r.label()
             ),
             "the receiver's CNP priority/DSCP (cnp_802p_prio, cnp_dscp) is below the data's: CNPs queue behind the congestion they report and come too late",
             Some(r.label()),
-            f.cnp_lower_class.count,
-            f.cnp_lower_class.frames.clone(),
+            f.troubles.cnp_lower_class.count,
+            f.troubles.cnp_lower_class.frames.clone(),
         ));
     }
 }
