@@ -150,15 +150,9 @@ pub struct FlowReport {
     pub retransmit_frames: Rare<Vec<u64>>,
     pub read_response_gaps: u64,
     pub acks: u64,
-    pub naks: Rare<NakReport>,
-    pub read_responses: u64,
-    /// CNPs that came back to this flow's sender.
-    pub cnps: u64,
-    /// CNP packets carried by this flow (it is the reverse of a congested flow).
-    pub cnps_sent: u64,
-    pub ce: u64,
-    pub ce_without_cnp: u64,
-    pub ce_to_cnp_us: Option<f64>,
+    /// `naks` to `ce_to_cnp_us`: none on most flows, so kept apart (the keys are the entry's).
+    #[serde(flatten)]
+    pub feedback: Rare<Feedback>,
     pub ack_rtt_us: Rare<LatencySummary>,
     /// READ latency, recovery and NAK figures are zero on most flows: boxed only when not.
     pub read_latency_us: Rare<LatencySummary>,
@@ -278,6 +272,23 @@ impl<K: Display> Serialize for Tally<K> {
         m.end()
     }
 }
+
+/// What came back for a flow's requests (NAKs, READ responses, CNPs), the CNPs it carries
+/// and the CE marks it got.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Feedback {
+    pub naks: Rare<NakReport>,
+    pub read_responses: u64,
+    /// CNPs that came back to this flow's sender.
+    pub cnps: u64,
+    /// CNP packets carried by this flow (it is the reverse of a congested flow).
+    pub cnps_sent: u64,
+    pub ce: u64,
+    pub ce_without_cnp: u64,
+    pub ce_to_cnp_us: Option<f64>,
+}
+
+crate::empty!(Feedback);
 
 /// A flow's rates over its active time.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]

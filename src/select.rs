@@ -81,7 +81,7 @@ impl FindingSelection {
                 out.flows.insert(FlowId::of(peer));
             }
             let cnps_back = report.flows.iter().filter(|c| {
-                c.peer.is_none() && c.cnps_sent > 0 && c.src == f.dst && c.dst == f.src
+                c.peer.is_none() && c.feedback.cnps_sent > 0 && c.src == f.dst && c.dst == f.src
             });
             out.flows.extend(cnps_back.map(FlowId::of));
         }

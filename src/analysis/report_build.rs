@@ -14,9 +14,9 @@ use super::pfc::PauseTracker;
 use super::{Analyzer, CNP_WINDOW_NS};
 use crate::decode::FrameCounts;
 use crate::model::{
-    Bin, CaptureReport, CaptureWarning, FlowLabel, FlowReport, FlowRole, FlowSeries, MirrorReport,
-    NakReport, PauseReport, PfcReport, PfcRow, PlotData, PriorityReport, Rates, Report, Tally,
-    SCHEMA,
+    Bin, CaptureReport, CaptureWarning, Feedback, FlowLabel, FlowReport, FlowRole, FlowSeries,
+    MirrorReport, NakReport, PauseReport, PfcReport, PfcRow, PlotData, PriorityReport, Rates,
+    Report, Tally, SCHEMA,
 };
 use crate::rare::Rare;
 
@@ -98,9 +98,9 @@ fn trouble(f: &FlowReport) -> u64 {
         + f.psn.retransmitted * 10
         + f.psn.duplicates
         + f.psn.out_of_order
-        + f.naks.total() * 100
-        + f.ce_without_cnp * 10
-        + f.ce
+        + f.feedback.naks.total() * 100
+        + f.feedback.ce_without_cnp * 10
+        + f.feedback.ce
         + f.icrc_bad * 100
         + f.oversize * 100
 }
@@ -230,16 +230,18 @@ fn flow_entry(f: &Flow, last_ts: u64, peer: PeerFacts, hosts: &HostNames) -> Flo
         retransmit_frames: Rare::of(f.retrans.frames.clone()),
         read_response_gaps: f.read_resp.gaps,
         acks: f.acks,
-        naks: Rare::of(nak_report(f)),
-        read_responses: f.read_responses,
-        cnps: f.cnps.count,
-        cnps_sent: f.cnps_sent,
-        ce: f.ce.count,
-        ce_without_cnp: f.ce_unanswered.count + late_unanswered,
-        ce_to_cnp_us: match (f.first_ce_ts, f.first_cnp_ts) {
-            (Some(ce), Some(cnp)) => Some((cnp - ce) as f64 / 1e3),
-            _ => None,
-        },
+        feedback: Rare::of(Feedback {
+            naks: Rare::of(nak_report(f)),
+            read_responses: f.read_responses,
+            cnps: f.cnps.count,
+            cnps_sent: f.cnps_sent,
+            ce: f.ce.count,
+            ce_without_cnp: f.ce_unanswered.count + late_unanswered,
+            ce_to_cnp_us: match (f.first_ce_ts, f.first_cnp_ts) {
+                (Some(ce), Some(cnp)) => Some((cnp - ce) as f64 / 1e3),
+                _ => None,
+            },
+        }),
         ack_rtt_us: Rare::of(f.ack_rtt.summary()),
         read_latency_us: Rare::of(f.read_latency.summary()),
         recovery: Rare::of(f.recovery.report()),

@@ -519,13 +519,13 @@ pub fn flow_row(t: &mut Table, f: &FlowReport, id: i64) -> Result<(), Error> {
         t.i64(20 + i, i64_of(v));
     }
     t.i64(26, i64_of(f.acks));
-    t.i64(27, i64_of(f.naks.total()));
-    t.i64(28, i64_of(f.read_responses));
+    t.i64(27, i64_of(f.feedback.naks.total()));
+    t.i64(28, i64_of(f.feedback.read_responses));
     t.i64(29, i64_of(f.read_response_gaps));
-    t.i64(30, i64_of(f.cnps));
-    t.i64(31, i64_of(f.cnps_sent));
-    t.i64(32, i64_of(f.ce));
-    t.i64(33, i64_of(f.ce_without_cnp));
+    t.i64(30, i64_of(f.feedback.cnps));
+    t.i64(31, i64_of(f.feedback.cnps_sent));
+    t.i64(32, i64_of(f.feedback.ce));
+    t.i64(33, i64_of(f.feedback.ce_without_cnp));
     t.i64(34, i64_of(f.icrc_bad));
     t.i64(35, i64_of(f.oversize));
     t.f64(36, f.ack_rtt_us.p50);

@@ -158,7 +158,7 @@ fn cards(o: &mut String, r: &Report) {
         .iter()
         .map(|f| f.psn.missing + f.psn.recovered)
         .sum();
-    let ce: u64 = r.flows.iter().map(|f| f.ce).sum();
+    let ce: u64 = r.flows.iter().map(|f| f.feedback.ce).sum();
     let mut cards: Vec<(String, String, bool)> = vec![
         // Native InfiniBand frames are counted with RoCE's in the JSON; a card of their own.
         (
@@ -324,8 +324,8 @@ fn verification(o: &mut String, r: &Report) {
 fn flows(o: &mut String, r: &Report) {
     o.push_str("<h2>Flows (troubled first)</h2>\n<div class=\"wide\"><table><tr><th>#</th><th>flow</th><th>tr</th><th>role</th><th>packets</th><th>rate</th><th>MTU</th><th>PCP</th><th>DSCP</th><th>ECN</th><th>gaps</th><th>missing</th><th>retx</th><th>dup</th><th>ooo</th><th>NAKs</th><th>CE</th><th>CNPs</th><th>ACK RTT p50 / p99 us</th></tr>\n");
     for f in r.flows.iter().take(HTML_FLOWS) {
-        let trouble = f.psn.gaps + f.psn.retransmitted + f.naks.total() + f.icrc_bad > 0
-            || (f.ce > 0 && f.cnps == 0 && f.role == FlowRole::Data);
+        let trouble = f.psn.gaps + f.psn.retransmitted + f.feedback.naks.total() + f.icrc_bad > 0
+            || (f.feedback.ce > 0 && f.feedback.cnps == 0 && f.role == FlowRole::Data);
         let name = esc(&f.label());
         let rtt = match (f.ack_rtt_us.p50, f.ack_rtt_us.p99) {
             (Some(a), Some(b)) => format!("{a:.1} / {b:.1}"),
@@ -358,9 +358,9 @@ fn flows(o: &mut String, r: &Report) {
             f.psn.retransmitted,
             f.psn.duplicates,
             f.psn.out_of_order,
-            f.naks.total(),
-            f.ce,
-            f.cnps,
+            f.feedback.naks.total(),
+            f.feedback.ce,
+            f.feedback.cnps,
         );
     }
     o.push_str("</table></div>\n");

@@ -224,9 +224,9 @@ fn flows(o: &mut String, flows: &[FlowReport]) {
             f.psn.retransmitted,
             f.psn.duplicates,
             f.psn.out_of_order,
-            f.naks.total(),
-            f.ce,
-            f.cnps,
+            f.feedback.naks.total(),
+            f.feedback.ce,
+            f.feedback.cnps,
         );
     }
     if flows.len() > TEXT_FLOWS {

@@ -117,9 +117,9 @@ pub(super) fn host_limited(
 ) {
     let Some(gbps) = r.rate.gbps else { return };
     let duration_ns = f.last_ts_ns.saturating_sub(f.first_ts_ns) as f64;
-    let network_quiet = r.ce == 0
-        && r.cnps == 0
-        && r.naks.total() == 0
+    let network_quiet = r.feedback.ce == 0
+        && r.feedback.cnps == 0
+        && r.feedback.naks.total() == 0
         && r.psn.gaps == 0
         && r.psn.retransmitted == 0
         && !paused;

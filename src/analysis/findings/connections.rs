@@ -24,7 +24,10 @@ pub(super) fn unacknowledged_requests(r: &FlowReport, f: &FlowEvidence, out: &mu
     let u = &f.troubles.unacknowledged;
     // A capture of one direction (a mirror of a port's ingress) shows no ACK at all: silence
     // there says nothing.
-    let reverse_seen = r.peer.is_some() || r.acks > 0 || r.naks.total() > 0 || r.read_responses > 0;
+    let reverse_seen = r.peer.is_some()
+        || r.acks > 0
+        || r.feedback.naks.total() > 0
+        || r.feedback.read_responses > 0;
     if u.requests.count == 0 || !reverse_seen {
         return;
     }

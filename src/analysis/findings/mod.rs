@@ -284,8 +284,8 @@ fn loss_findings(
                     "{} retransmitted packets on {} ({} PSN-sequence NAKs, {} RNR NAKs)",
                     r.psn.retransmitted,
                     r.label(),
-                    r.naks.psn_sequence_error,
-                    r.naks.rnr
+                    r.feedback.naks.psn_sequence_error,
+                    r.feedback.naks.rnr
                 ),
                 "after a NAK or a timeout the requester resent everything from the first unacknowledged PSN (go-back-N)",
                 flow(),
@@ -355,30 +355,30 @@ fn response_findings(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
                 n.rnr.frames.clone(),
             ));
         }
-        if r.ce > 0 && r.cnps == 0 && r.role == FlowRole::Data {
+        if r.feedback.ce > 0 && r.feedback.cnps == 0 && r.role == FlowRole::Data {
             out.push(finding(
                 Severity::Warning,
                 FindingCode::CeWithoutCnp,
-                format!("{} CE-marked packets on {} and no CNP came back", r.ce, r.label()),
+                format!("{} CE-marked packets on {} and no CNP came back", r.feedback.ce, r.label()),
                 "congestion control is off at the receiver (no DCQCN notification point), or its CNPs travel where this capture does not see them",
                 flow(),
-                r.ce,
+                r.feedback.ce,
                 f.troubles.ce.frames.clone(),
             ));
-        } else if r.ce_without_cnp > 0 && r.role == FlowRole::Data {
+        } else if r.feedback.ce_without_cnp > 0 && r.role == FlowRole::Data {
             out.push(finding(
                 Severity::Info,
                 FindingCode::CeUnanswered,
                 format!(
                     "{} of {} CE marks on {} got no CNP within {} ms",
-                    r.ce_without_cnp,
-                    r.ce,
+                    r.feedback.ce_without_cnp,
+                    r.feedback.ce,
                     r.label(),
                     super::CNP_WINDOW_NS / 1_000_000
                 ),
                 "CNPs are rate-limited per QP, so not every mark gets one; many unanswered marks mean the receiver reacts slowly",
                 flow(),
-                r.ce_without_cnp,
+                r.feedback.ce_without_cnp,
                 f.troubles.ce_unanswered.frames.clone(),
             ));
         }
@@ -582,8 +582,9 @@ fn incast(
     }
     let (dst, senders, ts) = worst?;
     let troubled = roce_paused
-        || data()
-            .any(|(r, f)| f.dst == dst && (r.ce > 0 || r.psn.gaps > 0 || r.psn.retransmitted > 0));
+        || data().any(|(r, f)| {
+            f.dst == dst && (r.feedback.ce > 0 || r.psn.gaps > 0 || r.psn.retransmitted > 0)
+        });
     let enough = if troubled {
         INCAST_TROUBLED_MIN_SENDERS
     } else {

@@ -155,7 +155,7 @@ pub(super) fn pfc_before_ecn(
                 .zip(evidence)
                 .filter(move |(_, f)| priority_of(f) == Some(prio))
         };
-        if on_it().next().is_none() || on_it().any(|(r, _)| r.ce > 0) {
+        if on_it().next().is_none() || on_it().any(|(r, _)| r.feedback.ce > 0) {
             continue;
         }
         let paused: Vec<_> = pfc
@@ -184,21 +184,21 @@ pub(super) fn ecn_heavy(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>
     if r.role != FlowRole::Data || r.packets < ECN_HEAVY_MIN_PACKETS {
         return;
     }
-    let share = r.ce as f64 / r.packets as f64;
+    let share = r.feedback.ce as f64 / r.packets as f64;
     if share >= ECN_HEAVY_SHARE {
         out.push(finding(
             Severity::Warning,
             FindingCode::EcnHeavy,
             format!(
                 "{} of {} packets ({:.0}%) of {} are CE-marked",
-                r.ce,
+                r.feedback.ce,
                 r.packets,
                 share * 100.0,
                 r.label()
             ),
             "the switch marks most packets: its ECN thresholds (Kmin/Kmax) are set too low for the buffer and the traffic, and DCQCN holds the senders far below the link",
             Some(r.label()),
-            r.ce,
+            r.feedback.ce,
             f.troubles.ce.frames.clone(),
         ));
     }

@@ -129,10 +129,12 @@ pub(super) fn dscp_mismatch(
             ));
         }
     }
-    // By a hash of the label, not the label: 600,000 flows' labels as keys took 90 MB.
+    // The data flows (the requests responses are measured against), by a hash of the label,
+    // not the label: 600,000 flows' labels as keys took 90 MB.
     let index: HashMap<u64, usize> = flows
         .iter()
         .enumerate()
+        .filter(|(_, r)| r.role == FlowRole::Data)
         .map(|(i, r)| (label_hash(r.label_parts()), i))
         .collect();
     for (i, (r, f)) in flows.iter().zip(evidence).enumerate() {
