@@ -325,6 +325,29 @@ mod mutated_files {
     use super::*;
     use proptest::prelude::*;
 
+    /// Mutates a test capture as the property below does.
+    fn mutated(name: &str, flips: &[(usize, u8)], cut: usize) -> Vec<u8> {
+        let mut data = std::fs::read(testdata(name)).unwrap();
+        for &(i, b) in flips {
+            let n = data.len();
+            // Leave the magic alone half of the time, so the reader gets past the header.
+            let at = if b & 1 == 0 { 4 + i % (n - 4) } else { i % n };
+            data[at] ^= b;
+        }
+        let n = data.len() + 1;
+        data.truncate(cut % n);
+        data
+    }
+
+    /// Found by the property below: a frame earlier than the capture's first one put the
+    /// latest traffic time before the first bin, and the plots' bin count underflowed.
+    #[test]
+    fn a_frame_before_the_first_one_leaves_the_timelines_whole() {
+        let flips = [(8258707201533020288, 187), (9166807224526147767, 17)];
+        let data = mutated("formats/pcap_us_le.pcap", &flips, 15502910067086453954);
+        let _ = roce_sniff::analyze_bytes(&data);
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 200, failure_persistence: None, ..ProptestConfig::default() })]
 
@@ -335,16 +358,7 @@ mod mutated_files {
             cut in any::<usize>(),
         ) {
             let name = ["formats/pcap_us_le.pcap", "formats/multi_interface.pcapng", "decode_all.pcap"][which];
-            let mut data = std::fs::read(testdata(name)).unwrap();
-            for (i, b) in flips {
-                let n = data.len();
-                // Leave the magic alone half of the time, so the reader gets past the header.
-                let at = if b & 1 == 0 { 4 + i % (n - 4) } else { i % n };
-                data[at] ^= b;
-            }
-            let n = data.len() + 1;
-            data.truncate(cut % n);
-            let _ = roce_sniff::analyze_bytes(&data);
+            let _ = roce_sniff::analyze_bytes(&mutated(name, &flips, cut));
         }
     }
 }

@@ -590,7 +590,7 @@ impl Analyzer {
         }
         // The plots show where the traffic is, on the capture's clock.
         let (origin_ns, start_ns, end_ns) = (t.origin_ns()?, t.start_ns()?, t.end_ns());
-        let bins = ((end_ns - start_ns) / t.width_ns()) as usize + 1;
+        let bins = (end_ns.saturating_sub(start_ns) / t.width_ns()) as usize + 1;
         let pad = |s: &[Bin]| {
             let mut v = s.to_vec();
             v.resize(bins, Bin::default());

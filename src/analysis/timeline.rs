@@ -116,7 +116,8 @@ impl Timelines {
     /// the first traffic to `ts` fits in MAX_BINS.
     fn fit(&mut self, ts: u64) -> usize {
         let start = *self.start_ns.get_or_insert(ts);
-        self.last_ns = self.last_ns.max(ts);
+        // A frame before the capture's first one is binned at the start: so is its time.
+        self.last_ns = self.last_ns.max(ts.max(start));
         loop {
             let at = ts.saturating_sub(start) / self.width_ns;
             let first = *self.first_bin.get_or_insert(at);
