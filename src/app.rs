@@ -800,9 +800,13 @@ fn render(
         }
     }
     let written = if opts.json.is_some() {
-        serde_json::to_writer_pretty(&mut *out, report)
+        // serde writes token by token: into a buffer of a concrete type, not through the
+        // boxed writer's dynamic call each time (a fifth of a 100,000-flow report's time).
+        let mut buffered = io::BufWriter::with_capacity(64 << 10, &mut *out);
+        serde_json::to_writer_pretty(&mut buffered, report)
             .map_err(io::Error::from)
-            .and_then(|_| out.write_all(b"\n"))
+            .and_then(|_| buffered.write_all(b"\n"))
+            .and_then(|_| buffered.flush())
     } else if let Some(v) = &report.verify {
         out.write_all(report::verify::render(v, &report.capture.file).as_bytes())
     } else {
