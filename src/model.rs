@@ -305,7 +305,7 @@ crate::empty!(Rates);
 
 /// The one spelling of a flow everywhere roce-sniff names one:
 /// `10.0.0.1 > 10.0.0.2 qp 0x000045 vlan 100` (no `vlan` part when untagged).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct FlowLabel<S: Display> {
     pub src: S,
     pub dst: S,
@@ -320,6 +320,18 @@ impl<S: Display> Display for FlowLabel<S> {
             write!(f, " vlan {v}")?;
         }
         Ok(())
+    }
+}
+
+impl<S: Display + std::ops::Deref<Target = str>> FlowLabel<S> {
+    /// The same label, borrowing its addresses (to compare with `FlowReport::label_parts`).
+    pub fn as_parts(&self) -> FlowLabel<&str> {
+        FlowLabel {
+            src: &self.src,
+            dst: &self.dst,
+            dqpn: self.dqpn,
+            vlan: self.vlan,
+        }
     }
 }
 

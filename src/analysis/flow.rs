@@ -424,6 +424,19 @@ pub struct Flow {
     recent_at: u8,
 }
 
+/// Adds an outstanding request, forgetting the oldest beyond `MAX_OUTSTANDING`. Room for one
+/// at first (most short flows wait for one answer at a time, where a first push reserves
+/// four), doubling after.
+fn push_outstanding<T>(queue: &mut VecDeque<T>, request: T) {
+    if queue.len() == MAX_OUTSTANDING {
+        queue.pop_front();
+    }
+    if queue.capacity() == 0 {
+        queue.reserve_exact(1);
+    }
+    queue.push_back(request);
+}
+
 /// Frames of a flow remembered to recognise the same frame captured twice.
 const RECENT_COPIES: usize = 8;
 /// A copy of the capture comes this close to the original (a mirror copying both directions
@@ -527,13 +540,7 @@ impl Flow {
 
     /// A request that asked for an ACK, sent for the first time.
     pub fn await_coverage(&mut self, psn: Psn, ts: u64, frame_no: u64, len: u32) {
-        if self.unacked.len() == MAX_OUTSTANDING {
-            self.unacked.pop_front();
-        }
-        if self.unacked.capacity() == 0 {
-            self.unacked.reserve_exact(1);
-        }
-        self.unacked.push_back((psn, ts, frame_no, len));
+        push_outstanding(&mut self.unacked, (psn, ts, frame_no, len));
     }
 
     /// An ACK (or a response) covered every request up to `psn`; `inclusive` false for a NAK,
@@ -567,21 +574,11 @@ impl Flow {
     }
 
     pub fn await_ack(&mut self, psn: Psn, ts: u64) {
-        if self.awaiting_ack.len() == MAX_OUTSTANDING {
-            self.awaiting_ack.pop_front();
-        }
-        // Room for one at first (most short flows wait for one ACK at a time), doubling after.
-        if self.awaiting_ack.capacity() == 0 {
-            self.awaiting_ack.reserve_exact(1);
-        }
-        self.awaiting_ack.push_back((psn, ts));
+        push_outstanding(&mut self.awaiting_ack, (psn, ts));
     }
 
     pub fn await_read(&mut self, psn: Psn, ts: u64) {
-        if self.awaiting_read.len() == MAX_OUTSTANDING {
-            self.awaiting_read.pop_front();
-        }
-        self.awaiting_read.push_back((psn, ts));
+        push_outstanding(&mut self.awaiting_read, (psn, ts));
     }
 
     /// CE marks older than `window_ns` before `now` will get no CNP any more.

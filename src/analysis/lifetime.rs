@@ -123,11 +123,15 @@ impl Analyzer {
             self.flows_ended += 1;
             self.fold_ended_samples(&flow);
             if let Some(e) = evidence {
-                let r = report.take().expect("kept flows have entries");
-                if self.tell_ended {
-                    report = Some(r.clone());
-                }
-                self.kept.reports.push(r);
+                // The entry itself when no output tells the flow's end; a copy when one does.
+                let kept = if self.tell_ended {
+                    report.clone()
+                } else {
+                    report.take()
+                };
+                self.kept
+                    .reports
+                    .push(kept.expect("kept flows have entries"));
                 self.kept.evidence.push(e);
             }
             if self.tell_ended {

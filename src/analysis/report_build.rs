@@ -247,12 +247,7 @@ fn flow_entry(f: &Flow, last_ts: u64, peer: PeerFacts, hosts: &HostNames) -> Flo
         recovery: Rare::of(f.recovery.report()),
         icrc_bad: f.icrc_bad.count,
         oversize: f.oversize.count,
-        peer: peer.map(|(key, _)| FlowLabel {
-            src: hosts.name(key.src),
-            dst: hosts.name(key.dst),
-            dqpn: key.dqpn.0,
-            vlan: key.vlan,
-        }),
+        peer: peer.map(|(key, _)| hosts.label(&key)),
         paired_by: f.paired_by,
         native_ib: f.native_ib,
     }
@@ -278,6 +273,15 @@ impl HostNames {
             .entry(ip)
             .or_insert_with(|| ip.to_string().into())
             .clone()
+    }
+
+    fn label(&self, key: &super::flow::FlowKey) -> FlowLabel<Arc<str>> {
+        FlowLabel {
+            src: self.name(key.src),
+            dst: self.name(key.dst),
+            dqpn: key.dqpn.0,
+            vlan: key.vlan,
+        }
     }
 }
 

@@ -7,23 +7,15 @@ use std::net::IpAddr;
 
 use super::{finding, CaptureFacts};
 use crate::analysis::flow::FlowEvidence;
-use crate::model::{CaptureReport, Finding, FindingCode, FlowReport, FlowRole, Severity};
+use crate::model::{
+    CaptureReport, Finding, FindingCode, FlowLabel, FlowReport, FlowRole, Severity,
+};
 use crate::words::plural;
 
-/// FNV-1a of a label as written: the same whatever pieces it is written in, and no string.
-fn label_hash(label: impl std::fmt::Display) -> u64 {
-    struct Fnv(u64);
-    impl std::fmt::Write for Fnv {
-        fn write_str(&mut self, s: &str) -> std::fmt::Result {
-            for b in s.bytes() {
-                self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-            }
-            Ok(())
-        }
-    }
-    let mut h = Fnv(0xcbf2_9ce4_8422_2325);
-    let _ = std::fmt::Write::write_fmt(&mut h, format_args!("{label}"));
-    h.0
+/// A flow's label as a map key of 8 bytes (checked on a hit).
+fn label_hash(label: FlowLabel<&str>) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(label)
 }
 
 /// A class as people write it: `PCP 3, DSCP 26` (no PCP when untagged).
@@ -139,9 +131,8 @@ pub(super) fn dscp_mismatch(
         .collect();
     for (i, (r, f)) in flows.iter().zip(evidence).enumerate() {
         let peer = r.peer.as_ref().and_then(|p| {
-            let j = *index.get(&label_hash(p))?;
-            let q = &flows[j];
-            (q.src == p.src && q.dst == p.dst && q.dqpn == p.dqpn && q.vlan == p.vlan).then_some(j)
+            let j = *index.get(&label_hash(p.as_parts()))?;
+            (flows[j].label_parts() == p.as_parts()).then_some(j)
         });
         let Some(j) = peer else {
             continue;
