@@ -121,6 +121,14 @@ impl Timelines {
         loop {
             let at = ts.saturating_sub(start) / self.width_ns;
             let first = *self.first_bin.get_or_insert(at);
+            // The whole span held, from the earlier of the first traffic and `ts` to the
+            // latest, must fit before any bin is added: a frame long before the first traffic
+            // (a damaged or merged capture) would otherwise pad billions of bins in front.
+            let last = self.last_ns.saturating_sub(start) / self.width_ns;
+            if last - at.min(first) >= MAX_BINS as u64 {
+                self.widen();
+                continue;
+            }
             if at < first {
                 // Earlier than the first traffic (a merged input's frames out of order).
                 let more = (first - at) as usize;
@@ -212,6 +220,22 @@ impl Timelines {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by tests/damaged.rs's mutated files: traffic 1,000 s after the capture's first
+    /// frame, then a frame at its start, padded 10^9 one-microsecond bins in front (64 GB).
+    #[test]
+    fn a_frame_long_before_the_first_traffic_widens_the_bins_first() {
+        let e = Event {
+            packets: 1,
+            ..Event::default()
+        };
+        let mut t = Timelines::default();
+        t.start(0);
+        t.add(0, 1_000_000_000_000, e);
+        t.add(0, 1, e);
+        assert!(t.flow(0).len() <= MAX_BINS, "{} bins", t.flow(0).len());
+        assert_eq!(t.flow(0).iter().map(|b| b.packets).sum::<u64>(), 2);
+    }
 
     #[test]
     fn bins_widen_through_round_numbers_and_keep_totals() {
