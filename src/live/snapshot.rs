@@ -116,8 +116,10 @@ pub struct Snapshot {
     pub sort: SortBy,
     pub qps: Vec<QpRow>,
     pub pfc: Vec<PfcRow>,
-    /// Newest first.
+    /// Newest first (the newest `FINDINGS_KEPT`).
     pub findings: Vec<LiveFinding>,
+    /// Every finding raised so far.
+    pub findings_raised: usize,
 }
 
 /// Takes snapshots: keeps what rates and "first raised" need between two of them.
@@ -219,6 +221,7 @@ impl Snapshots {
                 .take(FINDINGS_KEPT)
                 .cloned()
                 .collect(),
+            findings_raised: self.findings.len(),
         };
         self.last_at = Some(now);
         self.last_frames = counts.frames;

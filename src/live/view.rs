@@ -43,11 +43,13 @@ fn bold() -> Style {
 pub fn draw(f: &mut Frame, s: &Snapshot, state: &ViewState) {
     let area = f.area();
     let pfc_rows = s.pfc.len().clamp(1, 4) as u16;
+    // Findings get the room they need, up to a third of a tall terminal.
+    let finding_rows = (s.findings.len().max(1) as u16 + 1).clamp(5, (area.height / 3).max(5));
     let [header, qps, pfc, findings, footer] = Layout::vertical([
         Constraint::Length(3),
         Constraint::Min(4),
         Constraint::Length(pfc_rows + 3),
-        Constraint::Length(5),
+        Constraint::Length(finding_rows),
         Constraint::Length(1),
     ])
     .areas(area);
@@ -263,20 +265,27 @@ fn draw_pfc(f: &mut Frame, area: Rect, s: &Snapshot, state: &ViewState) {
 }
 
 fn draw_findings(f: &mut Frame, area: Rect, s: &Snapshot, state: &ViewState) {
-    let block = Block::default()
-        .borders(Borders::TOP)
-        .title(" Findings so far, newest first ");
+    let fit = usize::from(area.height.saturating_sub(1));
+    // Say how many are out of sight: the oldest are cut when the pane is full.
+    let title = match s.findings_raised {
+        0 => " Findings so far ".to_string(),
+        n if n > fit => format!(" Findings so far: {n}, the newest {fit} shown "),
+        n => format!(" Findings so far: {n}, newest first "),
+    };
+    let block = Block::default().borders(Borders::TOP).title(title);
     let lines: Vec<Line> = if s.findings.is_empty() {
         vec![Line::from("nothing looks wrong yet")]
     } else {
         s.findings
             .iter()
-            .take(usize::from(area.height.saturating_sub(1)))
+            .take(fit)
             .map(|x| {
+                // Shortened in the middle, as the QP labels: the QP stays in sight.
+                let room = usize::from(area.width).saturating_sub(7 + 24);
                 Line::from(vec![
                     Span::raw(format!("{:>5}s ", x.at_s)),
                     Span::styled(format!("{:<24}", x.code), style(state, Color::Red)),
-                    Span::raw(x.text.clone()),
+                    Span::raw(shorten(&x.text, room)),
                 ])
             })
             .collect()
@@ -362,6 +371,7 @@ mod tests {
                     text: "PSN gaps on 10.0.0.5 > 10.0.0.2 qp 0x000213 vlan 100".into(),
                 },
             ],
+            findings_raised: 2,
         }
     }
 
@@ -400,7 +410,7 @@ mod tests {
             "p3 (RoCE)",
             "12.5 ms",
             "25%",
-            "psn_loss",
+            "psn_loss                PSN gaps on 10.0.0.5 > 10.0… qp 0x000213 vlan 100",
             "q quit",
         ] {
             assert!(text.contains(want), "{want:?} not on the screen:\n{text}");
@@ -447,6 +457,37 @@ mod tests {
             assert!(text.contains("roce-sniff on"), "{w}x{h}:\n{text}");
             assert!(text.lines().all(|l| l.chars().count() <= usize::from(w)));
         }
+    }
+
+    #[test]
+    fn findings_grow_their_pane_and_say_how_many_are_out_of_sight() {
+        let mut s = fixed();
+        s.findings = (0..12)
+            .rev()
+            .map(|i| LiveFinding {
+                at_s: i,
+                code: "psn_loss",
+                text: format!("PSN gaps on 10.0.0.{i} > 10.0.0.2 qp 0x000213"),
+            })
+            .collect();
+        s.findings_raised = 12;
+        // A tall terminal shows them all, newest first.
+        let tall = screen(100, 60, &s, &ViewState::default());
+        assert!(tall.contains("Findings so far: 12, newest first"), "{tall}");
+        assert!(
+            tall.contains("10.0.0.11 >") && tall.contains("10.0.0.0 >"),
+            "{tall}"
+        );
+        // A short one keeps the newest and says the rest are out of sight.
+        let short = screen(100, 24, &s, &ViewState::default());
+        assert!(
+            short.contains("Findings so far: 12, the newest 7 shown"),
+            "{short}"
+        );
+        assert!(
+            short.contains("10.0.0.11 >") && !short.contains("10.0.0.0 >"),
+            "{short}"
+        );
     }
 
     #[test]
