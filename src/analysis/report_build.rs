@@ -14,9 +14,9 @@ use super::pfc::PauseTracker;
 use super::{Analyzer, CNP_WINDOW_NS};
 use crate::decode::FrameCounts;
 use crate::model::{
-    Bin, CaptureReport, CaptureWarning, Feedback, FlowLabel, FlowReport, FlowRole, FlowSeries,
-    MirrorReport, NakReport, PauseReport, PfcReport, PfcRow, PlotData, PriorityReport, Rates,
-    Report, Tally, SCHEMA,
+    Bin, CaptureReport, CaptureWarning, Feedback, Finding, FlowLabel, FlowReport, FlowRole,
+    FlowSeries, MirrorReport, NakReport, PauseReport, PfcReport, PfcRow, PlotData, PriorityReport,
+    Rates, Report, Tally, SCHEMA,
 };
 use crate::rare::Rare;
 
@@ -293,22 +293,34 @@ type Entries = (Vec<FlowReport>, Vec<FlowEvidence>, Vec<usize>);
 
 /// Entries numbered by their flows' ids, put in report order (most troubled first) and
 /// numbered from 1.
+/// Where entry `r`, at `at`, goes in the report.
+fn rank_of((r, at): (&FlowReport, u32)) -> (Rank, u32) {
+    let rank = (
+        std::cmp::Reverse((trouble(r), r.bytes)),
+        r.first_frame,
+        r.id as u32,
+    );
+    (rank, at)
+}
+
+/// Borrowed entries in report order (as `ranked` puts owned ones), for findings evaluated
+/// while the capture runs.
+fn ranked_refs<'a>(
+    reports: Vec<&'a FlowReport>,
+    evidence: Vec<&'a FlowEvidence>,
+) -> (Vec<&'a FlowReport>, Vec<&'a FlowEvidence>) {
+    let mut rank: Vec<(Rank, u32)> = reports.iter().copied().zip(0u32..).map(rank_of).collect();
+    rank.sort_unstable();
+    rank.iter()
+        .map(|&(_, at)| (reports[at as usize], evidence[at as usize]))
+        .unzip()
+}
+
 fn ranked(mut reports: Vec<FlowReport>, mut evidence: Vec<FlowEvidence>) -> Entries {
     // Sorted by small keys, the entries then put in place where they are: moving
     // kilobyte-sized entries n log n times, or into new vectors, was most of the time
     // and memory of a report with many flows.
-    let mut rank: Vec<(Rank, u32)> = reports
-        .iter()
-        .zip(0u32..)
-        .map(|(r, at)| {
-            let rank = (
-                std::cmp::Reverse((trouble(r), r.bytes)),
-                r.first_frame,
-                r.id as u32,
-            );
-            (rank, at)
-        })
-        .collect();
+    let mut rank: Vec<(Rank, u32)> = reports.iter().zip(0u32..).map(rank_of).collect();
     rank.sort_unstable();
     let from: Vec<u32> = rank.iter().map(|&(_, at)| at).collect();
     drop(rank);
@@ -340,25 +352,7 @@ impl Analyzer {
         flow_evidence(f, capture_end, self.peer_facts(f))
     }
 
-    /// Every flow of the run so far, ended (copies of the kept entries, numbered by their own
-    /// ids) or open: report entries most troubled first, numbered from 1, with their evidence
-    /// and the `Flow::id` of each.
-    fn flow_reports(&self) -> Entries {
-        let last_ts = self.state.last_ts;
-        let all = self.kept.reports.len() + self.flows.len();
-        let (mut reports, mut evidence) = (Vec::with_capacity(all), Vec::with_capacity(all));
-        // Copied straight into place: a copy of the kept chunks then moved into one vector
-        // was twice the copying, each second of capture time with --events.
-        reports.extend(self.kept.reports.iter().cloned());
-        evidence.extend(self.kept.evidence.iter().cloned());
-        for (i, f) in self.flows.iter().enumerate() {
-            reports.push(self.flow_report(f, last_ts));
-            evidence.push(self.flow_evidence(i, last_ts));
-        }
-        ranked(reports, evidence)
-    }
-
-    /// The same at the end, the open flows' state freed as their entries are made: peak memory
+    /// Every flow of the run at the end, the open flows' state freed as their entries are made: peak memory
     /// is the larger of the two, not their sum (100,000 short flows: 98 MB of state, 77 MB
     /// of entries and evidence).
     fn final_flow_reports(&mut self, kept: KeptFlows) -> Entries {
@@ -524,14 +518,34 @@ impl Analyzer {
         }
     }
 
-    /// The report of the traffic so far, findings included, the analysis going on (pauses in
-    /// force end now); with the analyzer's flow index of each report flow.
-    pub fn report_now(&self, meta: &CaptureMeta) -> (Report, Vec<usize>) {
+    /// The findings of the traffic so far, the analysis going on (pauses in force end now).
+    /// Ended flows' entries are borrowed where they are kept, only the open flows' are made:
+    /// copying every kept entry once a second made `-r --events` quadratic in the flows.
+    pub fn findings_now(&self, meta: &CaptureMeta) -> Vec<Finding> {
         let (mut pfc, mut pause) = (self.pfc.clone(), self.pause.clone());
         for t in pfc.values_mut().chain(pause.values_mut()) {
             t.finish(&self.cfg.pfc);
         }
-        self.report_with(&pfc, &pause, meta, self.flow_reports())
+        let last_ts = self.state.last_ts;
+        let open_reports: Vec<FlowReport> = self
+            .flows
+            .iter()
+            .map(|f| self.flow_report(f, last_ts))
+            .collect();
+        let open_evidence: Vec<FlowEvidence> = (0..self.flows.len())
+            .map(|i| self.flow_evidence(i, last_ts))
+            .collect();
+        let (reports, evidence) = ranked_refs(
+            self.kept.reports.iter().chain(&open_reports).collect(),
+            self.kept.evidence.iter().chain(&open_evidence).collect(),
+        );
+        findings::find(
+            &reports,
+            &evidence,
+            &self.capture_report(meta),
+            &self.pfc_report(&pfc, &pause),
+            &self.facts(&pfc, meta),
+        )
     }
 
     /// The report, with `pfc` and `pause` as the pause state.
@@ -542,7 +556,6 @@ impl Analyzer {
         meta: &CaptureMeta,
         (flows, evidence, order): Entries,
     ) -> (Report, Vec<usize>) {
-        let cfg = self.cfg;
         let mut report = Report {
             schema: SCHEMA,
             capture: self.capture_report(meta),
@@ -551,7 +564,27 @@ impl Analyzer {
             findings: Vec::new(),
             verify: None,
         };
-        let facts = CaptureFacts {
+        let flows: Vec<&FlowReport> = report.flows.iter().collect();
+        let evidence: Vec<&FlowEvidence> = evidence.iter().collect();
+        let found = findings::find(
+            &flows,
+            &evidence,
+            &report.capture,
+            &report.pfc,
+            &self.facts(pfc, meta),
+        );
+        report.findings = found;
+        (report, order)
+    }
+
+    /// What findings need of the capture beyond its report.
+    fn facts<'a>(
+        &'a self,
+        pfc: &BTreeMap<(MacAddr, u8), PauseTracker>,
+        meta: &'a CaptureMeta,
+    ) -> CaptureFacts<'a> {
+        let cfg = self.cfg;
+        CaptureFacts {
             link_types: &meta.counts.linktypes,
             first_ts_ns: meta.counts.first_ts.unwrap_or(0),
             other_by_pcp: &self.state.other_by_pcp,
@@ -564,9 +597,7 @@ impl Analyzer {
             cm_answered_by: self.state.last_ts.saturating_sub(super::CM_GRACE_NS),
             malformed_frames: &meta.counts.malformed_frames,
             icrc_unchecked_malformed: meta.counts.icrc_unchecked_malformed,
-        };
-        report.findings = findings::find(&report, &evidence, &facts);
-        (report, order)
+        }
     }
 
     fn pfc_rows(&self, roce_priorities: &[u8]) -> Vec<PfcRow> {

@@ -72,8 +72,8 @@ impl FindingWatch {
             warnings: Vec::new(),
             selection: None,
         };
-        let (report, _) = an.report_now(&meta);
-        self.untold(an.last_ts(), &report.findings)
+        let findings = an.findings_now(&meta);
+        self.untold(an.last_ts(), &findings)
     }
 
     /// The findings of `findings` not told yet, now told (the final report's at the end).

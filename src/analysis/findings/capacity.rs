@@ -30,8 +30,8 @@ const STANDARD_ETHERNET_MTU: u32 = 1024;
 pub(super) type LargestPayloads<'a> = HashMap<(&'a str, &'a str), [(usize, u32); 2]>;
 
 pub(super) fn largest_payloads<'a>(
-    flows: &'a [FlowReport],
-    evidence: &[FlowEvidence],
+    flows: &[&'a FlowReport],
+    evidence: &[&FlowEvidence],
 ) -> LargestPayloads<'a> {
     let mut by_hosts: LargestPayloads = HashMap::new();
     for (i, (r, f)) in flows.iter().zip(evidence).enumerate() {
@@ -64,7 +64,7 @@ pub(super) fn small_path_mtu(
     r: &FlowReport,
     f: &FlowEvidence,
     largest: &LargestPayloads,
-    flows: &[FlowReport],
+    flows: &[&FlowReport],
     index: usize,
     out: &mut Vec<Finding>,
 ) {

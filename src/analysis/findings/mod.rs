@@ -18,7 +18,7 @@ use super::pfc::MutualPause;
 use super::INCAST_MIN_SENDERS;
 use crate::model::{
     CaptureReport, Finding, FindingCode, FindingGroup, FlowReport, FlowRole, GroupMember,
-    PauseReport, PriorityReport, Report, Severity, WarningKind,
+    PauseReport, PfcReport, PriorityReport, Severity, WarningKind,
 };
 use crate::words::plural;
 
@@ -146,30 +146,27 @@ fn ranges(r: &FlowReport) -> String {
 }
 
 /// Every finding of a report, most severe first.
-pub fn find(report: &Report, evidence: &[FlowEvidence], facts: &CaptureFacts) -> Vec<Finding> {
+pub fn find(
+    flows: &[&FlowReport],
+    evidence: &[&FlowEvidence],
+    capture: &CaptureReport,
+    pfc: &PfcReport,
+    facts: &CaptureFacts,
+) -> Vec<Finding> {
     let mut out = Vec::new();
-    let mirror_lossy = report
-        .capture
-        .mirror_sessions
-        .values()
-        .any(|m| m.mirror_drops > 0);
-    let capture_lossy = mirror_lossy
-        || report
-            .capture
-            .warnings
-            .iter()
-            .any(|w| w.kind.frames_missing());
-    let paused = pfc_ecn::paused_priorities(&report.pfc);
-    let roce_dscp = qos::roce_dscp(&report.flows, evidence);
-    let largest_payloads = capacity::largest_payloads(&report.flows, evidence);
-    for (i, (r, f)) in report.flows.iter().zip(evidence).enumerate() {
+    let mirror_lossy = capture.mirror_sessions.values().any(|m| m.mirror_drops > 0);
+    let capture_lossy = mirror_lossy || capture.warnings.iter().any(|w| w.kind.frames_missing());
+    let paused = pfc_ecn::paused_priorities(pfc);
+    let roce_dscp = qos::roce_dscp(flows, evidence);
+    let largest_payloads = capacity::largest_payloads(flows, evidence);
+    for (i, (r, f)) in flows.iter().zip(evidence).enumerate() {
         let lossless = pfc_ecn::lossless(f, &paused, roce_dscp);
         loss_findings(r, f, capture_lossy, lossless, &mut out);
         pfc_ecn::ecn_heavy(r, f, &mut out);
         connections::unacknowledged_requests(r, f, &mut out);
         connections::nak_without_gap(r, f, &mut out);
         connections::read_range_violation(r, f, &mut out);
-        capacity::small_path_mtu(r, f, &largest_payloads, &report.flows, i, &mut out);
+        capacity::small_path_mtu(r, f, &largest_payloads, flows, i, &mut out);
         if let Some(link) = facts.link_gbps {
             let paused_here = f
                 .class
@@ -181,33 +178,21 @@ pub fn find(report: &Report, evidence: &[FlowEvidence], facts: &CaptureFacts) ->
         marking_findings(r, f, &mut out);
         qos::flow_class(r, f, &mut out);
     }
-    untagged_findings(&report.flows, evidence, facts, &mut out);
-    qos::dscp_mismatch(&report.flows, evidence, &mut out);
-    qos::vlan_mismatch(&report.flows, evidence, &mut out);
-    qos::gid_findings(&report.flows, evidence, &report.capture, &mut out);
-    qos::lossless_class_polluted(&report.flows, evidence, facts, &mut out);
-    pfc_findings(&report.pfc.priorities, &report.pfc.pause_8023x, &mut out);
-    pfc_ecn::loss_on_lossless_priority(&report.flows, evidence, &report.pfc, roce_dscp, &mut out);
-    pfc_ecn::pfc_priority_mismatch(&report.pfc, &mut out);
+    untagged_findings(flows, evidence, facts, &mut out);
+    qos::dscp_mismatch(flows, evidence, &mut out);
+    qos::vlan_mismatch(flows, evidence, &mut out);
+    qos::gid_findings(flows, evidence, capture, &mut out);
+    qos::lossless_class_polluted(flows, evidence, facts, &mut out);
+    pfc_findings(&pfc.priorities, &pfc.pause_8023x, &mut out);
+    pfc_ecn::loss_on_lossless_priority(flows, evidence, pfc, roce_dscp, &mut out);
+    pfc_ecn::pfc_priority_mismatch(pfc, &mut out);
     connections::cm_findings(facts.cm_requests, facts.cm_answered_by, &mut out);
     connections::icmp_unreachable(facts.icmp_errors, &mut out);
     pfc_ecn::pfc_misbehaviour(facts, &mut out);
-    pfc_ecn::pfc_before_ecn(&report.flows, evidence, &report.pfc, &mut out);
-    let roce_paused = paused
-        .iter()
-        .any(|p| report.pfc.roce_priorities.contains(p));
-    out.extend(incast(
-        &report.flows,
-        evidence,
-        facts.first_ts_ns,
-        roce_paused,
-    ));
-    capture_findings(
-        &report.capture,
-        &report.pfc.roce_priorities,
-        facts,
-        &mut out,
-    );
+    pfc_ecn::pfc_before_ecn(flows, evidence, pfc, &mut out);
+    let roce_paused = paused.iter().any(|p| pfc.roce_priorities.contains(p));
+    out.extend(incast(flows, evidence, facts.first_ts_ns, roce_paused));
+    capture_findings(capture, &pfc.roce_priorities, facts, &mut out);
     let mut out = group_by_code(out);
     out.sort_by(|a, b| a.severity.cmp(&b.severity).then(b.count.cmp(&a.count)));
     out
@@ -458,13 +443,17 @@ fn marking_findings(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
 
 /// Tagged and untagged RoCE data at once: some flows use the wrong GID index.
 fn untagged_findings(
-    flows: &[FlowReport],
-    evidence: &[FlowEvidence],
+    flows: &[&FlowReport],
+    evidence: &[&FlowEvidence],
     facts: &CaptureFacts,
     out: &mut Vec<Finding>,
 ) {
     if facts.link_types.contains_key(&LINKTYPE_ETHERNET) {
-        let data: Vec<&FlowReport> = flows.iter().filter(|r| r.role == FlowRole::Data).collect();
+        let data: Vec<&FlowReport> = flows
+            .iter()
+            .copied()
+            .filter(|r| r.role == FlowRole::Data)
+            .collect();
         let untagged: Vec<&&FlowReport> = data.iter().filter(|r| r.vlan.is_none()).collect();
         let _ = evidence;
         if !untagged.is_empty() && untagged.len() < data.len() {
@@ -541,8 +530,8 @@ const INCAST_TROUBLED_MIN_SENDERS: usize = 2;
 /// `INCAST_MIN_SENDERS`, or from two when the receiver's flows show CE, loss or resends, or
 /// the RoCE priority was paused.
 fn incast(
-    flows: &[FlowReport],
-    evidence: &[FlowEvidence],
+    flows: &[&FlowReport],
+    evidence: &[&FlowEvidence],
     capture_start: u64,
     roce_paused: bool,
 ) -> Option<Finding> {

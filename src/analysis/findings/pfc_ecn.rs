@@ -38,8 +38,8 @@ pub(super) fn lossless(f: &FlowEvidence, paused: &BTreeSet<u8>, roce_dscp: Optio
 
 /// PSN loss on a priority PFC paused: the priority is lossless, and still lost packets.
 pub(super) fn loss_on_lossless_priority(
-    flows: &[FlowReport],
-    evidence: &[FlowEvidence],
+    flows: &[&FlowReport],
+    evidence: &[&FlowEvidence],
     pfc: &PfcReport,
     roce_dscp: Option<u8>,
     out: &mut Vec<Finding>,
@@ -143,8 +143,8 @@ pub(super) fn pfc_misbehaviour(facts: &CaptureFacts, out: &mut Vec<Finding>) {
 
 /// A RoCE priority paused while none of its packets was CE-marked.
 pub(super) fn pfc_before_ecn(
-    flows: &[FlowReport],
-    evidence: &[FlowEvidence],
+    flows: &[&FlowReport],
+    evidence: &[&FlowEvidence],
     pfc: &PfcReport,
     out: &mut Vec<Finding>,
 ) {

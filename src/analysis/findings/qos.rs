@@ -29,12 +29,13 @@ fn class_name((pcp, dscp): (Option<u8>, u8)) -> String {
 /// RoCE data worth comparing classes of: not connection management (QP 1), not RoCEv1 or
 /// native InfiniBand (no IP header).
 fn roce_data<'a>(
-    flows: &'a [FlowReport],
-    evidence: &'a [FlowEvidence],
+    flows: &'a [&'a FlowReport],
+    evidence: &'a [&'a FlowEvidence],
 ) -> impl Iterator<Item = (usize, &'a FlowReport, &'a FlowEvidence, (Option<u8>, u8))> {
     flows
         .iter()
-        .zip(evidence)
+        .copied()
+        .zip(evidence.iter().copied())
         .enumerate()
         .filter(|(_, (r, f))| r.role == FlowRole::Data && r.dqpn != 1 && !f.rocev1 && !f.native_ib)
         .filter_map(|(i, (r, f))| Some((i, r, f, f.class?)))
@@ -50,7 +51,7 @@ fn majority<K: Ord + Copy>(items: impl Iterator<Item = (K, u64)>) -> Option<K> {
 }
 
 /// The DSCP most RoCE data carries.
-pub(super) fn roce_dscp(flows: &[FlowReport], evidence: &[FlowEvidence]) -> Option<u8> {
+pub(super) fn roce_dscp(flows: &[&FlowReport], evidence: &[&FlowEvidence]) -> Option<u8> {
     majority(roce_data(flows, evidence).map(|(_, r, _, c)| (c.1, r.packets)))
 }
 
@@ -92,8 +93,8 @@ pub(super) fn flow_class(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding
 
 /// DSCPs that differ between RoCE data flows, or between a connection's two directions.
 pub(super) fn dscp_mismatch(
-    flows: &[FlowReport],
-    evidence: &[FlowEvidence],
+    flows: &[&FlowReport],
+    evidence: &[&FlowEvidence],
     out: &mut Vec<Finding>,
 ) {
     let data: Vec<_> = roce_data(flows, evidence).collect();
@@ -170,8 +171,8 @@ pub(super) fn dscp_mismatch(
 /// VLANs of its own and is never compared. One finding per set of minority flows (a QP on the
 /// wrong VLAN shows at both its ends), named from the first host that shows it.
 pub(super) fn vlan_mismatch(
-    flows: &[FlowReport],
-    evidence: &[FlowEvidence],
+    flows: &[&FlowReport],
+    evidence: &[&FlowEvidence],
     out: &mut Vec<Finding>,
 ) {
     // (link, host) -> VLAN -> the data flows of that host on it, with the host's role.
@@ -240,8 +241,8 @@ fn is_link_local(ip: &IpAddr) -> bool {
 /// RoCEv1 frames, and RoCEv2 between link-local addresses: GID indexes that point at the
 /// wrong table entry.
 pub(super) fn gid_findings(
-    flows: &[FlowReport],
-    evidence: &[FlowEvidence],
+    flows: &[&FlowReport],
+    evidence: &[&FlowEvidence],
     capture: &CaptureReport,
     out: &mut Vec<Finding>,
 ) {
@@ -299,8 +300,8 @@ pub(super) fn gid_findings(
 
 /// UC/UD RoCE and non-RoCE traffic in the class of RC RoCE.
 pub(super) fn lossless_class_polluted(
-    flows: &[FlowReport],
-    evidence: &[FlowEvidence],
+    flows: &[&FlowReport],
+    evidence: &[&FlowEvidence],
     facts: &CaptureFacts,
     out: &mut Vec<Finding>,
 ) {
