@@ -41,7 +41,7 @@ where
     if let Some(what) = crate::cli::generate::requested(&args) {
         return match crate::cli::generate::write(what, &mut io::stdout().lock()) {
             Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
-                eprintln!("roce-sniff: --generate: {e}");
+                stderr_line!("roce-sniff: --generate: {e}");
                 ExitCode::from(exit::ERROR)
             }
             _ => ExitCode::from(exit::OK),
@@ -50,7 +50,7 @@ where
     let config = match Config::from_args(args) {
         Ok(c) => c,
         Err(e) if e.use_stderr() => {
-            eprintln!("roce-sniff: {}", one_line(&e));
+            stderr_line!("roce-sniff: {}", one_line(&e));
             return ExitCode::from(exit::ERROR);
         }
         Err(e) => {
@@ -63,7 +63,7 @@ where
         Ok(code) => ExitCode::from(code),
         Err(Error::Output { source, .. }) if is_broken_pipe(&source) => ExitCode::from(exit::OK),
         Err(e) => {
-            eprintln!("roce-sniff: {e}");
+            stderr_line!("roce-sniff: {e}");
             ExitCode::from(exit::ERROR)
         }
     }
@@ -172,7 +172,7 @@ fn with_finding_selection(
     let selection = crate::select::FindingSelection::of(&report, codes);
     let names: Vec<&str> = codes.iter().map(|c| c.name()).collect();
     if selection.is_empty() {
-        eprintln!(
+        stderr_line!(
             "roce-sniff: --finding {}: no such finding in this capture, so no frame is kept",
             names.join(",")
         );
@@ -187,7 +187,7 @@ fn with_finding_selection(
         if !selection.frames.is_empty() {
             kept.push(format!("{} frames cited", selection.frames.len()));
         }
-        eprintln!(
+        stderr_line!(
             "roce-sniff: --finding {}: keeping {}",
             names.join(","),
             kept.join(" and ")
@@ -242,7 +242,7 @@ fn run_correlate(config: &Config, paths: &[String]) -> Result<u8, Error> {
     let doc = crate::correlate::correlate(&points, *decode, config.max_warnings)?;
     if let Some(dir) = report_dir {
         crate::report::correlation_dir::write_dir(dir, &doc)?;
-        eprintln!(
+        stderr_line!(
             "roce-sniff: report written to {}",
             crate::error::shown(&dir.join("index.html").to_string_lossy())
         );
@@ -266,9 +266,10 @@ fn fail_on_code(fail_on: Option<&crate::exit::FailOn>, findings: &[crate::model:
     let Some(f) = fail_on.and_then(|f| f.first_failing(findings)) else {
         return exit::OK;
     };
-    eprintln!(
+    stderr_line!(
         "roce-sniff: --fail-on: {} {} raised (exit code 1)",
-        f.severity, f.code
+        f.severity,
+        f.code
     );
     exit::VERIFY_FAILED
 }
@@ -329,7 +330,7 @@ fn expand_directories(paths: &[String]) -> Result<Vec<String>, Error> {
         files.sort();
         files.retain(|f| match not_a_capture(f) {
             Some(why) => {
-                eprintln!(
+                stderr_line!(
                     "roce-sniff: warning: {}: {why}; skipped",
                     crate::error::shown(f)
                 );
@@ -452,7 +453,7 @@ fn packets_from_file<W: Write + Send>(
     let frames = counts.frames;
     if frames == 0 {
         if let Some(s) = &end.selection {
-            eprintln!("roce-sniff: {}", nothing_kept(s));
+            stderr_line!("roce-sniff: {}", nothing_kept(s));
         }
     }
     let selection = end.selection.clone();
@@ -558,7 +559,7 @@ fn report_from_file(
         };
         let stats = crate::annotate::write_copy(out_file, plan)?;
         if let Some(path) = &opts.annotate {
-            eprintln!(
+            stderr_line!(
                 "roce-sniff: {} frames, {} comments, written to {}",
                 stats.frames,
                 stats.comments,
@@ -609,7 +610,7 @@ impl MetricsOutput {
         let server = crate::monitor::http::MetricsServer::bind(&cfg.addr).map_err(|e| {
             Error::Usage(format!("--metrics={}: cannot listen there: {e}", cfg.addr))
         })?;
-        eprintln!("roce-sniff: metrics at http://{}/metrics", server.addr);
+        stderr_line!("roce-sniff: metrics at http://{}/metrics", server.addr);
         Ok(Some(MetricsOutput {
             server,
             metrics: crate::monitor::metrics::Metrics::new(cfg.max_qps),
@@ -656,7 +657,7 @@ impl MetricsOutput {
         if stop.swap(false, std::sync::atomic::Ordering::SeqCst) {
             return;
         }
-        eprintln!(
+        stderr_line!(
             "roce-sniff: the capture is analysed; serving its final metrics at http://{}/metrics until SIGINT or SIGTERM",
             self.server.addr
         );
@@ -788,12 +789,12 @@ fn render(
                     text.push_str(&report::verify::render(v, &report.capture.file));
                 }
                 report::dir::write_dir(dir, report, &text, plots)?;
-                eprintln!(
+                stderr_line!(
                     "roce-sniff: report written to {}",
                     dir.join("index.html").display()
                 );
             }
-            None => eprintln!(
+            None => stderr_line!(
                 "roce-sniff: no frames, so no report directory was written to {}",
                 dir.display()
             ),
@@ -816,7 +817,7 @@ fn render(
         .and_then(|_| out.flush())
         .map_err(output_error(opts.json.as_ref()))?;
     if let Some(Output::File(path)) = &opts.json {
-        eprintln!(
+        stderr_line!(
             "roce-sniff: report written to {}",
             crate::error::shown(&path.to_string_lossy())
         );
@@ -835,7 +836,7 @@ fn render(
 /// Says when an explicit --bin was widened to keep the timelines within their bin limit.
 fn note_widened_bin(asked_ns: Option<u64>, plots: &PlotData) {
     if let Some(asked) = asked_ns.filter(|&a| a != plots.bin_ns) {
-        eprintln!(
+        stderr_line!(
             "roce-sniff: note: --bin {} would give more than {} bins over this capture; the timelines use {} bins",
             report::plots::human_ns(asked),
             crate::analysis::timeline::MAX_BINS,
@@ -913,7 +914,7 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
     check_outputs(config, &[])?;
     let mut diagnostics = Diagnostics::new(&live.interface, config.max_warnings);
     let source = LiveSource::open(live, &mut diagnostics)?;
-    eprintln!(
+    stderr_line!(
         "roce-sniff: listening on {}, link type {} ({}), filter: {}",
         source.interface,
         source.linktype,
@@ -937,7 +938,7 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
             let end = source.for_each_batch(stop, |batch, status| {
                 pipeline.records(batch, status)?;
                 if let Some(h) = hint.check(&iface, pipeline.counts().roce) {
-                    eprintln!("roce-sniff: {h}");
+                    stderr_line!("roce-sniff: {h}");
                 }
                 Ok(())
             })?;

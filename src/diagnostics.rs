@@ -43,7 +43,7 @@ impl Diagnostics {
 
     fn print(&self, line: &str) {
         if self.print {
-            eprintln!("roce-sniff: warning: {}: {line}", self.source);
+            stderr_line!("roce-sniff: warning: {}: {line}", self.source);
         }
     }
 

@@ -8,6 +8,16 @@
 //! freed heap pages to the system (`memory`).
 #![deny(unsafe_code)]
 
+/// `eprintln!` that never panics: once the terminal is gone (a closed SSH session), writing
+/// to it fails, and `eprintln!` would panic before the outputs still to be written (the
+/// report file, the events) are written.
+macro_rules! stderr_line {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod analysis;
 pub mod annotate;
 pub mod app;

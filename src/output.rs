@@ -79,7 +79,7 @@ pub fn prepare_report_dir(dir: &std::path::Path, inputs: &[&str]) -> Result<(), 
         refuse_input(&dir.join(name), inputs)?;
     }
     if dir.join("index.html").exists() {
-        eprintln!(
+        stderr_line!(
             "roce-sniff: replacing the report in {}",
             crate::error::shown(&dir.to_string_lossy())
         );

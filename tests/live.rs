@@ -289,6 +289,7 @@ fn live_capture_matches_offline_analysis() {
     ctrl_c_ends_with_the_report(&n);
     status_lines_go_on_after_the_hint(&n);
     the_view_shows_the_troubled_qps_while_the_capture_runs(&n);
+    a_closed_terminal_ends_the_view_with_its_outputs_written(&n, &dir);
     a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs(&n, &dir);
     a_monitor_feeds_prometheus_and_a_rolling_dataset_as_the_offline_report_tells(&n, &dir);
     down_interface_and_permissions(&n);
@@ -691,6 +692,68 @@ fn the_view_shows_the_troubled_qps_while_the_capture_runs(n: &Netns) {
         "{after}"
     );
     assert!(after.contains("EXIT=0"), "{after}");
+}
+
+/// The terminal goes away under the view (a closed SSH session; here a killed tmux session):
+/// the capture ends as on SIGHUP, with its report and events written, and does not spin.
+/// Before, crossterm spun reading 0 bytes from the dead terminal, so the process never ended,
+/// and the hang-up's second SIGHUP counted as a second Ctrl-C, ending it before its outputs.
+fn a_closed_terminal_ends_the_view_with_its_outputs_written(n: &Netns, dir: &Path) {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        eprintln!("SKIPPED closed terminal test: tmux is not installed");
+        return;
+    }
+    let session = format!("rsh{}", std::process::id());
+    let json = dir.join("hangup.json");
+    let events = dir.join("hangup.ndjson");
+    let command = format!(
+        "{} -i {} --json={} --events={}",
+        bin(),
+        n.host_end,
+        json.display(),
+        events.display()
+    );
+    let tmux = |args: &[&str]| Command::new("tmux").args(args).output().unwrap();
+    tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &session,
+        "-x",
+        "100",
+        "-y",
+        "30",
+        &command,
+    ]);
+    std::thread::sleep(Duration::from_millis(1_500));
+    replay_into(n, &testdata("sample.pcap"), Some("20"));
+    std::thread::sleep(Duration::from_millis(1_000));
+    let running = || {
+        Command::new("pgrep")
+            .args(["-f", &json.display().to_string()])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    assert!(running(), "the capture did not start in tmux");
+    tmux(&["kill-session", "-t", &session]);
+    let ended = (0..50).any(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        !running()
+    });
+    if !ended {
+        Command::new("pkill")
+            .args(["-9", "-f", &json.display().to_string()])
+            .status()
+            .ok();
+    }
+    assert!(ended, "the capture went on after its terminal closed");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["capture"]["roce_packets"], 13822, "{report}");
+    let flow_ends = json_lines(&events)
+        .iter()
+        .filter(|e| e["event"] == "flow_end")
+        .count();
+    assert_eq!(flow_ends, 8);
 }
 
 /// A down interface and a user without capture rights get one line each, and exit code 2.

@@ -122,7 +122,7 @@ impl WholeExport {
         rows::write_pfc(&self.cfg.table_path("pfc"), &bins, self.cfg.bin_ns)?;
         let _ = std::fs::remove_file(&self.packets_path);
         let _ = std::fs::remove_file(&self.timeline_path);
-        eprintln!(
+        stderr_line!(
             "roce-sniff: tables packets, flows, findings, timeline, pfc written to {} (partition capture={})",
             crate::error::shown(&self.cfg.dir.to_string_lossy()),
             self.cfg.capture

@@ -47,7 +47,7 @@ impl Status {
     pub fn note(&self, message: &str) {
         match &self.bar {
             Some(b) => b.println(message),
-            None => eprintln!("{message}"),
+            None => stderr_line!("{message}"),
         }
     }
 
@@ -55,7 +55,7 @@ impl Status {
         let msg = line(&s, self.previous.as_ref());
         match &self.bar {
             Some(b) => b.set_message(msg),
-            None => eprintln!("roce-sniff: {msg}"),
+            None => stderr_line!("roce-sniff: {msg}"),
         }
         self.last = Instant::now();
         self.previous = Some(s);

@@ -2,9 +2,11 @@
 //! capture loop offers (a channel of one: a snapshot the display has not taken yet is
 //! replaced, never waited for), reads keys, and draws. It runs at a lower priority (nice) than
 //! the capture, and restores the terminal on the way out. `q` and Ctrl-C (a key in raw mode)
-//! end the capture through the same flag as SIGINT.
+//! end the capture through the same flag as SIGINT, and so does a terminal that goes away
+//! (a closed SSH session, a killed tmux pane).
 
-use std::io;
+use std::io::{self, IsTerminal};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
 use std::sync::Arc;
@@ -38,9 +40,17 @@ impl LiveView {
             .name("live-view".into())
             .spawn(move || {
                 lower_priority();
-                let r = display_loop(terminal, rx, stop, &shared);
-                ratatui::restore();
-                r
+                let mut terminal = terminal;
+                let r = display_loop(&mut terminal, rx, stop, &shared);
+                if matches!(r, Ok(Ending::Finished)) {
+                    drop(terminal);
+                } else {
+                    // The terminal is gone or failing: its drop would write to it once more,
+                    // and report the failure with a panicking eprintln.
+                    std::mem::forget(terminal);
+                }
+                let _ = ratatui::try_restore();
+                r.map(|_| ())
             })?;
         Ok(LiveView {
             snapshots: Some(tx),
@@ -108,16 +118,88 @@ fn lower_priority() {
     let _ = rustix::process::setpriority_process(Some(tid), DISPLAY_NICE);
 }
 
+/// The terminal the keys come from: standard input when it is one, else /dev/tty (as
+/// crossterm reads them).
+enum KeySource {
+    Stdin(io::Stdin),
+    Tty(std::fs::File),
+}
+
+impl KeySource {
+    fn open() -> Option<KeySource> {
+        let stdin = io::stdin();
+        if stdin.is_terminal() {
+            return Some(KeySource::Stdin(stdin));
+        }
+        std::fs::File::open("/dev/tty").ok().map(KeySource::Tty)
+    }
+
+    fn fd(&self) -> BorrowedFd<'_> {
+        match self {
+            KeySource::Stdin(s) => s.as_fd(),
+            KeySource::Tty(f) => f.as_fd(),
+        }
+    }
+}
+
+/// What waiting up to `KEY_POLL` for a key found.
+#[derive(Debug, PartialEq, Eq)]
+enum Keys {
+    Ready,
+    None,
+    /// The terminal hung up.
+    Gone,
+}
+
+/// Waits for keys ourselves before crossterm reads them: on a terminal that went away,
+/// crossterm's poll spins on a read of 0 bytes forever, timeout or not (crossterm issue
+/// #793), which kept the capture from ending and burnt a core.
+fn wait_for_keys(keys: &KeySource) -> io::Result<Keys> {
+    use rustix::event::{PollFd, PollFlags, Timespec};
+    let timeout = Timespec {
+        tv_sec: 0,
+        tv_nsec: KEY_POLL.as_nanos() as _,
+    };
+    let fd = keys.fd();
+    let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+    match rustix::event::poll(&mut fds, Some(&timeout)) {
+        Ok(0) => Ok(Keys::None),
+        Ok(_) => Ok(hangup_or_keys(fds[0].revents())),
+        Err(rustix::io::Errno::INTR) => Ok(Keys::None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn hangup_or_keys(revents: rustix::event::PollFlags) -> Keys {
+    use rustix::event::PollFlags;
+    if revents.intersects(PollFlags::HUP | PollFlags::ERR | PollFlags::NVAL) {
+        Keys::Gone
+    } else if revents.contains(PollFlags::IN) {
+        Keys::Ready
+    } else {
+        Keys::None
+    }
+}
+
+/// How the display ended.
+enum Ending {
+    /// The capture ended.
+    Finished,
+    /// The terminal hung up; the capture was told to end.
+    TerminalGone,
+}
+
 fn display_loop(
-    mut terminal: ratatui::DefaultTerminal,
+    terminal: &mut ratatui::DefaultTerminal,
     rx: Receiver<Snapshot>,
     stop: &AtomicBool,
     sort: &AtomicU8,
-) -> io::Result<()> {
+) -> io::Result<Ending> {
     let mut state = ViewState {
         color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
         ..ViewState::default()
     };
+    let keys = KeySource::open();
     let mut shown = Snapshot::default();
     let mut dirty = true;
     loop {
@@ -128,7 +210,7 @@ fn display_loop(
                     dirty = true;
                 }
             }
-            Err(TryRecvError::Disconnected) => return Ok(()),
+            Err(TryRecvError::Disconnected) => return Ok(Ending::Finished),
             Err(TryRecvError::Empty) => {}
         }
         if dirty {
@@ -136,7 +218,18 @@ fn display_loop(
             terminal.draw(|f| view::draw(f, &shown, &state))?;
             dirty = false;
         }
-        if !event::poll(KEY_POLL)? {
+        let ready = match keys.as_ref().map(wait_for_keys).transpose()? {
+            Some(Keys::Gone) => {
+                // Nobody is watching: the capture ends as on SIGHUP, its report and outputs
+                // written.
+                stop.store(true, Ordering::SeqCst);
+                return Ok(Ending::TerminalGone);
+            }
+            Some(Keys::None) => false,
+            Some(Keys::Ready) => event::poll(Duration::ZERO)?,
+            None => event::poll(KEY_POLL)?,
+        };
+        if !ready {
             continue;
         }
         match event::read()? {
@@ -165,5 +258,21 @@ fn display_loop(
             Event::Resize(..) => dirty = true,
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustix::event::PollFlags;
+
+    #[test]
+    fn a_hung_up_terminal_is_told_from_a_key() {
+        assert_eq!(hangup_or_keys(PollFlags::IN), Keys::Ready);
+        // A closed terminal is readable too (a read of 0 bytes): the hang-up decides.
+        assert_eq!(hangup_or_keys(PollFlags::IN | PollFlags::HUP), Keys::Gone);
+        assert_eq!(hangup_or_keys(PollFlags::ERR), Keys::Gone);
+        assert_eq!(hangup_or_keys(PollFlags::NVAL), Keys::Gone);
+        assert_eq!(hangup_or_keys(PollFlags::empty()), Keys::None);
     }
 }
