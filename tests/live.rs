@@ -619,38 +619,54 @@ fn status_lines_go_on_after_the_hint(n: &Netns) {
     assert!(after.contains("kernel 14623 received, 0 dropped"), "{err}");
 }
 
-/// `tmux` as the terminal: the view opens before the traffic, shows the QPs, the paused
-/// priority and the kernel's counters while it runs; `q` ends it with the report, kernel
-/// counters included, on the normal screen.
-fn the_view_shows_the_troubled_qps_while_the_capture_runs(n: &Netns) {
-    if Command::new("tmux").arg("-V").output().is_err() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "tmux missing under CI: `make test` installs it"
-        );
-        eprintln!("SKIPPED live view test: tmux is not installed");
-        return;
+/// tmux, the terminal of the live view tests, is there (`make test` installs it; under CI a
+/// missing one fails the test instead of skipping it).
+fn tmux_installed(test: &str) -> bool {
+    if Command::new("tmux").arg("-V").output().is_ok() {
+        return true;
     }
-    let session = format!("rsv{}", std::process::id());
-    let tmux = |args: &[&str]| {
-        Command::new("tmux")
-            .args(args)
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default()
-    };
-    let command = format!("{} -i {}; echo EXIT=$?; sleep 60", bin(), n.host_end);
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "tmux missing under CI: `make test` installs it"
+    );
+    eprintln!("SKIPPED {test} test: tmux is not installed");
+    false
+}
+
+/// Runs tmux; its standard output.
+fn tmux(args: &[&str]) -> String {
+    Command::new("tmux")
+        .args(args)
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default()
+}
+
+/// A detached 100x30 tmux session running `command`.
+fn tmux_session(session: &str, command: &str) {
     tmux(&[
         "new-session",
         "-d",
         "-s",
-        &session,
+        session,
         "-x",
         "100",
         "-y",
         "30",
-        &command,
+        command,
     ]);
+}
+
+/// `tmux` as the terminal: the view opens before the traffic, shows the QPs, the paused
+/// priority and the kernel's counters while it runs; `q` ends it with the report, kernel
+/// counters included, on the normal screen.
+fn the_view_shows_the_troubled_qps_while_the_capture_runs(n: &Netns) {
+    if !tmux_installed("live view") {
+        return;
+    }
+    let session = format!("rsv{}", std::process::id());
+    let command = format!("{} -i {}; echo EXIT=$?; sleep 60", bin(), n.host_end);
+    tmux_session(&session, &command);
     let screen = || tmux(&["capture-pane", "-p", "-t", &session]);
     // The hint comes after 5 s without RoCE; the view stays.
     std::thread::sleep(Duration::from_millis(6_000));
@@ -699,8 +715,7 @@ fn the_view_shows_the_troubled_qps_while_the_capture_runs(n: &Netns) {
 /// Before, crossterm spun reading 0 bytes from the dead terminal, so the process never ended,
 /// and the hang-up's second SIGHUP counted as a second Ctrl-C, ending it before its outputs.
 fn a_closed_terminal_ends_the_view_with_its_outputs_written(n: &Netns, dir: &Path) {
-    if Command::new("tmux").arg("-V").output().is_err() {
-        eprintln!("SKIPPED closed terminal test: tmux is not installed");
+    if !tmux_installed("closed terminal") {
         return;
     }
     let session = format!("rsh{}", std::process::id());
@@ -713,18 +728,7 @@ fn a_closed_terminal_ends_the_view_with_its_outputs_written(n: &Netns, dir: &Pat
         json.display(),
         events.display()
     );
-    let tmux = |args: &[&str]| Command::new("tmux").args(args).output().unwrap();
-    tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        &session,
-        "-x",
-        "100",
-        "-y",
-        "30",
-        &command,
-    ]);
+    tmux_session(&session, &command);
     std::thread::sleep(Duration::from_millis(1_500));
     replay_into(n, &testdata("sample.pcap"), Some("20"));
     std::thread::sleep(Duration::from_millis(1_000));
