@@ -291,8 +291,6 @@ const RELEASE_EVERY: usize = 2_048;
 /// Report entries in report order, their evidence, and the `Flow::id` of each.
 type Entries = (Vec<FlowReport>, Vec<FlowEvidence>, Vec<usize>);
 
-/// Entries numbered by their flows' ids, put in report order (most troubled first) and
-/// numbered from 1.
 /// Where entry `r`, at `at`, goes in the report.
 fn rank_of((r, at): (&FlowReport, u32)) -> (Rank, u32) {
     let rank = (
@@ -316,6 +314,8 @@ fn ranked_refs<'a>(
         .unzip()
 }
 
+/// Entries numbered by their flows' ids, put in report order (most troubled first) and
+/// numbered from 1.
 fn ranked(mut reports: Vec<FlowReport>, mut evidence: Vec<FlowEvidence>) -> Entries {
     // Sorted by small keys, the entries then put in place where they are: moving
     // kilobyte-sized entries n log n times, or into new vectors, was most of the time
@@ -352,9 +352,9 @@ impl Analyzer {
         flow_evidence(f, capture_end, self.peer_facts(f))
     }
 
-    /// Every flow of the run at the end, the open flows' state freed as their entries are made: peak memory
-    /// is the larger of the two, not their sum (100,000 short flows: 98 MB of state, 77 MB
-    /// of entries and evidence).
+    /// Every flow of the run at the end, the open flows' state freed as their entries are
+    /// made: peak memory is the larger of the two, not their sum (100,000 short flows: 98 MB
+    /// of state, 77 MB of entries and evidence).
     fn final_flow_reports(&mut self, kept: KeptFlows) -> Entries {
         let last_ts = self.state.last_ts;
         let open = self.flows.len();

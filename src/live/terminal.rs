@@ -6,7 +6,7 @@
 //! (a closed SSH session, a killed tmux pane).
 
 use std::io::{self, IsTerminal};
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
 use std::sync::Arc;
@@ -118,28 +118,14 @@ fn lower_priority() {
     let _ = rustix::process::setpriority_process(Some(tid), DISPLAY_NICE);
 }
 
-/// The terminal the keys come from: standard input when it is one, else /dev/tty (as
-/// crossterm reads them).
-enum KeySource {
-    Stdin(io::Stdin),
-    Tty(std::fs::File),
-}
-
-impl KeySource {
-    fn open() -> Option<KeySource> {
-        let stdin = io::stdin();
-        if stdin.is_terminal() {
-            return Some(KeySource::Stdin(stdin));
-        }
-        std::fs::File::open("/dev/tty").ok().map(KeySource::Tty)
+/// The terminal the keys come from, as crossterm reads them: standard input when it is one,
+/// else /dev/tty.
+fn key_source() -> Option<OwnedFd> {
+    let stdin = io::stdin();
+    if stdin.is_terminal() {
+        return stdin.as_fd().try_clone_to_owned().ok();
     }
-
-    fn fd(&self) -> BorrowedFd<'_> {
-        match self {
-            KeySource::Stdin(s) => s.as_fd(),
-            KeySource::Tty(f) => f.as_fd(),
-        }
-    }
+    std::fs::File::open("/dev/tty").ok().map(OwnedFd::from)
 }
 
 /// What waiting up to `KEY_POLL` for a key found.
@@ -154,14 +140,13 @@ enum Keys {
 /// Waits for keys ourselves before crossterm reads them: on a terminal that went away,
 /// crossterm's poll spins on a read of 0 bytes forever, timeout or not (crossterm issue
 /// #793), which kept the capture from ending and burnt a core.
-fn wait_for_keys(keys: &KeySource) -> io::Result<Keys> {
+fn wait_for_keys(keys: &OwnedFd) -> io::Result<Keys> {
     use rustix::event::{PollFd, PollFlags, Timespec};
     let timeout = Timespec {
         tv_sec: 0,
         tv_nsec: KEY_POLL.as_nanos() as _,
     };
-    let fd = keys.fd();
-    let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+    let mut fds = [PollFd::new(keys, PollFlags::IN)];
     match rustix::event::poll(&mut fds, Some(&timeout)) {
         Ok(0) => Ok(Keys::None),
         Ok(_) => Ok(hangup_or_keys(fds[0].revents())),
@@ -199,7 +184,7 @@ fn display_loop(
         color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
         ..ViewState::default()
     };
-    let keys = KeySource::open();
+    let keys = key_source();
     let mut shown = Snapshot::default();
     let mut dirty = true;
     loop {
