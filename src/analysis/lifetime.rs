@@ -24,7 +24,7 @@ pub struct KeptFlows {
 /// state as it ended and its report entry, numbered by its own id.
 #[derive(Debug)]
 pub struct EndedFlow {
-    pub flow: Flow,
+    pub flow: Box<Flow>,
     /// Its report entry, when asked for (`tell_ended(true)`) or kept anyway.
     pub report: Option<FlowReport>,
     /// When it ended: the capture time of the check that found it idle.
@@ -117,7 +117,7 @@ impl Analyzer {
         }
         // The higher index first, so that removing it does not move the other.
         members.sort_unstable_by(|a, b| b.cmp(a));
-        let mut flows: Vec<Flow> = members.iter().map(|&m| self.remove_flow(m)).collect();
+        let mut flows: Vec<Box<Flow>> = members.iter().map(|&m| self.remove_flow(m)).collect();
         flows.reverse();
         for (flow, (mut report, evidence)) in flows.into_iter().zip(entries) {
             self.flows_ended += 1;
@@ -145,7 +145,7 @@ impl Analyzer {
     }
 
     /// Takes flow `i` out of the open flows, renumbering the flow moved into its place.
-    fn remove_flow(&mut self, i: usize) -> Flow {
+    fn remove_flow(&mut self, i: usize) -> Box<Flow> {
         let key = self.flows[i].key;
         self.index.remove(&key);
         self.forget_data_flow(i);

@@ -498,7 +498,7 @@ impl Analyzer {
                 self.flows[j].paired_by = Some(PairingMethod::RdmaCm);
             }
         }
-        self.flows.push(flow);
+        self.flows.push(Box::new(flow));
         self.index.insert(key, i);
         Some(i)
     }
