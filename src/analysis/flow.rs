@@ -47,33 +47,48 @@ impl fmt::Display for FlowKey {
     }
 }
 
-/// Counts by a small key (a DSCP, an opcode) of which a flow uses few: a short list, not a
-/// 64-entry array (512 bytes a flow) or a map node per flow.
+/// Counts by a small key (a DSCP, an opcode) of which a flow uses few: one key in place (the
+/// common case: a churn's flows each allocated two one-entry lists), a short list beyond, never
+/// a 64-entry array (512 bytes a flow) or a map node per flow.
 #[derive(Debug, Clone, Default)]
-pub struct SmallTally(Vec<(u8, u64)>);
+pub enum SmallTally {
+    #[default]
+    Empty,
+    One((u8, u64)),
+    Many(Vec<(u8, u64)>),
+}
 
 impl SmallTally {
     pub fn add(&mut self, key: u8) {
-        match self.0.iter_mut().find(|e| e.0 == key) {
-            Some(e) => e.1 += 1,
-            None => {
-                // One key is the common case: room for it alone, not the four a first push
-                // reserves (a hundred thousand flows, two tallies each).
-                if self.0.capacity() == 0 {
-                    self.0.reserve_exact(1);
-                }
-                self.0.push((key, 1))
-            }
+        match self {
+            SmallTally::Empty => *self = SmallTally::One((key, 1)),
+            SmallTally::One((k, n)) if *k == key => *n += 1,
+            SmallTally::One(first) => *self = SmallTally::Many(vec![*first, (key, 1)]),
+            SmallTally::Many(list) => match list.iter_mut().find(|e| e.0 == key) {
+                Some(e) => e.1 += 1,
+                None => list.push((key, 1)),
+            },
+        }
+    }
+
+    fn entries(&self) -> &[(u8, u64)] {
+        match self {
+            SmallTally::Empty => &[],
+            SmallTally::One(first) => std::slice::from_ref(first),
+            SmallTally::Many(list) => list,
         }
     }
 
     pub fn get(&self, key: u8) -> u64 {
-        self.0.iter().find(|e| e.0 == key).map_or(0, |e| e.1)
+        self.entries()
+            .iter()
+            .find(|e| e.0 == key)
+            .map_or(0, |e| e.1)
     }
 
-    /// (key, count) of every key counted, in no particular order.
+    /// (key, count) of every key counted, in the order first counted.
     pub fn iter(&self) -> impl Iterator<Item = (u8, u64)> + '_ {
-        self.0.iter().copied()
+        self.entries().iter().copied()
     }
 }
 
@@ -707,6 +722,23 @@ impl Flow {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_small_tally_counts_each_key_as_it_grows_past_one() {
+        let mut t = SmallTally::default();
+        assert_eq!(t.iter().count(), 0);
+        for key in [26, 26, 0, 26, 46, 0] {
+            t.add(key);
+        }
+        assert_eq!((t.get(26), t.get(0), t.get(46), t.get(1)), (3, 2, 1, 0));
+        let entries: Vec<(u8, u64)> = t.iter().collect();
+        assert_eq!(entries, [(26, 3), (0, 2), (46, 1)]);
+        // One key stays in place: no list to allocate.
+        let mut one = SmallTally::default();
+        one.add(3);
+        one.add(3);
+        assert!(matches!(one, SmallTally::One((3, 2))));
+    }
 
     fn allowance_for(rtts_us: &[u64]) -> AckAllowance {
         let mut s = Samples::default();
