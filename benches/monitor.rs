@@ -1,20 +1,27 @@
 //! The live monitor's work on a churning cluster (short-lived QPs and their ACKs, a 5 ms flow
-//! timeout, ended flows freed as a live capture frees them): decoding and the analysis alone,
-//! then with `--events` (each ended flow a `flow_end` line, written to a sink). A live replay
-//! (benches/scale.sh, benches/live_compare.sh) measures the whole process but varies by a fifth
-//! from run to run (the veth, the replay, the scheduler); this one is steady enough to compare a
+//! timeout, ended flows freed as a live capture frees them), output by output: decoding and
+//! the analysis alone; with `--events` (each ended flow a `flow_end` line, to a sink); with a
+//! rolling Parquet dataset too (`--parquet DIR --rotate 100ms`, every frame a row, encoded on
+//! a thread of its own). Timed as the process's CPU time, every thread's, as
+//! benches/scale.sh's live replay measures the whole process; that replay varies by a fifth
+//! from run to run (the veth, the replay, the scheduler), this is steady enough to compare a
 //! change before and after. Run with `cargo bench --bench monitor`.
 
 use std::io;
+use std::path::Path;
+use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use roce_parsers::capture::{CaptureParser, Next};
 use roce_parsers::DecodeOptions;
+use roce_sniff::analysis::report_build::CaptureMeta;
 use roce_sniff::analysis::AnalysisConfig;
 use roce_sniff::decode::summarize;
+use roce_sniff::export::{ExportConfig, Exporter, DEFAULT_BIN_NS};
 use roce_sniff::monitor::events::EventWriter;
 use roce_sniff::pipeline::Sink;
 use roce_sniff::report_sink::ReportSink;
+use roce_sniff::verify::CaptureContext;
 use roce_testgen::churn::{write_churn, ChurnConfig};
 
 /// Frames handed to the sink at once, as a live capture's batches.
@@ -29,16 +36,38 @@ fn live_analysis() -> AnalysisConfig {
     }
 }
 
-/// Decodes every frame of `capture` and feeds it to `sink` in batches.
-fn run(capture: &[u8], mut sink: ReportSink) -> ReportSink {
+fn new_sink() -> ReportSink {
+    ReportSink::new(live_analysis(), Default::default(), Default::default())
+}
+
+fn with_events(sink: ReportSink) -> ReportSink {
+    sink.with_events(EventWriter::new(Box::new(io::sink())))
+}
+
+fn with_parquet(sink: ReportSink, dir: &Path) -> ReportSink {
+    let export = Exporter::new(ExportConfig {
+        dir: dir.to_path_buf(),
+        capture: "bench".into(),
+        bin_ns: DEFAULT_BIN_NS,
+        rotate_ns: Some(100_000_000),
+        append: true,
+    })
+    .expect("a dataset directory");
+    sink.with_export(export)
+}
+
+/// Decodes every frame of `capture`, feeds it to `sink` in batches and ends the run (the
+/// outputs' last lines and parts written).
+fn run(capture: &[u8], mut sink: ReportSink) {
     let (mut parser, mut at) = CaptureParser::new(capture).expect("a pcap");
     let mut batch = Vec::with_capacity(BATCH);
-    let mut frame = 0;
+    let mut meta = CaptureMeta::default();
     loop {
         match parser.next(&capture[at..], at as u64).expect("whole") {
             Next::Record(rec, used) => {
-                frame += 1;
-                batch.push(summarize(frame, &rec, DecodeOptions::default()));
+                let s = summarize(meta.counts.frames + 1, &rec, DecodeOptions::default());
+                meta.counts.add(&s);
+                batch.push(s);
                 at += used;
             }
             Next::Skip(used) => at += used,
@@ -50,7 +79,14 @@ fn run(capture: &[u8], mut sink: ReportSink) -> ReportSink {
         }
     }
     sink.consume(batch).expect("to a sink");
-    sink
+    sink.finish(meta, &CaptureContext::default(), None)
+        .expect("the outputs written");
+}
+
+/// The CPU time of the whole process so far: every thread's, the Parquet writer's too.
+fn cpu_time() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
 
 fn bench_monitor(c: &mut Criterion) {
@@ -60,18 +96,33 @@ fn bench_monitor(c: &mut Criterion) {
         ..ChurnConfig::default()
     };
     let frames = write_churn(&mut capture, churn).expect("write to memory");
+    let dataset = std::env::temp_dir().join(format!("roce-sniff-bench-{}", std::process::id()));
     let mut g = c.benchmark_group("monitor_churn");
     g.sample_size(10);
     g.throughput(Throughput::Elements(frames));
-    let new_sink = || ReportSink::new(live_analysis(), Default::default(), Default::default());
-    g.bench_function("analysis", |b| b.iter(|| run(&capture, new_sink())));
-    g.bench_function("events", |b| {
-        b.iter(|| {
-            let events = EventWriter::new(Box::new(io::sink()));
-            run(&capture, new_sink().with_events(events))
-        })
-    });
+    let outputs: [(&str, &dyn Fn() -> ReportSink); 3] = [
+        ("analysis", &new_sink),
+        ("events", &|| with_events(new_sink())),
+        ("events_parquet", &|| {
+            with_parquet(with_events(new_sink()), &dataset)
+        }),
+    ];
+    for (name, sink) in outputs {
+        g.bench_function(name, |b| {
+            b.iter_custom(|iterations| {
+                let mut spent = Duration::ZERO;
+                for _ in 0..iterations {
+                    let sink = sink();
+                    let start = cpu_time();
+                    run(&capture, sink);
+                    spent += cpu_time() - start;
+                }
+                spent
+            })
+        });
+    }
     g.finish();
+    let _ = std::fs::remove_dir_all(&dataset);
 }
 
 criterion_group!(benches, bench_monitor);
