@@ -640,6 +640,8 @@ impl MetricsOutput {
         for (id, last) in sink.take_ended_for_metrics() {
             self.metrics.flow_ended(id, last);
         }
+        self.metrics
+            .findings_told(&sink.take_findings_for_metrics());
         self.update(counts, sink.analyzer(), src);
     }
 
@@ -1022,7 +1024,6 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
                     ev.drops(crate::live::now_ns(), k.dropped, k.if_dropped)?;
                 }
                 if let Some(m) = metrics.as_mut().filter(|m| m.due()) {
-                    m.metrics.live_findings(&snapshots.raised());
                     let counts = pipeline.counts().clone();
                     m.update_from(&counts, pipeline.sink_mut(), src);
                 }
@@ -1047,8 +1048,9 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
             let name = format!("live capture on {iface}");
             let (report, plots) = finish_report(finished, end, name, &ctx, None)?;
             if let Some(m) = metrics.as_mut() {
-                // The last scrape before the exit sees the report's findings.
-                m.metrics.report_findings(&report.findings);
+                // The last scrape before the exit sees the report's findings that were not
+                // told yet (those of flows that ended stay counted).
+                m.metrics.findings_told(&report.findings);
                 m.server.publish(m.metrics.text());
             }
             render(&report, plots.as_ref(), opts, &mut out)

@@ -32,6 +32,8 @@ pub struct ReportSink {
     watch: Option<FindingWatch>,
     /// `--metrics`: the final counts of flows that ended since the metrics last took them.
     ended_for_metrics: Option<Vec<(u64, QpCounts)>>,
+    /// `--metrics`: the findings that first held since the metrics last took them.
+    findings_for_metrics: Option<Vec<Finding>>,
 }
 
 impl ReportSink {
@@ -44,6 +46,7 @@ impl ReportSink {
             events: None,
             watch: None,
             ended_for_metrics: None,
+            findings_for_metrics: None,
         }
     }
 
@@ -61,11 +64,23 @@ impl ReportSink {
         self.analyzer.tell_ended(reports);
     }
 
-    /// Keeps the final counts of ended flows for the metrics (`take_ended_for_metrics`).
+    /// Keeps the final counts of ended flows and the findings as they first hold for the
+    /// metrics (`take_ended_for_metrics`, `take_findings_for_metrics`): the metrics count the
+    /// findings the events tell.
     pub fn with_metrics(mut self) -> Self {
         self.ended_for_metrics = Some(Vec::new());
+        self.findings_for_metrics = Some(Vec::new());
+        self.watch.get_or_insert_with(FindingWatch::default);
         self.want_ended();
         self
+    }
+
+    /// The findings that first held since the last call.
+    pub fn take_findings_for_metrics(&mut self) -> Vec<Finding> {
+        self.findings_for_metrics
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// The flows that ended since the last call: (id, final counts).
@@ -86,7 +101,7 @@ impl ReportSink {
             .as_mut()
             .and_then(|w| w.clock(now, &self.analyzer))
         {
-            tell_findings(self.events.as_mut(), self.exporter.as_mut(), &new)?;
+            self.tell_findings(&new)?;
         }
         if let Some(x) = self.exporter.as_mut() {
             x.clock(now, &self.analyzer).map_err(io::Error::other)?;
@@ -114,6 +129,15 @@ impl ReportSink {
             if let Some(m) = self.ended_for_metrics.as_mut() {
                 m.push((e.flow.id, QpCounts::of(&e.flow)));
             }
+        }
+        Ok(())
+    }
+
+    /// Findings that first hold, to the outputs that tell them and the metrics.
+    fn tell_findings(&mut self, new: &NewFindings) -> io::Result<()> {
+        tell_findings(self.events.as_mut(), self.exporter.as_mut(), new)?;
+        if let Some(m) = self.findings_for_metrics.as_mut() {
+            m.extend(new.findings.iter().cloned());
         }
         Ok(())
     }
@@ -168,6 +192,7 @@ impl ReportSink {
             .as_mut()
             .and_then(|w| w.untold(last_ts, &report.findings));
         if let Some(new) = &last {
+            // The sink ends here: the metrics take the report's findings themselves.
             tell_findings(self.events.as_mut(), self.exporter.as_mut(), new).map_err(|source| {
                 Error::Output {
                     path: "--events".into(),
@@ -225,7 +250,7 @@ impl Sink for ReportSink {
     fn consume(&mut self, chunk: Vec<PacketSummary>) -> io::Result<()> {
         for s in &chunk {
             if let Some(new) = self.watch.as_mut().and_then(|w| w.frame(s, &self.analyzer)) {
-                tell_findings(self.events.as_mut(), self.exporter.as_mut(), &new)?;
+                self.tell_findings(&new)?;
             }
             if let Some(x) = self.exporter.as_mut() {
                 x.clock(s.ts_ns, &self.analyzer).map_err(io::Error::other)?;

@@ -507,6 +507,40 @@ fn a_monitor_feeds_prometheus_and_a_rolling_dataset_as_the_offline_report_tells(
     assert!(json_lines(&events)
         .iter()
         .any(|e| e["event"] == "finding" && e["finding"]["code"] == "psn_loss"));
+    // The metrics count the findings the events tell, by the report's codes.
+    let mut told: std::collections::BTreeMap<String, f64> = Default::default();
+    for e in json_lines(&events)
+        .iter()
+        .filter(|e| e["event"] == "finding")
+    {
+        let f = &e["finding"];
+        let flows = f["group"]["flows"].as_f64().unwrap_or(1.0);
+        *told
+            .entry(f["code"].as_str().unwrap().to_string())
+            .or_default() += flows;
+    }
+    let counted = |code: &str| {
+        promql(
+            prom_port,
+            &format!("sum(roce_sniff_findings_total{{code=\"{code}\"}})"),
+        )
+    };
+    let started = std::time::Instant::now();
+    while counted("psn_loss") != told.get("psn_loss").copied() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "Prometheus never counted the psn_loss the events told"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    for (code, n) in &told {
+        assert_eq!(counted(code), Some(*n), "{code}");
+    }
+    assert_eq!(
+        promql(prom_port, "sum(roce_sniff_findings_total)"),
+        Some(told.values().sum()),
+        "findings the events did not tell: {told:?}"
+    );
     sh(&["kill", "-TERM", &child.id().to_string()]).unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

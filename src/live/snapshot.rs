@@ -253,14 +253,6 @@ impl Snapshots {
             .collect()
     }
 
-    /// The findings raised so far, by code, with the report's severity of each.
-    pub fn raised(&self) -> Vec<(&'static str, &'static str)> {
-        self.findings
-            .iter()
-            .map(|f| (f.code, severity_of(f.code)))
-            .collect()
-    }
-
     /// A note of the capture itself (`no_roce`: nothing seen yet) among the findings.
     pub fn note(&mut self, code: &'static str, text: &str) {
         self.raise(
@@ -371,15 +363,6 @@ fn row(f: &Flow, bytes_before: u64, secs: f64) -> QpRow {
         cnps: f.cnps.count,
         rtt_p50_us: None,
         rtt_p99_us: None,
-    }
-}
-
-/// The severity the report gives a code the live view raises.
-pub fn severity_of(code: &str) -> &'static str {
-    match code {
-        "psn_loss" | "pfc_storm" => "critical",
-        "no_roce" => "info",
-        _ => "warning",
     }
 }
 

@@ -7,9 +7,18 @@
 //! counts in the series labelled `src="other",dst="other",qp="other"`; when the table is full
 //! and a new QP comes, the least recently seen QP gives up its series if it has been idle for
 //! `EVICT_IDLE_NS`, and a series that comes back starts from 0 (Prometheus takes that as a
-//! counter reset). A QP's series also leaves when its flow ends (`--flow-timeout`). Counts of
-//! QPs that left stay in `other`, so sums over the QP series always equal what the analysis
-//! counted.
+//! counter reset). A QP's series also leaves when its flow ends (`--flow-timeout`), after one
+//! last update shows its final counts.
+//!
+//! A count is shown in one series only, once: `other` takes what QPs counted while they had no
+//! series of their own, never what a series showed. So `sum(rate(...))` and `sum(increase(...))`
+//! over the QP series count every packet once, also over a window in which QPs left (moving a
+//! leaving QP's counts into `other` counted them twice there). While no QP has left, the sums of
+//! the series also equal the totals.
+//!
+//! Every finding code has its series from the start, at 0 for each severity: a series born at 1
+//! is a first sample Prometheus's `increase()` does not count, so an alert on a finding's first
+//! raise would never fire.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -108,6 +117,8 @@ struct Tracked {
     key: FlowKey,
     base: QpCounts,
     last_ts: u64,
+    /// Its flow ended: the next update shows its final counts, then the series leaves.
+    ended: bool,
 }
 
 /// The figures and the QP table between two updates.
@@ -120,6 +131,8 @@ pub struct Metrics {
     tracked: FxHashMap<u64, Tracked>,
     other: QpCounts,
     findings: HashMap<(&'static str, &'static str), u64>,
+    /// The findings counted while the capture runs: by code and flow, as the events tell them.
+    told: std::collections::HashSet<(&'static str, Option<String>)>,
     /// The text of the last update, findings apart.
     body: String,
 }
@@ -132,6 +145,7 @@ impl Metrics {
             tracked: FxHashMap::default(),
             other: QpCounts::default(),
             findings: HashMap::new(),
+            told: Default::default(),
             body: String::new(),
         }
     }
@@ -155,21 +169,33 @@ impl Metrics {
         o
     }
 
-    /// The findings raised so far while the capture runs: (code, severity), one per raise.
-    pub fn live_findings(&mut self, raised: &[(&'static str, &'static str)]) {
-        self.findings.clear();
-        for &k in raised {
-            *self.findings.entry(k).or_default() += 1;
+    /// Findings that first held while the capture runs (those the events tell), or the final
+    /// report's: each counted once by code and flow, those of a group once per flow.
+    pub fn findings_told(&mut self, findings: &[crate::model::Finding]) {
+        for f in findings {
+            if self.told.insert((f.code.name(), f.flow.clone())) {
+                let n = f.group.as_ref().map_or(1, |g| g.flows);
+                *self
+                    .findings
+                    .entry((f.code.name(), f.severity.name()))
+                    .or_default() += n;
+            }
         }
     }
 
     /// A flow ended with these counts: what it counted since the last update goes to its
-    /// series, then the series leaves and its counts stay in `other`.
+    /// series, which the next update shows and then drops; a flow without a series adds it to
+    /// `other`.
     pub fn flow_ended(&mut self, id: u64, last: QpCounts) {
-        let seen = self.seen.remove(&id).unwrap_or_default();
-        match self.tracked.remove(&id) {
-            Some(t) => self.other.plus(last.minus(t.base)),
-            None => self.other.plus(last.minus(seen)),
+        match self.tracked.get_mut(&id) {
+            Some(t) => {
+                t.ended = true;
+                self.seen.insert(id, last);
+            }
+            None => {
+                let seen = self.seen.remove(&id).unwrap_or_default();
+                self.other.plus(last.minus(seen));
+            }
         }
     }
 
@@ -182,6 +208,14 @@ impl Metrics {
         write_pfc(&mut o, an);
         write_rtt(&mut o, an);
         self.body = o;
+        // The series of ended flows showed their final counts: they leave.
+        let seen = &mut self.seen;
+        self.tracked.retain(|id, t| {
+            if t.ended {
+                seen.remove(id);
+            }
+            !t.ended
+        });
     }
 
     /// Takes in what every flow counted since the last update: into its series, or `other`.
@@ -219,23 +253,29 @@ impl Metrics {
                 key: f.key,
                 base,
                 last_ts: f.last_ts,
+                ended: false,
             };
             self.tracked.insert(f.id, t);
         }
     }
 
-    /// Frees the series of the least recently seen QP when it has been idle long enough; its
-    /// counts move to `other`.
+    /// Frees the series of the least recently seen QP when it has been idle long enough. What
+    /// it showed stays in its series (Prometheus keeps it); what it counts from now on goes to
+    /// `other` until it has a series again. An ended flow's series leaves after this update
+    /// anyway.
     fn make_room(&mut self, now: u64) -> bool {
-        let Some((&id, t)) = self.tracked.iter().min_by_key(|(&id, t)| (t.last_ts, id)) else {
+        let Some((&id, t)) = self
+            .tracked
+            .iter()
+            .filter(|(_, t)| !t.ended)
+            .min_by_key(|(&id, t)| (t.last_ts, id))
+        else {
             return false;
         };
         if now.saturating_sub(t.last_ts) < EVICT_IDLE_NS {
             return false;
         }
-        let t = self.tracked.remove(&id).expect("found");
-        let seen = self.seen.get(&id).copied().unwrap_or_default();
-        self.other.plus(seen.minus(t.base));
+        self.tracked.remove(&id);
         true
     }
 
@@ -351,8 +391,12 @@ impl Metrics {
             "counter",
             "Findings raised while the capture ran, by code and severity.",
         );
-        let mut rows: Vec<_> = self.findings.iter().collect();
-        rows.sort();
+        use crate::model::{FindingCode, Severity};
+        let every = FindingCode::ALL.iter().flat_map(|c| {
+            [Severity::Critical, Severity::Warning, Severity::Info].map(|s| (c.name(), s.name()))
+        });
+        let mut rows: std::collections::BTreeMap<_, u64> = every.map(|k| (k, 0)).collect();
+        rows.extend(self.findings.iter().map(|(&k, &n)| (k, n)));
         for ((code, severity), n) in rows {
             let _ = writeln!(
                 o,
@@ -514,8 +558,33 @@ mod tests {
         assert_eq!(m.text(), text);
     }
 
+    /// What Prometheus's `increase()` adds up over every series of `family` it ever scraped:
+    /// each series' rises, a fall being a counter reset (a series that came back from 0).
+    #[derive(Default)]
+    struct Scraped {
+        last: HashMap<String, f64>,
+        /// Counted by series before they were reset.
+        before_resets: f64,
+    }
+
+    impl Scraped {
+        fn scrape(&mut self, text: &str, family: &str) {
+            for (labels, v) in series(text, family) {
+                let last = self.last.entry(labels).or_default();
+                if v < *last {
+                    self.before_resets += *last;
+                }
+                *last = v;
+            }
+        }
+
+        fn counted(&self) -> f64 {
+            self.before_resets + self.last.values().sum::<f64>()
+        }
+    }
+
     #[test]
-    fn the_series_of_ended_flows_leave_and_their_counts_stay_in_the_totals() {
+    fn the_series_of_ended_flows_leave_and_every_count_shows_in_one_series_once() {
         use crate::analysis::AnalysisConfig;
         use roce_testgen::churn::{write_churn, ChurnConfig};
         let cfg = ChurnConfig {
@@ -531,30 +600,73 @@ mod tests {
         });
         an.tell_ended(false);
         let mut m = Metrics::new(50);
+        let (mut scraped, mut ended) = (Scraped::default(), 0);
         let (an, counts) = crate::analysis::testing::feed(&data, an, |an, counts| {
             for e in an.take_ended() {
                 m.flow_ended(e.flow.id, QpCounts::of(&e.flow));
+                ended += 1;
             }
             if counts.frames % 1000 == 0 {
                 m.update(counts, an, &SourceStatus::default());
-                // Only open flows have series of their own (and `other`).
-                let series = series(&m.text(), "roce_sniff_qp_packets_total").len();
-                assert!(series <= an.flow_count().min(50) + 1, "{series}");
+                let text = m.text();
+                scraped.scrape(&text, "roce_sniff_qp_packets_total");
+                // Open flows have series of their own, and the flows that ended since the
+                // last update one last time (and `other`).
+                let series = series(&text, "roce_sniff_qp_packets_total").len();
+                assert!(series <= (an.flow_count() + ended).min(50) + 1, "{series}");
+                ended = 0;
             }
         });
         m.update(&counts, &an, &SourceStatus::default());
         let text = m.text();
-        let packets: f64 = series(&text, "roce_sniff_qp_packets_total")
-            .iter()
-            .map(|(_, v)| v)
-            .sum();
-        assert_eq!(packets as u64, counts.roce);
+        scraped.scrape(&text, "roce_sniff_qp_packets_total");
+        // Each packet counted once over all the series scraped: the leaving QPs' counts did
+        // not move into `other` as well.
+        assert_eq!(scraped.counted() as u64, counts.roce);
         assert!(an.flows_ended() > cfg.flows() / 2);
+        // Ended flows leave after their last update: open flows and `other` stay.
+        m.update(&counts, &an, &SourceStatus::default());
+        let left = series(&m.text(), "roce_sniff_qp_packets_total").len();
+        assert!(left <= an.flow_count().min(50) + 1, "{left}");
         assert!(text.contains(&format!(
             "roce_sniff_flows_ended_total {}",
             an.flows_ended()
         )));
         assert!(text.contains(&format!("roce_sniff_flows_active {}", an.flow_count())));
+    }
+
+    #[test]
+    fn every_finding_code_has_its_series_from_the_start() {
+        let mut m = Metrics::new(10);
+        let zero = m.text();
+        let findings = series(&zero, "roce_sniff_findings_total");
+        assert_eq!(findings.len(), crate::model::FindingCode::ALL.len() * 3);
+        assert!(findings.iter().all(|(_, v)| *v == 0.0));
+        // The findings as the events tell them, and the final report's again at the end:
+        // each (code, flow) counted once.
+        let storm = |flow: Option<&str>| crate::model::Finding {
+            severity: crate::model::Severity::Critical,
+            code: crate::model::FindingCode::PfcStorm,
+            message: String::new(),
+            cause: String::new(),
+            flow: flow.map(String::from),
+            count: 1,
+            frames: Vec::new(),
+            frame_refs: Vec::new(),
+            group: None,
+            grouped_flows: Vec::new(),
+        };
+        m.findings_told(&[storm(None), storm(Some("a"))]);
+        m.findings_told(&[storm(None), storm(Some("a")), storm(Some("b"))]);
+        let text = m.text();
+        assert!(
+            text.contains("roce_sniff_findings_total{code=\"pfc_storm\",severity=\"critical\"} 3"),
+            "{text}"
+        );
+        assert_eq!(
+            series(&text, "roce_sniff_findings_total").len(),
+            findings.len()
+        );
     }
 
     #[test]
