@@ -130,11 +130,12 @@ pub struct Snapshots {
     last_at: Option<std::time::Instant>,
     last_frames: u64,
     last_bytes: u64,
-    /// Per flow index: bytes at the last snapshot.
-    last_flow_bytes: Vec<u64>,
+    /// Per open flow (by `Flow::id`: indexes move as flows end): bytes at the last snapshot.
+    last_flow_bytes: rustc_hash::FxHashMap<u64, u64>,
     /// Per (source, priority): paused time at the last snapshot.
     last_paused: std::collections::HashMap<(String, u8), u64>,
-    raised: HashSet<(usize, &'static str)>,
+    /// What was raised: by flow id and code (capture-wide ones by keys above any id).
+    raised: HashSet<(u64, &'static str)>,
     findings: Vec<LiveFinding>,
 }
 
@@ -147,7 +148,7 @@ impl Snapshots {
             last_at: None,
             last_frames: 0,
             last_bytes: 0,
-            last_flow_bytes: Vec::new(),
+            last_flow_bytes: Default::default(),
             last_paused: Default::default(),
             raised: HashSet::new(),
             findings: Vec::new(),
@@ -170,15 +171,13 @@ impl Snapshots {
             .max(1e-3);
         let elapsed = now - self.started;
         let flows = an.flows();
-        self.last_flow_bytes.resize(flows.len(), 0);
+        let before = std::mem::take(&mut self.last_flow_bytes);
         let mut rows: Vec<(usize, QpRow)> = flows
             .iter()
             .enumerate()
-            .map(|(i, f)| (i, row(f, self.last_flow_bytes[i], secs)))
+            .map(|(i, f)| (i, row(f, before.get(&f.id).copied().unwrap_or(0), secs)))
             .collect();
-        for (i, f) in flows.iter().enumerate() {
-            self.last_flow_bytes[i] = f.bytes;
-        }
+        self.last_flow_bytes = flows.iter().map(|f| (f.id, f.bytes)).collect();
         self.raise_flow_findings(&rows, flows, elapsed);
         order(&mut rows, sort);
         rows.truncate(ROWS_KEPT);
@@ -256,13 +255,13 @@ impl Snapshots {
     /// A note of the capture itself (`no_roce`: nothing seen yet) among the findings.
     pub fn note(&mut self, code: &'static str, text: &str) {
         self.raise(
-            (usize::MAX - 9, code),
+            (u64::MAX - 9, code),
             self.started.elapsed(),
             text.to_string(),
         );
     }
 
-    fn raise(&mut self, key: (usize, &'static str), elapsed: Duration, text: String) {
+    fn raise(&mut self, key: (u64, &'static str), elapsed: Duration, text: String) {
         if self.raised.insert(key) {
             self.findings.push(LiveFinding {
                 at_s: elapsed.as_secs(),
@@ -280,27 +279,27 @@ impl Snapshots {
         elapsed: Duration,
     ) {
         for (i, r) in rows.iter().filter(|(_, r)| r.trouble() > 0) {
-            let label = || flows[*i].key.to_string();
+            let (id, label) = (flows[*i].id, || flows[*i].key.to_string());
             if r.gaps > 0 {
                 self.raise(
-                    (*i, "psn_loss"),
+                    (id, "psn_loss"),
                     elapsed,
                     format!("PSN gaps on {}", label()),
                 );
             }
             if r.retx > 0 {
                 self.raise(
-                    (*i, "retransmissions"),
+                    (id, "retransmissions"),
                     elapsed,
                     format!("retransmissions on {}", label()),
                 );
             }
             if r.naks > 0 {
-                self.raise((*i, "nak"), elapsed, format!("NAKs for {}", label()));
+                self.raise((id, "nak"), elapsed, format!("NAKs for {}", label()));
             }
             if r.ce > 0 && r.cnps == 0 {
                 self.raise(
-                    (*i, "ce_without_cnp"),
+                    (id, "ce_without_cnp"),
                     elapsed,
                     format!("CE marks and no CNP on {}", label()),
                 );
@@ -316,7 +315,7 @@ impl Snapshots {
     ) {
         for p in pfc {
             // Keys of PFC findings use indexes above any flow's.
-            let key = usize::MAX - usize::from(p.priority);
+            let key = u64::MAX - u64::from(p.priority);
             if p.storms > 0 {
                 self.raise(
                     (key, "pfc_storm"),
@@ -337,7 +336,7 @@ impl Snapshots {
         }
         if let Some(k) = kernel.filter(|k| k.dropped + k.if_dropped > 0) {
             self.raise(
-                (usize::MAX - 8, "capture_damaged"),
+                (u64::MAX - 8, "capture_damaged"),
                 elapsed,
                 format!(
                     "the capture dropped frames ({} for lack of buffer, {} at the interface)",
@@ -393,6 +392,58 @@ pub mod tests {
         let data = std::fs::read(path).unwrap();
         let an = Analyzer::new(AnalysisConfig::default());
         crate::analysis::testing::feed(&data, an, |_, _| {})
+    }
+
+    /// Flows end and new ones take their indexes (a churn with a 1 ms flow timeout): each
+    /// row's rate is its own flow's bytes since the last snapshot, 0 before it for a new flow,
+    /// never another flow's that had its index.
+    #[test]
+    fn rates_follow_each_flow_while_flows_end_and_indexes_move() {
+        use roce_testgen::churn::{write_churn, ChurnConfig};
+        let mut data = Vec::new();
+        write_churn(
+            &mut data,
+            ChurnConfig {
+                qps: 400,
+                ..ChurnConfig::default()
+            },
+        )
+        .unwrap();
+        let an = Analyzer::new(AnalysisConfig {
+            flow_timeout_ns: Some(1_000_000),
+            keep_ended: false,
+            ..AnalysisConfig::default()
+        });
+        let mut snaps = Snapshots::new("eth0", "the default");
+        let mut first: Option<Snapshot> = None;
+        let (an, counts) = crate::analysis::testing::feed(&data, an, |an, counts| {
+            if counts.frames == 700 {
+                first = Some(snaps.take(counts, an, &SourceStatus::default(), SortBy::Trouble));
+            }
+        });
+        let first = first.expect("a snapshot mid-way");
+        let second = snaps.take(&counts, &an, &SourceStatus::default(), SortBy::Trouble);
+        let before = |label: &str| {
+            first
+                .qps
+                .iter()
+                .find(|r| r.label == label)
+                .map_or(0, |r| r.bytes)
+        };
+        // bps = new bytes * 8 / seconds between the snapshots: one number of seconds for all.
+        let secs: Vec<f64> = second
+            .qps
+            .iter()
+            .filter(|r| r.bytes > before(&r.label))
+            .map(|r| (r.bytes - before(&r.label)) as f64 * 8.0 / r.bps)
+            .collect();
+        assert!(secs.len() > 10, "{} rows with new bytes", secs.len());
+        let new_flows = second.qps.iter().filter(|r| before(&r.label) == 0).count();
+        assert!(new_flows > 10, "{new_flows} new flows");
+        assert!(
+            secs.iter().all(|s| (s / secs[0] - 1.0).abs() < 1e-9),
+            "{secs:?}"
+        );
     }
 
     #[test]
