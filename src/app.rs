@@ -640,8 +640,7 @@ impl MetricsOutput {
         for (id, last) in sink.take_ended_for_metrics() {
             self.metrics.flow_ended(id, last);
         }
-        self.metrics
-            .findings_told(&sink.take_findings_for_metrics());
+        self.metrics.findings_told(&sink.take_told_findings());
         self.update(counts, sink.analyzer(), src);
     }
 
@@ -977,6 +976,8 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
             if metrics.is_some() {
                 sink = sink.with_metrics();
             }
+            // The view and the status lines show the findings the events tell.
+            let sink = sink.keep_told_findings();
             let mut pipeline = Pipeline::new(sink, diagnostics, config.threads);
             let shown_filter = match &live.filter {
                 Some(f) => f.clone(),
@@ -992,6 +993,13 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
                 if batch.is_empty() {
                     let wall = crate::live::now_ns().saturating_sub(IDLE_CLOCK_SLACK_NS);
                     pipeline.sink_mut().advance_clock(wall)?;
+                }
+                let told = pipeline.sink_mut().take_told_findings();
+                if !told.is_empty() {
+                    snapshots.findings_told(&told);
+                    if let Some(m) = metrics.as_mut() {
+                        m.metrics.findings_told(&told);
+                    }
                 }
                 let hint = hint.check(&iface, pipeline.counts().roce);
                 if let Some(h) = &hint {

@@ -32,8 +32,9 @@ pub struct ReportSink {
     watch: Option<FindingWatch>,
     /// `--metrics`: the final counts of flows that ended since the metrics last took them.
     ended_for_metrics: Option<Vec<(u64, QpCounts)>>,
-    /// `--metrics`: the findings that first held since the metrics last took them.
-    findings_for_metrics: Option<Vec<Finding>>,
+    /// The findings that first held since the last `take_told_findings` (for the metrics and
+    /// the live view: the findings the events tell).
+    told_findings: Option<Vec<Finding>>,
 }
 
 impl ReportSink {
@@ -46,7 +47,7 @@ impl ReportSink {
             events: None,
             watch: None,
             ended_for_metrics: None,
-            findings_for_metrics: None,
+            told_findings: None,
         }
     }
 
@@ -64,20 +65,25 @@ impl ReportSink {
         self.analyzer.tell_ended(reports);
     }
 
-    /// Keeps the final counts of ended flows and the findings as they first hold for the
-    /// metrics (`take_ended_for_metrics`, `take_findings_for_metrics`): the metrics count the
-    /// findings the events tell.
+    /// Keeps the final counts of ended flows for the metrics (`take_ended_for_metrics`), and
+    /// the findings as they first hold: the metrics count the findings the events tell.
     pub fn with_metrics(mut self) -> Self {
         self.ended_for_metrics = Some(Vec::new());
-        self.findings_for_metrics = Some(Vec::new());
-        self.watch.get_or_insert_with(FindingWatch::default);
         self.want_ended();
+        self.keep_told_findings()
+    }
+
+    /// Evaluates the findings as the capture runs and keeps those that first hold for
+    /// `take_told_findings` (the metrics, the live view).
+    pub fn keep_told_findings(mut self) -> Self {
+        self.told_findings.get_or_insert_with(Vec::new);
+        self.watch.get_or_insert_with(FindingWatch::default);
         self
     }
 
     /// The findings that first held since the last call.
-    pub fn take_findings_for_metrics(&mut self) -> Vec<Finding> {
-        self.findings_for_metrics
+    pub fn take_told_findings(&mut self) -> Vec<Finding> {
+        self.told_findings
             .as_mut()
             .map(std::mem::take)
             .unwrap_or_default()
@@ -136,7 +142,7 @@ impl ReportSink {
     /// Findings that first hold, to the outputs that tell them and the metrics.
     fn tell_findings(&mut self, new: &NewFindings) -> io::Result<()> {
         tell_findings(self.events.as_mut(), self.exporter.as_mut(), new)?;
-        if let Some(m) = self.findings_for_metrics.as_mut() {
+        if let Some(m) = self.told_findings.as_mut() {
             m.extend(new.findings.iter().cloned());
         }
         Ok(())

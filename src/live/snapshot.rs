@@ -6,7 +6,6 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use crate::analysis::flow::Flow;
-use crate::analysis::flow_table::FlowTable;
 use crate::analysis::Analyzer;
 use crate::decode::FrameCounts;
 use crate::source::{KernelCounters, SourceStatus};
@@ -134,7 +133,7 @@ pub struct Snapshots {
     last_flow_bytes: rustc_hash::FxHashMap<u64, u64>,
     /// Per (source, priority): paused time at the last snapshot.
     last_paused: std::collections::HashMap<(String, u8), u64>,
-    /// What was raised: by flow id and code (capture-wide ones by keys above any id).
+    /// The notes of the capture itself raised (nothing seen yet, kernel drops), each once.
     raised: HashSet<(u64, &'static str)>,
     findings: Vec<LiveFinding>,
 }
@@ -178,7 +177,6 @@ impl Snapshots {
             .map(|(i, f)| (i, row(f, before.get(&f.id).copied().unwrap_or(0), secs)))
             .collect();
         self.last_flow_bytes = flows.iter().map(|f| (f.id, f.bytes)).collect();
-        self.raise_flow_findings(&rows, flows, elapsed);
         order(&mut rows, sort);
         rows.truncate(ROWS_KEPT);
         let qps = rows
@@ -191,7 +189,7 @@ impl Snapshots {
             })
             .collect();
         let pfc = self.pfc_rows(an, secs);
-        self.raise_pfc_findings(&pfc, elapsed, source.kernel);
+        self.note_drops(elapsed, source.kernel);
         let t = an.totals;
         let snap = Snapshot {
             interface: self.interface.clone(),
@@ -271,69 +269,21 @@ impl Snapshots {
         }
     }
 
-    /// The flow findings that first hold now, by the report's codes.
-    fn raise_flow_findings(
-        &mut self,
-        rows: &[(usize, QpRow)],
-        flows: &FlowTable,
-        elapsed: Duration,
-    ) {
-        for (i, r) in rows.iter().filter(|(_, r)| r.trouble() > 0) {
-            let (id, label) = (flows[*i].id, || flows[*i].key.to_string());
-            if r.gaps > 0 {
-                self.raise(
-                    (id, "psn_loss"),
-                    elapsed,
-                    format!("PSN gaps on {}", label()),
-                );
-            }
-            if r.retx > 0 {
-                self.raise(
-                    (id, "retransmissions"),
-                    elapsed,
-                    format!("retransmissions on {}", label()),
-                );
-            }
-            if r.naks > 0 {
-                self.raise((id, "nak"), elapsed, format!("NAKs for {}", label()));
-            }
-            if r.ce > 0 && r.cnps == 0 {
-                self.raise(
-                    (id, "ce_without_cnp"),
-                    elapsed,
-                    format!("CE marks and no CNP on {}", label()),
-                );
-            }
+    /// Findings that first held (as `--events` tells them, ranked as the report ranks them):
+    /// shown newest first, each once; those told together in the report's order.
+    pub fn findings_told(&mut self, findings: &[crate::model::Finding]) {
+        let at_s = self.started.elapsed().as_secs();
+        for f in findings.iter().rev() {
+            self.findings.push(LiveFinding {
+                at_s,
+                code: f.code.name(),
+                text: f.message.clone(),
+            });
         }
     }
 
-    fn raise_pfc_findings(
-        &mut self,
-        pfc: &[PfcRow],
-        elapsed: Duration,
-        kernel: Option<KernelCounters>,
-    ) {
-        for p in pfc {
-            // Keys of PFC findings use indexes above any flow's.
-            let key = u64::MAX - u64::from(p.priority);
-            if p.storms > 0 {
-                self.raise(
-                    (key, "pfc_storm"),
-                    elapsed,
-                    format!("PFC storm on priority {} from {}", p.priority, p.source),
-                );
-            }
-            if p.roce && p.xoff > 0 {
-                self.raise(
-                    (key, "pfc_pause_roce_priority"),
-                    elapsed,
-                    format!(
-                        "PFC pauses RoCE priority {} (from {})",
-                        p.priority, p.source
-                    ),
-                );
-            }
-        }
+    /// The kernel's drops, once they start: the capture itself is damaged.
+    fn note_drops(&mut self, elapsed: Duration, kernel: Option<KernelCounters>) {
         if let Some(k) = kernel.filter(|k| k.dropped + k.if_dropped > 0) {
             self.raise(
                 (u64::MAX - 8, "capture_damaged"),
@@ -447,9 +397,15 @@ pub mod tests {
     }
 
     #[test]
-    fn a_snapshot_puts_the_troubled_qp_first_and_raises_its_findings() {
+    fn a_snapshot_puts_the_troubled_qp_first_and_shows_the_findings_told() {
         let (an, counts) = analysed("sample.pcap");
         let mut snaps = Snapshots::new("eth0", "the default");
+        // The findings as the events tell them: the report's, by its codes.
+        let meta = crate::analysis::report_build::CaptureMeta {
+            counts: counts.clone(),
+            ..Default::default()
+        };
+        snaps.findings_told(&an.findings_now(&meta));
         let kernel = Some(KernelCounters {
             received: counts.frames,
             dropped: 0,
@@ -474,6 +430,11 @@ pub mod tests {
         ] {
             assert!(codes.contains(&code), "{code}: {codes:?}");
         }
+        assert!(
+            !codes.contains(&"nak"),
+            "the view's own codes are gone: {codes:?}"
+        );
+        assert_eq!(s.findings_raised, codes.len());
         let p3 = s.pfc.iter().find(|p| p.priority == 3).unwrap();
         assert!(p3.roce && p3.xoff == 200 && p3.paused_ns > 0, "{p3:?}");
         // Raised once: the next snapshot adds none, and rates fall to nothing.
