@@ -433,6 +433,8 @@ pub enum Severity {
 }
 
 impl Severity {
+    pub const ALL: [Severity; 3] = [Severity::Critical, Severity::Warning, Severity::Info];
+
     pub fn name(self) -> &'static str {
         match self {
             Severity::Critical => "critical",

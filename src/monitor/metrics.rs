@@ -154,12 +154,17 @@ impl Metrics {
     pub fn report_findings(&mut self, findings: &[crate::model::Finding]) {
         self.findings.clear();
         for f in findings {
-            let n = f.group.as_ref().map_or(1, |g| g.flows);
-            *self
-                .findings
-                .entry((f.code.name(), f.severity.name()))
-                .or_default() += n;
+            self.count(f);
         }
+    }
+
+    /// Counts finding `f`: once, or once per flow of its group.
+    fn count(&mut self, f: &crate::model::Finding) {
+        let n = f.group.as_ref().map_or(1, |g| g.flows);
+        *self
+            .findings
+            .entry((f.code.name(), f.severity.name()))
+            .or_default() += n;
     }
 
     /// The exposition text: the last update's figures and the findings now.
@@ -174,11 +179,7 @@ impl Metrics {
     pub fn findings_told(&mut self, findings: &[crate::model::Finding]) {
         for f in findings {
             if self.told.insert((f.code.name(), f.flow.clone())) {
-                let n = f.group.as_ref().map_or(1, |g| g.flows);
-                *self
-                    .findings
-                    .entry((f.code.name(), f.severity.name()))
-                    .or_default() += n;
+                self.count(f);
             }
         }
     }
@@ -392,9 +393,9 @@ impl Metrics {
             "Findings raised while the capture ran, by code and severity.",
         );
         use crate::model::{FindingCode, Severity};
-        let every = FindingCode::ALL.iter().flat_map(|c| {
-            [Severity::Critical, Severity::Warning, Severity::Info].map(|s| (c.name(), s.name()))
-        });
+        let every = FindingCode::ALL
+            .iter()
+            .flat_map(|c| Severity::ALL.map(|s| (c.name(), s.name())));
         let mut rows: std::collections::BTreeMap<_, u64> = every.map(|k| (k, 0)).collect();
         rows.extend(self.findings.iter().map(|(&k, &n)| (k, n)));
         for ((code, severity), n) in rows {

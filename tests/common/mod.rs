@@ -159,17 +159,23 @@ pub fn promql(port: u16, q: &str) -> Option<f64> {
     first["value"][1].as_str()?.parse().ok()
 }
 
-/// Whether Debian's `prometheus` is here (under CI it must be: `make test` installs it).
-pub fn prometheus_installed() -> bool {
-    if Command::new("prometheus").arg("--version").output().is_ok() {
+/// Whether `program` runs here (`version_arg` asks for its version). Under CI it must: `make
+/// test` installs it, and a missing one fails the test instead of skipping `test`.
+pub fn installed(program: &str, version_arg: &str, test: &str) -> bool {
+    if Command::new(program).arg(version_arg).output().is_ok() {
         return true;
     }
     assert!(
         std::env::var_os("CI").is_none(),
-        "prometheus missing under CI: `make test` installs it"
+        "{program} missing under CI: `make test` installs it"
     );
-    eprintln!("SKIPPED: prometheus is not installed (`make test` installs it)");
+    eprintln!("SKIPPED {test}: {program} is not installed (`make test` installs it)");
     false
+}
+
+/// Whether Debian's `prometheus` is here.
+pub fn prometheus_installed() -> bool {
+    installed("prometheus", "--version", "the Prometheus test")
 }
 
 /// A Prometheus server on 127.0.0.1:`port`, its data in `dir`, scraping roce-sniff's metrics
