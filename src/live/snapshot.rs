@@ -90,6 +90,8 @@ pub struct LiveFinding {
     /// The report's finding code.
     pub code: &'static str,
     pub text: String,
+    /// The label of the flow the text names, if it names one: the view shortens it first.
+    pub flow: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -265,6 +267,7 @@ impl Snapshots {
                 at_s: elapsed.as_secs(),
                 code: key.1,
                 text,
+                flow: None,
             });
         }
     }
@@ -278,6 +281,7 @@ impl Snapshots {
                 at_s,
                 code: f.code.name(),
                 text: f.message.clone(),
+                flow: f.flow.clone(),
             });
         }
     }

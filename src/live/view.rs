@@ -144,6 +144,35 @@ pub fn shorten(label: &str, width: usize) -> String {
     format!("{head}…{tail}")
 }
 
+/// A finding's message in `width` characters. The flow's label, which report messages carry
+/// mid-sentence, gives up room first (down to its `qp ...` tail) so that the figures after it
+/// stay in sight; what still does not fit is cut at the end.
+pub fn fit_finding(text: &str, flow: Option<&str>, width: usize) -> String {
+    let len = |s: &str| s.chars().count();
+    if len(text) <= width {
+        return text.to_string();
+    }
+    let Some((label, at)) = flow.and_then(|l| Some((l, text.find(l)?))) else {
+        return shorten(text, width);
+    };
+    let (before, after) = (&text[..at], &text[at + label.len()..]);
+    let rest = len(before) + len(after);
+    let qp_tail = label.find(" qp ").map_or(label, |i| &label[i + 1..]);
+    let label_room = width.saturating_sub(rest);
+    let short = if label_room >= len(qp_tail) + 8 {
+        shorten(label, label_room)
+    } else {
+        qp_tail.to_string()
+    };
+    let text = format!("{before}{short}{after}");
+    if len(&text) <= width {
+        return text;
+    }
+    let mut cut: String = text.chars().take(width.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
 fn rtt(r: &QpRow) -> String {
     match (r.rtt_p50_us, r.rtt_p99_us) {
         (Some(a), Some(b)) => format!("{a:.1}/{b:.1}"),
@@ -280,12 +309,11 @@ fn draw_findings(f: &mut Frame, area: Rect, s: &Snapshot, state: &ViewState) {
             .iter()
             .take(fit)
             .map(|x| {
-                // Shortened in the middle, as the QP labels: the QP stays in sight.
                 let room = usize::from(area.width).saturating_sub(7 + 24);
                 Line::from(vec![
                     Span::raw(format!("{:>5}s ", x.at_s)),
                     Span::styled(format!("{:<24}", x.code), style(state, Color::Red)),
-                    Span::raw(shorten(&x.text, room)),
+                    Span::raw(fit_finding(&x.text, x.flow.as_deref(), room)),
                 ])
             })
             .collect()
@@ -364,11 +392,13 @@ mod tests {
                     at_s: 61,
                     code: "retransmissions",
                     text: "retransmissions on 10.0.0.5 > 10.0.0.2 qp 0x000213 vlan 100".into(),
+                    flow: Some("10.0.0.5 > 10.0.0.2 qp 0x000213 vlan 100".into()),
                 },
                 LiveFinding {
                     at_s: 60,
                     code: "psn_loss",
                     text: "PSN gaps on 10.0.0.5 > 10.0.0.2 qp 0x000213 vlan 100".into(),
+                    flow: Some("10.0.0.5 > 10.0.0.2 qp 0x000213 vlan 100".into()),
                 },
             ],
             findings_raised: 2,
@@ -468,6 +498,7 @@ mod tests {
                 at_s: i,
                 code: "psn_loss",
                 text: format!("PSN gaps on 10.0.0.{i} > 10.0.0.2 qp 0x000213"),
+                flow: None,
             })
             .collect();
         s.findings_raised = 12;
@@ -500,6 +531,35 @@ mod tests {
         assert_eq!(
             shorten("10.0.0.1 > 10.0.0.2 qp 0x000001", 40),
             "10.0.0.1 > 10.0.0.2 qp 0x000001"
+        );
+    }
+
+    #[test]
+    fn a_long_finding_gives_up_its_label_before_its_figures() {
+        let flow = "10.0.0.5 > 10.0.0.2 qp 0x000213 vlan 100";
+        let text = format!(
+            "PSN loss on RC {flow}: 3 PSNs lost (3 recovered by retransmission, 0 never seen) \
+             in 1 gap"
+        );
+        // What fits is shown whole.
+        assert_eq!(fit_finding(&text, Some(flow), 200), text);
+        // Some room: the label is shortened in its middle, the figures all kept.
+        let s = fit_finding(&text, Some(flow), 115);
+        assert_eq!(s.chars().count(), 115, "{s}");
+        assert!(s.starts_with("PSN loss on RC 10.0"), "{s}");
+        assert!(s.contains("… qp 0x000213 vlan 100: 3 PSNs lost"), "{s}");
+        assert!(s.ends_with("in 1 gap"), "{s}");
+        // An 80-column terminal (49 left for the text): the QP stays, the figure after it too,
+        // and the end is cut.
+        let s = fit_finding(&text, Some(flow), 49);
+        assert_eq!(s, "PSN loss on RC qp 0x000213 vlan 100: 3 PSNs lost…");
+        // A finding of no flow is cut at its end.
+        let storm = "PFC storm on priority 4 from 02:00:00:00:00:5f: 1 storm, the first 150.3 ms";
+        let s = fit_finding(storm, None, 49);
+        assert_eq!(s.chars().count(), 49);
+        assert!(
+            s.starts_with("PFC storm on priority 4 from 02:00:00:00:00:5f"),
+            "{s}"
         );
     }
 }
