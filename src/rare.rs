@@ -45,6 +45,11 @@ impl<T> Rare<T> {
         self.0 = None;
     }
 
+    /// Whether something was written: the common case of nothing costs no read of a default.
+    pub fn is_set(&self) -> bool {
+        self.0.is_some()
+    }
+
     /// The value when one was written: changes that leave a default alone need no allocation.
     pub fn get_mut(&mut self) -> Option<&mut T> {
         self.0.as_deref_mut()

@@ -60,7 +60,7 @@ impl ReportSink {
                 .as_ref()
                 .is_some_and(Exporter::wants_ended_reports);
         if reports {
-            self.watch.get_or_insert_with(FindingWatch::default);
+            self.watch();
         }
         self.analyzer.tell_ended(reports);
     }
@@ -77,8 +77,15 @@ impl ReportSink {
     /// `take_told_findings` (the metrics, the live view).
     pub fn keep_told_findings(mut self) -> Self {
         self.told_findings.get_or_insert_with(Vec::new);
-        self.watch.get_or_insert_with(FindingWatch::default);
+        self.watch();
         self
+    }
+
+    /// Evaluates the findings as the capture runs, the flows that end between two
+    /// evaluations included.
+    fn watch(&mut self) {
+        self.watch.get_or_insert_with(FindingWatch::default);
+        self.analyzer.keep_recent_ended();
     }
 
     /// The findings that first held since the last call.
@@ -105,7 +112,7 @@ impl ReportSink {
         if let Some(new) = self
             .watch
             .as_mut()
-            .and_then(|w| w.clock(now, &self.analyzer))
+            .and_then(|w| w.clock(now, &mut self.analyzer))
         {
             self.tell_findings(&new)?;
         }
@@ -187,6 +194,22 @@ impl ReportSink {
         origins: Option<&FrameOrigins>,
     ) -> Result<(Report, Option<PlotData>), Error> {
         let last_ts = meta.counts.last_ts;
+        // Flows that ended since the last evaluation: the report at the end covers the open
+        // flows only.
+        if self.analyzer.has_recent_ended() {
+            let new = self
+                .watch
+                .as_mut()
+                .and_then(|w| w.evaluate(&mut self.analyzer));
+            if let Some(new) = new {
+                tell_findings(self.events.as_mut(), self.exporter.as_mut(), &new).map_err(
+                    |source| Error::Output {
+                        path: "--events".into(),
+                        source,
+                    },
+                )?;
+            }
+        }
         let end = self.analyzer.finish_all(meta);
         let mut report = end.report;
         if let Some(o) = origins {
@@ -255,7 +278,11 @@ impl Sink for ReportSink {
 
     fn consume(&mut self, chunk: Vec<PacketSummary>) -> io::Result<()> {
         for s in &chunk {
-            if let Some(new) = self.watch.as_mut().and_then(|w| w.frame(s, &self.analyzer)) {
+            if let Some(new) = self
+                .watch
+                .as_mut()
+                .and_then(|w| w.frame(s, &mut self.analyzer))
+            {
                 self.tell_findings(&new)?;
             }
             if let Some(x) = self.exporter.as_mut() {
@@ -292,4 +319,78 @@ fn tell_findings(
             .map_err(io::Error::other)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use roce_testgen::{FrameSpec, Net, PcapFlavor, PcapWriter, RoceSpec};
+
+    use roce_parsers::capture::{CaptureParser, Next};
+
+    use super::*;
+    use crate::analysis::AnalysisConfig;
+
+    const MS: u64 = 1_000_000;
+    const T0: u64 = 1_700_000_000_000_000_000;
+
+    /// RDMA WRITEs of QP `qp` (host 1 to 2) with these PSNs at these times (ms).
+    fn writes(qp: u32, sent: &[(u32, u64)]) -> Vec<(u64, Vec<u8>)> {
+        let (a, b) = ([0x02, 0, 0, 0, 0, 1], [0x02, 0, 0, 0, 0, 2]);
+        let net = Net::v4([10, 0, 0, 1], [10, 0, 0, 2], 0x6a);
+        sent.iter()
+            .map(|&(psn, ms)| {
+                let s = RoceSpec::new(0x0a, qp, psn).payload(64).reth(0x1000, 1, 64);
+                let frame = roce_testgen::frames::rocev2(&FrameSpec::new(a, b), net, 50000, &s);
+                (T0 + ms * MS, frame)
+            })
+            .collect()
+    }
+
+    /// Feeds `frames` to `sink` one at a time, as a capture would.
+    fn run(sink: &mut ReportSink, mut frames: Vec<(u64, Vec<u8>)>) -> CaptureMeta {
+        frames.sort_by_key(|f| f.0);
+        let mut w = PcapWriter::new(Vec::new(), PcapFlavor::NANO_LE, 1, 65535).unwrap();
+        for (t, f) in &frames {
+            w.write(*t, f).unwrap();
+        }
+        let data = w.into_inner();
+        let (mut parser, mut at) = CaptureParser::new(&data).unwrap();
+        let mut meta = CaptureMeta::default();
+        while let Next::Record(rec, used) = parser.next(&data[at..], at as u64).unwrap() {
+            let s = summarize(meta.counts.frames + 1, &rec, DecodeOptions::default());
+            meta.counts.add(&s);
+            sink.consume(vec![s]).unwrap();
+            at += used;
+        }
+        meta
+    }
+
+    #[test]
+    fn a_live_flow_that_ends_between_two_evaluations_has_its_findings_told() {
+        // QP 0x100 loses PSN 2 and is idle after 4 ms: a 5 ms timeout ends it long before
+        // the first evaluation, a second into the capture, while QP 0x101 runs on.
+        let mut frames = writes(0x100, &[(0, 0), (1, 1), (3, 3), (4, 4)]);
+        let busy: Vec<(u32, u64)> = (0..700).map(|k| (k, 10 + 2 * k as u64)).collect();
+        frames.extend(writes(0x101, &busy));
+        let live = AnalysisConfig {
+            flow_timeout_ns: Some(5 * MS),
+            keep_ended: false,
+            ..AnalysisConfig::default()
+        };
+        let mut sink =
+            ReportSink::new(live, Default::default(), Default::default()).keep_told_findings();
+        run(&mut sink, frames);
+        assert_eq!(sink.analyzer().flows_ended(), 1, "QP 0x100 ended");
+        let told = sink.take_told_findings();
+        let lost = told
+            .iter()
+            .find(|f| f.code == crate::model::FindingCode::PsnLoss)
+            .unwrap_or_else(|| panic!("psn_loss not told: {told:?}"));
+        assert_eq!(
+            lost.flow.as_deref(),
+            Some("10.0.0.1 > 10.0.0.2 qp 0x000100")
+        );
+        // Seen once, then forgotten: the ended flow's state is not held on.
+        assert!(!sink.analyzer().has_recent_ended());
+    }
 }

@@ -683,6 +683,32 @@ impl Flow {
 
     /// What findings need of this flow beyond its report: addresses, timing and evidence frames.
     /// `capture_end`: the time of the capture's last frame.
+    /// Whether the flow holds anything a finding of its own reports (loss, resends, NAKs,
+    /// CE marks, marking anomalies, unanswered requests): most flows hold none.
+    pub fn noteworthy(&self) -> bool {
+        let evidence = [
+            &self.dscp0_with_pcp,
+            &self.not_ect,
+            &self.pcp0_with_dscp,
+            &self.cnp_lower_class,
+            &self.nak_without_gap,
+            &self.read_range_violation,
+            &self.oversize,
+            &self.icrc_bad,
+            &self.loss,
+            &self.retrans,
+            &self.dups,
+            &self.ce,
+            &self.ce_unanswered,
+        ];
+        evidence.iter().any(|e| e.is_set())
+            || self.naks.is_set()
+            || self.ud_psn.is_set()
+            || self.cnp_class.is_set()
+            || self.read_resp.gaps > 0
+            || !self.unacked.is_empty()
+    }
+
     pub fn evidence(&self, capture_end: u64) -> FlowEvidence {
         FlowEvidence {
             link: self.link,

@@ -31,6 +31,9 @@ pub struct EndedFlow {
     pub ended_ns: u64,
 }
 
+/// Noteworthy flows kept between two evaluations of the findings, at most: a churn of lossy
+/// QPs keeps its memory, and the findings see enough of them to hold (a group names 5).
+const RECENT_ENDED_MAX: usize = 1_024;
 /// Idle flows are looked for this often, as a fraction of the timeout...
 const SWEEPS_PER_TIMEOUT: u64 = 8;
 /// ...and at least once a second.
@@ -102,17 +105,21 @@ impl Analyzer {
         let pair = [i, peer.unwrap_or(i)];
         let members = &pair[..1 + usize::from(peer.is_some())];
         // Entries and evidence only for who needs them: a live monitor without events makes
-        // none.
+        // none, except for the noteworthy flows its findings still have to see.
         let (keep, report) = (
             self.cfg.keep_ended,
             self.cfg.keep_ended || self.ended_reports,
         );
         let entries: [_; 2] = std::array::from_fn(|k| match members.get(k) {
-            Some(&m) => (
-                report.then(|| self.flow_report(&self.flows[m], now)),
-                keep.then(|| self.flow_evidence(m, now)),
-            ),
-            None => (None, None),
+            Some(&m) => {
+                let recent = self.wants_recent(k, m);
+                (
+                    (report || recent).then(|| self.flow_report(&self.flows[m], now)),
+                    (keep || recent).then(|| self.flow_evidence(m, now)),
+                    recent,
+                )
+            }
+            None => (None, None, false),
         });
         for &m in members {
             self.note_ending(m, now);
@@ -125,8 +132,59 @@ impl Analyzer {
             flows[k] = Some(self.remove_flow(members[k]));
         }
         // Each flow with its own entry, in member order.
-        for (flow, (report, evidence)) in flows.into_iter().flatten().zip(entries) {
+        for (flow, entry) in flows.into_iter().flatten().zip(entries) {
+            let (report, evidence) = match entry {
+                (Some(r), Some(e), true) => self.keep_recent(r, e),
+                (report, evidence, _) => (report, evidence),
+            };
             self.ended_one(flow, report, evidence, now);
+        }
+    }
+
+    /// Whether member `k` of a connection ending, flow `m`, goes to the recently ended flows:
+    /// a noteworthy one while there is room (one more for its peer).
+    fn wants_recent(&self, k: usize, m: usize) -> bool {
+        self.recent_ended
+            .as_ref()
+            .is_some_and(|r| r.reports.len() + k < RECENT_ENDED_MAX)
+            && self.flows[m].noteworthy()
+    }
+
+    /// Keeps a copy of an ended flow's entry and evidence for the next evaluation of the
+    /// findings; what the outputs and `kept` need of them is given back.
+    fn keep_recent(
+        &mut self,
+        r: FlowReport,
+        e: FlowEvidence,
+    ) -> (Option<FlowReport>, Option<FlowEvidence>) {
+        let report = (self.cfg.keep_ended || self.ended_reports).then(|| r.clone());
+        let evidence = self.cfg.keep_ended.then(|| e.clone());
+        if let Some(recent) = self.recent_ended.as_mut() {
+            recent.reports.push(r);
+            recent.evidence.push(e);
+        }
+        (report, evidence)
+    }
+
+    /// Flows ended since the findings were last evaluated are kept for that evaluation (a
+    /// live capture: `keep_ended` keeps every flow anyway).
+    pub fn keep_recent_ended(&mut self) {
+        if !self.cfg.keep_ended {
+            self.recent_ended.get_or_insert_with(KeptFlows::default);
+        }
+    }
+
+    /// Whether flows ended since the findings were last evaluated are waiting for it.
+    pub fn has_recent_ended(&self) -> bool {
+        self.recent_ended
+            .as_ref()
+            .is_some_and(|r| !r.reports.is_empty())
+    }
+
+    /// The findings were evaluated: the recently ended flows were seen.
+    pub fn forget_recent_ended(&mut self) {
+        if let Some(r) = self.recent_ended.as_mut() {
+            *r = KeptFlows::default();
         }
     }
 
@@ -460,5 +518,31 @@ mod tests {
         // Idle 9 ms at 29 ms: the whole connection ends, both flows.
         an.sweep(1_700_000_000_000_000_000 + 29 * MS);
         assert_eq!((an.flow_count(), an.flows_ended()), (0, 2));
+    }
+
+    #[test]
+    fn the_noteworthy_flows_kept_for_the_findings_are_bounded() {
+        // Every QP of a churn without ACKs leaves a request unanswered: noteworthy.
+        let cfg = ChurnConfig {
+            qps: 3_000,
+            acks: false,
+            concurrent: 8,
+            ..ChurnConfig::default()
+        };
+        let mut data = Vec::new();
+        write_churn(&mut data, cfg).unwrap();
+        let mut an = Analyzer::new(with_timeout(MS, false));
+        an.keep_recent_ended();
+        let (mut an, _) = crate::analysis::testing::feed(&data, an, |_, _| {});
+        let held = an.recent_ended.as_ref().map_or(0, |r| r.reports.len());
+        assert!(an.flows_ended() > 2_000, "{}", an.flows_ended());
+        assert!((1_000..=super::RECENT_ENDED_MAX).contains(&held), "{held}");
+        an.forget_recent_ended();
+        assert!(!an.has_recent_ended());
+        // -r keeps every ended flow in the report anyway: nothing kept twice.
+        let mut kept = Analyzer::new(with_timeout(MS, true));
+        kept.keep_recent_ended();
+        let (kept, _) = crate::analysis::testing::feed(&data, kept, |_, _| {});
+        assert!(kept.recent_ended.is_none());
     }
 }

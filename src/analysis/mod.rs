@@ -247,6 +247,10 @@ pub struct Analyzer {
     next_flow_id: u64,
     /// Records of the flows that ended (with `keep_ended`).
     pub(crate) kept: lifetime::KeptFlows,
+    /// A live capture whose findings are watched: the noteworthy flows that ended since the
+    /// findings were last evaluated, so that a flow ending between two evaluations (a flow
+    /// timeout under a second) still has its findings told.
+    pub(crate) recent_ended: Option<lifetime::KeptFlows>,
     /// Flows ended since the outputs last took them (when they asked: `tell_ended`).
     ended: Vec<lifetime::EndedFlow>,
     tell_ended: bool,
@@ -326,6 +330,7 @@ impl Analyzer {
             flows: flow_table::FlowTable::default(),
             next_flow_id: 0,
             kept: lifetime::KeptFlows::default(),
+            recent_ended: None,
             ended: Vec::new(),
             tell_ended: false,
             ended_reports: false,

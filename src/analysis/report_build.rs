@@ -535,9 +535,20 @@ impl Analyzer {
         let open_evidence: Vec<FlowEvidence> = (0..self.flows.len())
             .map(|i| self.flow_evidence(i, last_ts))
             .collect();
+        let recent = self.recent_ended.as_ref();
         let (reports, evidence) = ranked_refs(
-            self.kept.reports.iter().chain(&open_reports).collect(),
-            self.kept.evidence.iter().chain(&open_evidence).collect(),
+            self.kept
+                .reports
+                .iter()
+                .chain(recent.into_iter().flat_map(|r| r.reports.iter()))
+                .chain(&open_reports)
+                .collect(),
+            self.kept
+                .evidence
+                .iter()
+                .chain(recent.into_iter().flat_map(|r| r.evidence.iter()))
+                .chain(&open_evidence)
+                .collect(),
         );
         findings::find(
             &reports,

@@ -33,7 +33,7 @@ pub struct NewFindings {
 impl FindingWatch {
     /// Called before `s` is analysed: when `s` starts a new second of capture time, the
     /// findings of what came before it are evaluated; those not told before are returned.
-    pub fn frame(&mut self, s: &PacketSummary, an: &Analyzer) -> Option<NewFindings> {
+    pub fn frame(&mut self, s: &PacketSummary, an: &mut Analyzer) -> Option<NewFindings> {
         let new = match self.next_evaluation_ns {
             None => {
                 self.next_evaluation_ns = Some(s.ts_ns + EVALUATE_EVERY_NS);
@@ -53,7 +53,7 @@ impl FindingWatch {
     /// The capture's clock moved to `now` with no frame (an idle live link): what came before
     /// is evaluated once when a second has passed, so that the last burst's findings are told
     /// without waiting for the next frame.
-    pub fn clock(&mut self, now: u64, an: &Analyzer) -> Option<NewFindings> {
+    pub fn clock(&mut self, now: u64, an: &mut Analyzer) -> Option<NewFindings> {
         let next = self.next_evaluation_ns?;
         if now < next {
             return None;
@@ -63,7 +63,9 @@ impl FindingWatch {
         self.evaluate(an)
     }
 
-    fn evaluate(&mut self, an: &Analyzer) -> Option<NewFindings> {
+    /// Evaluates the findings of the traffic so far, the flows that ended since the last
+    /// evaluation included (then forgotten); those not told before are returned.
+    pub fn evaluate(&mut self, an: &mut Analyzer) -> Option<NewFindings> {
         let meta = CaptureMeta {
             file: String::new(),
             format: None,
@@ -73,6 +75,7 @@ impl FindingWatch {
             selection: None,
         };
         let findings = an.findings_now(&meta);
+        an.forget_recent_ended();
         self.untold(an.last_ts(), &findings)
     }
 
