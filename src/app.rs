@@ -17,7 +17,7 @@ use crate::model::{PlotData, Report};
 use crate::output::{self, Output};
 use crate::packets::{PacketPrinter, PrintSettings};
 use crate::pipeline::{Finished, Pipeline};
-use crate::report_sink::ReportSink;
+use crate::report_sink::{ReportSink, SinkEnd};
 use crate::select::{SelectConfig, Selection};
 use crate::source::file::{FileSource, ReadMethod};
 use crate::source::live::{self, LiveConfig, LiveSource};
@@ -168,7 +168,7 @@ fn with_finding_selection(
     let finished = pipeline.finish().map_err(output_error(None))?;
     let origins = end.origins.take();
     let ctx = CaptureContext::default();
-    let (report, _) = finish_report(finished, end, name, &ctx, origins.as_ref())?;
+    let report = finish_report(finished, end, name, &ctx, origins.as_ref())?.report;
     let selection = crate::select::FindingSelection::of(&report, codes);
     let names: Vec<&str> = codes.iter().map(|c| c.name()).collect();
     if selection.is_empty() {
@@ -545,7 +545,7 @@ fn report_from_file(
     let notes = finished.sink.take_notes();
     let origins = end.origins.take();
     let ctx = CaptureContext::default();
-    let (report, plots) = finish_report(finished, end, name, &ctx, origins.as_ref())?;
+    let SinkEnd { report, plots, .. } = finish_report(finished, end, name, &ctx, origins.as_ref())?;
     let code = render(&report, plots.as_ref(), opts, out)?;
     if let (Some(out_file), Some(track), Some(mut notes)) = (annotate, track, notes) {
         let _ = out.flush();
@@ -753,7 +753,7 @@ fn finish_report(
     file: String,
     ctx: &CaptureContext,
     origins: Option<&crate::source::origins::FrameOrigins>,
-) -> Result<(Report, Option<PlotData>), Error> {
+) -> Result<SinkEnd, Error> {
     let mut diagnostics = finished.diagnostics;
     let live = end.live.take();
     let selection = end.selection.take();
@@ -767,9 +767,9 @@ fn finish_report(
         warnings: diagnostics.finish(),
         selection,
     };
-    let (mut report, plots) = finished.sink.finish(meta, ctx, origins)?;
-    report.capture.live = live;
-    Ok((report, plots))
+    let mut end = finished.sink.finish(meta, ctx, origins)?;
+    end.report.capture.live = live;
+    Ok(end)
 }
 
 /// Writes the report directory, then the JSON report, the verification table or the text
@@ -1054,11 +1054,14 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
                 m.update_from(&finished.counts, &mut finished.sink, &status);
             }
             let name = format!("live capture on {iface}");
-            let (report, plots) = finish_report(finished, end, name, &ctx, None)?;
+            let SinkEnd {
+                report,
+                plots,
+                told_at_end,
+            } = finish_report(finished, end, name, &ctx, None)?;
             if let Some(m) = metrics.as_mut() {
-                // The last scrape before the exit sees the report's findings that were not
-                // told yet (those of flows that ended stay counted).
-                m.metrics.findings_told(&report.findings);
+                // The last scrape before the exit sees the findings told at the end.
+                m.metrics.findings_told(&told_at_end);
                 m.server.publish(m.metrics.text());
             }
             render(&report, plots.as_ref(), opts, &mut out)

@@ -14,7 +14,7 @@ use crate::export::Exporter;
 use crate::model::{Expectations, Finding, PlotData, Report};
 use crate::monitor::events::EventWriter;
 use crate::monitor::metrics::QpCounts;
-use crate::monitor::watch::{FindingWatch, NewFindings};
+use crate::monitor::watch::{FindingWatch, NewFindings, Told};
 use crate::pipeline::{Position, Sink};
 use crate::source::origins::FrameOrigins;
 use crate::summary::PacketSummary;
@@ -34,7 +34,7 @@ pub struct ReportSink {
     ended_for_metrics: Option<Vec<(u64, QpCounts)>>,
     /// The findings that first held since the last `take_told_findings` (for the metrics and
     /// the live view: the findings the events tell).
-    told_findings: Option<Vec<Finding>>,
+    told_findings: Option<Vec<Told>>,
 }
 
 impl ReportSink {
@@ -89,7 +89,7 @@ impl ReportSink {
     }
 
     /// The findings that first held since the last call.
-    pub fn take_told_findings(&mut self) -> Vec<Finding> {
+    pub fn take_told_findings(&mut self) -> Vec<Told> {
         self.told_findings
             .as_mut()
             .map(std::mem::take)
@@ -150,7 +150,7 @@ impl ReportSink {
     fn tell_findings(&mut self, new: &NewFindings) -> io::Result<()> {
         tell_findings(self.events.as_mut(), self.exporter.as_mut(), new)?;
         if let Some(m) = self.told_findings.as_mut() {
-            m.extend(new.findings.iter().cloned());
+            m.extend(new.told());
         }
         Ok(())
     }
@@ -192,7 +192,11 @@ impl ReportSink {
         meta: CaptureMeta,
         ctx: &CaptureContext,
         origins: Option<&FrameOrigins>,
-    ) -> Result<(Report, Option<PlotData>), Error> {
+    ) -> Result<SinkEnd, Error> {
+        let events_error = |source| Error::Output {
+            path: "--events".into(),
+            source,
+        };
         let last_ts = meta.counts.last_ts;
         // Flows that ended since the last evaluation: the report at the end covers the open
         // flows only.
@@ -202,14 +206,10 @@ impl ReportSink {
                 .as_mut()
                 .and_then(|w| w.evaluate(&mut self.analyzer));
             if let Some(new) = new {
-                tell_findings(self.events.as_mut(), self.exporter.as_mut(), &new).map_err(
-                    |source| Error::Output {
-                        path: "--events".into(),
-                        source,
-                    },
-                )?;
+                self.tell_findings(&new).map_err(events_error)?;
             }
         }
+        let mut told_at_end = self.take_told_findings();
         let end = self.analyzer.finish_all(meta);
         let mut report = end.report;
         if let Some(o) = origins {
@@ -221,26 +221,31 @@ impl ReportSink {
             .as_mut()
             .and_then(|w| w.untold(last_ts, &report.findings));
         if let Some(new) = &last {
-            // The sink ends here: the metrics take the report's findings themselves.
-            tell_findings(self.events.as_mut(), self.exporter.as_mut(), new).map_err(|source| {
-                Error::Output {
-                    path: "--events".into(),
-                    source,
-                }
-            })?;
+            tell_findings(self.events.as_mut(), self.exporter.as_mut(), new)
+                .map_err(events_error)?;
+            told_at_end.extend(new.told());
         }
         if let Some(mut e) = self.events {
             e.finish(&report, &end.order, &end.open_ids, last_ts)
-                .map_err(|source| Error::Output {
-                    path: "--events".into(),
-                    source,
-                })?;
+                .map_err(events_error)?;
         }
         if let Some(e) = self.exporter {
             e.finish(&report, &end.order, &end.open_ids, &end.pauses)?;
         }
-        Ok((report, end.plots))
+        Ok(SinkEnd {
+            report,
+            plots: end.plots,
+            told_at_end,
+        })
     }
+}
+
+/// What the end of a capture makes: the report, what the plots need when timelines were
+/// collected, and the findings first told at the end (for the metrics' last figures).
+pub struct SinkEnd {
+    pub report: Report,
+    pub plots: Option<PlotData>,
+    pub told_at_end: Vec<Told>,
 }
 
 /// Each finding's frames (and its group members') named in their own files.
@@ -384,6 +389,7 @@ mod tests {
         let told = sink.take_told_findings();
         let lost = told
             .iter()
+            .map(|t| &t.finding)
             .find(|f| f.code == crate::model::FindingCode::PsnLoss)
             .unwrap_or_else(|| panic!("psn_loss not told: {told:?}"));
         assert_eq!(
@@ -392,5 +398,34 @@ mod tests {
         );
         // Seen once, then forgotten: the ended flow's state is not held on.
         assert!(!sink.analyzer().has_recent_ended());
+    }
+
+    #[test]
+    fn a_qp_used_again_live_has_its_findings_told_again() {
+        // QP 0x100 loses a PSN, ends, and comes back at 1.5 s (a new flow) losing another:
+        // each flow's loss is told. QP 0x101 keeps the capture busy.
+        let mut frames = writes(0x100, &[(0, 0), (1, 1), (3, 3)]);
+        frames.extend(writes(0x100, &[(10, 1_500), (11, 1_501), (13, 1_503)]));
+        let busy: Vec<(u32, u64)> = (0..1_500).map(|k| (k, 10 + 2 * k as u64)).collect();
+        frames.extend(writes(0x101, &busy));
+        let told_losses = |keep_ended| {
+            let cfg = AnalysisConfig {
+                flow_timeout_ns: Some(5 * MS),
+                keep_ended,
+                ..AnalysisConfig::default()
+            };
+            let mut sink =
+                ReportSink::new(cfg, Default::default(), Default::default()).keep_told_findings();
+            run(&mut sink, frames.clone());
+            let told = sink.take_told_findings();
+            told.iter()
+                .filter(|t| t.finding.code == crate::model::FindingCode::PsnLoss)
+                .map(|t| t.finding.flow.clone().unwrap_or_default())
+                .collect::<Vec<_>>()
+        };
+        let label = "10.0.0.1 > 10.0.0.2 qp 0x000100".to_string();
+        assert_eq!(told_losses(false), vec![label.clone(), label.clone()]);
+        // -r: both flows stay in the report under one label; told once, as before.
+        assert_eq!(told_losses(true), vec![label]);
     }
 }

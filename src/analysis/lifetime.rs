@@ -174,6 +174,11 @@ impl Analyzer {
         }
     }
 
+    /// Whether ended flows leave (a live capture), not kept for the report (`-r`).
+    pub fn frees_ended_flows(&self) -> bool {
+        !self.cfg.keep_ended
+    }
+
     /// Whether flows ended since the findings were last evaluated are waiting for it.
     pub fn has_recent_ended(&self) -> bool {
         self.recent_ended

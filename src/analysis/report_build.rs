@@ -521,6 +521,20 @@ impl Analyzer {
     /// The findings of the traffic so far, the analysis going on (pauses in force end now).
     /// Ended flows' entries are borrowed where they are kept, only the open flows' are made:
     /// copying every kept entry once a second made `-r --events` quadratic in the flows.
+    /// The labels of the open flows, as findings name them.
+    pub fn open_flow_labels(&self) -> rustc_hash::FxHashSet<String> {
+        self.flows
+            .iter()
+            .map(|f| self.host_names.label(&f.key).to_string())
+            .collect()
+    }
+
+    /// The labels of the flows that ended since the findings were last evaluated.
+    pub fn recent_ended_labels(&self) -> rustc_hash::FxHashSet<String> {
+        let recent = self.recent_ended.iter().flat_map(|r| r.reports.iter());
+        recent.map(FlowReport::label).collect()
+    }
+
     pub fn findings_now(&self, meta: &CaptureMeta) -> Vec<Finding> {
         let (mut pfc, mut pause) = (self.pfc.clone(), self.pause.clone());
         for t in pfc.values_mut().chain(pause.values_mut()) {

@@ -274,9 +274,9 @@ impl Snapshots {
 
     /// Findings that first held (as `--events` tells them, ranked as the report ranks them):
     /// shown newest first, each once; those told together in the report's order.
-    pub fn findings_told(&mut self, findings: &[crate::model::Finding]) {
+    pub fn findings_told(&mut self, told: &[crate::monitor::watch::Told]) {
         let at_s = self.started.elapsed().as_secs();
-        for f in findings.iter().rev() {
+        for f in told.iter().rev().map(|t| &t.finding) {
             self.findings.push(LiveFinding {
                 at_s,
                 code: f.code.name(),
@@ -409,7 +409,9 @@ pub mod tests {
             counts: counts.clone(),
             ..Default::default()
         };
-        snaps.findings_told(&an.findings_now(&meta));
+        let mut watch = crate::monitor::watch::FindingWatch::default();
+        let told = watch.untold(0, &an.findings_now(&meta)).expect("findings");
+        snaps.findings_told(&told.told().collect::<Vec<_>>());
         let kernel = Some(KernelCounters {
             received: counts.frames,
             dropped: 0,

@@ -131,8 +131,6 @@ pub struct Metrics {
     tracked: FxHashMap<u64, Tracked>,
     other: QpCounts,
     findings: HashMap<(&'static str, &'static str), u64>,
-    /// The findings counted while the capture runs: by code and flow, as the events tell them.
-    told: std::collections::HashSet<(&'static str, Option<String>)>,
     /// The text of the last update, findings apart.
     body: String,
 }
@@ -145,7 +143,6 @@ impl Metrics {
             tracked: FxHashMap::default(),
             other: QpCounts::default(),
             findings: HashMap::new(),
-            told: Default::default(),
             body: String::new(),
         }
     }
@@ -154,13 +151,12 @@ impl Metrics {
     pub fn report_findings(&mut self, findings: &[crate::model::Finding]) {
         self.findings.clear();
         for f in findings {
-            self.count(f);
+            self.count(f, f.group.as_ref().map_or(1, |g| g.flows));
         }
     }
 
-    /// Counts finding `f`: once, or once per flow of its group.
-    fn count(&mut self, f: &crate::model::Finding) {
-        let n = f.group.as_ref().map_or(1, |g| g.flows);
+    /// Counts finding `f` `n` times.
+    fn count(&mut self, f: &crate::model::Finding, n: u64) {
         *self
             .findings
             .entry((f.code.name(), f.severity.name()))
@@ -174,13 +170,13 @@ impl Metrics {
         o
     }
 
-    /// Findings that first held while the capture runs (those the events tell), or the final
-    /// report's: each counted once by code and flow, those of a group once per flow.
-    pub fn findings_told(&mut self, findings: &[crate::model::Finding]) {
-        for f in findings {
-            if self.told.insert((f.code.name(), f.flow.clone())) {
-                self.count(f);
-            }
+    /// Findings that first held while the capture runs, as the events tell them (each once
+    /// by code and flow: the watch sees to that), or the final report's not told before:
+    /// each counts the flows it told of first (a group's flows told before on their own are
+    /// not counted twice).
+    pub fn findings_told(&mut self, told: &[crate::monitor::watch::Told]) {
+        for t in told {
+            self.count(&t.finding, t.first_told);
         }
     }
 
@@ -645,9 +641,9 @@ mod tests {
         assert!(findings.iter().all(|(_, v)| *v == 0.0));
         // The findings as the events tell them, and the final report's again at the end:
         // each (code, flow) counted once.
-        let storm = |flow: Option<&str>| crate::model::Finding {
+        let finding = |code, flow: Option<&str>| crate::model::Finding {
             severity: crate::model::Severity::Critical,
-            code: crate::model::FindingCode::PfcStorm,
+            code,
             message: String::new(),
             cause: String::new(),
             flow: flow.map(String::from),
@@ -657,11 +653,34 @@ mod tests {
             group: None,
             grouped_flows: Vec::new(),
         };
-        m.findings_told(&[storm(None), storm(Some("a"))]);
-        m.findings_told(&[storm(None), storm(Some("a")), storm(Some("b"))]);
+        let storm = |flow| finding(crate::model::FindingCode::PfcStorm, flow);
+        let mut watch = crate::monitor::watch::FindingWatch::default();
+        let mut tell = |m: &mut Metrics, findings: &[crate::model::Finding]| {
+            let told = watch.untold(0, findings);
+            m.findings_told(&told.map_or(Vec::new(), |t| t.told().collect()));
+        };
+        tell(&mut m, &[storm(None), storm(Some("a"))]);
+        tell(&mut m, &[storm(None), storm(Some("a")), storm(Some("b"))]);
+        // A loss first on one flow, then grouped with two more: three flows, not four.
+        let loss = |flow| finding(crate::model::FindingCode::PsnLoss, flow);
+        tell(&mut m, &[loss(Some("a"))]);
+        let group = crate::model::Finding {
+            group: Some(crate::model::FindingGroup {
+                flows: 3,
+                worst: Vec::new(),
+            }),
+            grouped_flows: vec!["a".into(), "b".into(), "c".into()],
+            ..loss(None)
+        };
+        tell(&mut m, std::slice::from_ref(&group));
+        tell(&mut m, &[group, loss(Some("b"))]);
         let text = m.text();
         assert!(
             text.contains("roce_sniff_findings_total{code=\"pfc_storm\",severity=\"critical\"} 3"),
+            "{text}"
+        );
+        assert!(
+            text.contains("roce_sniff_findings_total{code=\"psn_loss\",severity=\"critical\"} 3"),
             "{text}"
         );
         assert_eq!(

@@ -17,8 +17,12 @@ pub const EVALUATE_EVERY_NS: u64 = 1_000_000_000;
 
 #[derive(Default)]
 pub struct FindingWatch {
-    /// Findings already told: by code and flow (a capture-wide finding by its code).
+    /// Findings already told: by code and flow (a capture-wide finding or a group by its
+    /// code), and by code and each flow of a group told. A live capture forgets the flows
+    /// that ended: a QP used again is a new flow, with findings of its own.
     told: HashSet<(&'static str, Option<String>)>,
+    /// The size of `told` at which the ended flows are forgotten.
+    forget_at: usize,
     next_evaluation_ns: Option<u64>,
     /// The frames so far, for the capture-wide findings of an evaluation.
     counts: FrameCounts,
@@ -28,7 +32,35 @@ pub struct FindingWatch {
 pub struct NewFindings {
     pub ts_ns: u64,
     pub findings: Vec<Finding>,
+    /// Per finding, the flows it tells of for the first time: 1 for a finding of one flow
+    /// or none; for a group, its flows not told before on their own (the metrics count these).
+    pub first_told: Vec<u64>,
 }
+
+impl NewFindings {
+    /// Each finding with the flows it told of first.
+    pub fn told(&self) -> impl Iterator<Item = Told> + '_ {
+        self.findings
+            .iter()
+            .zip(&self.first_told)
+            .map(|(f, &first_told)| Told {
+                finding: f.clone(),
+                first_told,
+            })
+    }
+}
+
+/// A finding as told, and the flows it told of first: what the metrics count, so that a
+/// group's flows told before on their own are not counted twice.
+#[derive(Debug, Clone)]
+pub struct Told {
+    pub finding: Finding,
+    pub first_told: u64,
+}
+
+/// A live capture's told flows are forgotten when `told` grows past this many more entries
+/// than it held after the last time.
+const FORGET_SLACK: usize = 1_024;
 
 impl FindingWatch {
     /// Called before `s` is analysed: when `s` starts a new second of capture time, the
@@ -75,20 +107,55 @@ impl FindingWatch {
             selection: None,
         };
         let findings = an.findings_now(&meta);
+        let new = self.untold(an.last_ts(), &findings);
+        self.forget_ended_flows(an);
         an.forget_recent_ended();
-        self.untold(an.last_ts(), &findings)
+        new
+    }
+
+    /// A live capture (ended flows freed) forgets what was told of the flows that ended, so
+    /// that a QP used again has its own findings told and `told` stays as large as the open
+    /// flows, not as the whole run: those just ended at once (the noteworthy ones, which
+    /// findings name), every flow no longer open when `told` has doubled.
+    fn forget_ended_flows(&mut self, an: &Analyzer) {
+        if !an.frees_ended_flows() {
+            return;
+        }
+        if self.told.len() >= self.forget_at {
+            let open = an.open_flow_labels();
+            self.told
+                .retain(|(_, flow)| flow.as_ref().is_none_or(|l| open.contains(l)));
+            self.forget_at = self.told.len() * 2 + FORGET_SLACK;
+        } else if an.has_recent_ended() {
+            let ended = an.recent_ended_labels();
+            self.told
+                .retain(|(_, flow)| flow.as_ref().is_none_or(|l| !ended.contains(l)));
+        }
     }
 
     /// The findings of `findings` not told yet, now told (the final report's at the end).
     pub fn untold(&mut self, ts_ns: u64, findings: &[Finding]) -> Option<NewFindings> {
-        let new: Vec<Finding> = findings
-            .iter()
-            .filter(|f| self.told.insert((f.code.name(), f.flow.clone())))
-            .cloned()
-            .collect();
-        (!new.is_empty()).then_some(NewFindings {
+        let mut new = NewFindings {
             ts_ns,
-            findings: new,
-        })
+            findings: Vec::new(),
+            first_told: Vec::new(),
+        };
+        for f in findings {
+            let code = f.code.name();
+            if !self.told.insert((code, f.flow.clone())) {
+                continue;
+            }
+            let first = match &f.group {
+                None => 1,
+                Some(_) => f
+                    .grouped_flows
+                    .iter()
+                    .filter(|l| self.told.insert((code, Some(l.to_string()))))
+                    .count() as u64,
+            };
+            new.findings.push(f.clone());
+            new.first_told.push(first);
+        }
+        (!new.findings.is_empty()).then_some(new)
     }
 }
