@@ -36,8 +36,9 @@ fn live_analysis() -> AnalysisConfig {
     }
 }
 
+/// A live capture's sink: its findings watched (for the view, the metrics, the events).
 fn new_sink() -> ReportSink {
-    ReportSink::new(live_analysis(), Default::default(), Default::default())
+    ReportSink::new(live_analysis(), Default::default(), Default::default()).keep_told_findings()
 }
 
 fn with_events(sink: ReportSink) -> ReportSink {

@@ -85,7 +85,8 @@ impl ReportSink {
     /// evaluations included.
     fn watch(&mut self) {
         self.watch.get_or_insert_with(FindingWatch::default);
-        self.analyzer.keep_recent_ended();
+        self.analyzer
+            .keep_recent_ended(crate::monitor::watch::EVALUATE_EVERY_NS);
     }
 
     /// The findings that first held since the last call.

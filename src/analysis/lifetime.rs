@@ -110,28 +110,25 @@ impl Analyzer {
             self.cfg.keep_ended,
             self.cfg.keep_ended || self.ended_reports,
         );
-        let entries: [_; 2] = std::array::from_fn(|k| match members.get(k) {
-            Some(&m) => {
-                let recent = self.wants_recent(k, m);
-                (
-                    (report || recent).then(|| self.flow_report(&self.flows[m], now)),
-                    (keep || recent).then(|| self.flow_evidence(m, now)),
-                    recent,
-                )
+        let recent: [bool; 2] =
+            std::array::from_fn(|k| members.get(k).is_some_and(|&m| self.wants_recent(k, m)));
+        if !keep && !report && recent == [false; 2] {
+            // No entry to make: nothing to build or move (most ended flows of a live churn).
+            for flow in self.remove_members(members, now).into_iter().flatten() {
+                self.ended_one(flow, None, None, now);
             }
+            return;
+        }
+        let entries: [_; 2] = std::array::from_fn(|k| match members.get(k) {
+            Some(&m) => (
+                (report || recent[k]).then(|| self.flow_report(&self.flows[m], now)),
+                (keep || recent[k]).then(|| self.flow_evidence(m, now)),
+                recent[k],
+            ),
             None => (None, None, false),
         });
-        for &m in members {
-            self.note_ending(m, now);
-            self.flows[m].peer = None;
-        }
-        // The higher index leaves first, so that removing it does not move the other.
-        let higher_first = if pair[1] > pair[0] { [1, 0] } else { [0, 1] };
-        let mut flows: [Option<Box<Flow>>; 2] = [None, None];
-        for k in higher_first.into_iter().filter(|&k| k < members.len()) {
-            flows[k] = Some(self.remove_flow(members[k]));
-        }
         // Each flow with its own entry, in member order.
+        let flows = self.remove_members(members, now);
         for (flow, entry) in flows.into_iter().flatten().zip(entries) {
             let (report, evidence) = match entry {
                 (Some(r), Some(e), true) => self.keep_recent(r, e),
@@ -139,6 +136,26 @@ impl Analyzer {
             };
             self.ended_one(flow, report, evidence, now);
         }
+    }
+
+    /// Takes the members of a connection (one flow or two) out of the open flows, in member
+    /// order.
+    fn remove_members(&mut self, members: &[usize], now: u64) -> [Option<Box<Flow>>; 2] {
+        for &m in members {
+            self.note_ending(m, now);
+            self.flows[m].peer = None;
+        }
+        // The higher index leaves first, so that removing it does not move the other.
+        let higher_first = if members.len() == 2 && members[1] > members[0] {
+            [1, 0]
+        } else {
+            [0, 1]
+        };
+        let mut flows: [Option<Box<Flow>>; 2] = [None, None];
+        for k in higher_first.into_iter().filter(|&k| k < members.len()) {
+            flows[k] = Some(self.remove_flow(members[k]));
+        }
+        flows
     }
 
     /// Whether member `k` of a connection ending, flow `m`, goes to the recently ended flows:
@@ -166,10 +183,16 @@ impl Analyzer {
         (report, evidence)
     }
 
-    /// Flows ended since the findings were last evaluated are kept for that evaluation (a
-    /// live capture: `keep_ended` keeps every flow anyway).
-    pub fn keep_recent_ended(&mut self) {
-        if !self.cfg.keep_ended {
+    /// Flows ended since the findings were last evaluated are kept for that evaluation, when
+    /// the findings are evaluated every `evaluated_every_ns` (capture time). Only a live
+    /// capture needs it (`keep_ended` keeps every flow anyway), and only with a flow timeout
+    /// under two intervals: a flow idle longer has been evaluated after its last frame.
+    pub fn keep_recent_ended(&mut self, evaluated_every_ns: u64) {
+        let short = self
+            .cfg
+            .flow_timeout_ns
+            .is_some_and(|t| t < evaluated_every_ns.saturating_mul(2));
+        if short && !self.cfg.keep_ended {
             self.recent_ended.get_or_insert_with(KeptFlows::default);
         }
     }
@@ -537,7 +560,7 @@ mod tests {
         let mut data = Vec::new();
         write_churn(&mut data, cfg).unwrap();
         let mut an = Analyzer::new(with_timeout(MS, false));
-        an.keep_recent_ended();
+        an.keep_recent_ended(1_000 * MS);
         let (mut an, _) = crate::analysis::testing::feed(&data, an, |_, _| {});
         let held = an.recent_ended.as_ref().map_or(0, |r| r.reports.len());
         assert!(an.flows_ended() > 2_000, "{}", an.flows_ended());
@@ -546,8 +569,12 @@ mod tests {
         assert!(!an.has_recent_ended());
         // -r keeps every ended flow in the report anyway: nothing kept twice.
         let mut kept = Analyzer::new(with_timeout(MS, true));
-        kept.keep_recent_ended();
+        kept.keep_recent_ended(1_000 * MS);
         let (kept, _) = crate::analysis::testing::feed(&data, kept, |_, _| {});
         assert!(kept.recent_ended.is_none());
+        // A timeout of two intervals or more: every flow was evaluated after its last frame.
+        let mut long = Analyzer::new(with_timeout(2 * MS, false));
+        long.keep_recent_ended(MS);
+        assert!(long.recent_ended.is_none());
     }
 }
