@@ -134,6 +134,43 @@ fn events_tell_the_reports_findings_and_flows_at_any_thread_count() {
     }
 }
 
+/// Two findings of one code and no flow (two sources pausing the RoCE priority) are both
+/// told: before, the second was taken for the first.
+#[test]
+fn findings_of_no_flow_are_told_each() {
+    for capture in [
+        "diagnose/pfc_mutual.pcap",
+        "diagnose/pfc_not_honoured.pcap",
+        "sample.pcap",
+    ] {
+        let count = |findings: Vec<&Value>| {
+            let mut n = std::collections::BTreeMap::<String, usize>::new();
+            for f in findings.into_iter().filter(|f| f["flow"].is_null()) {
+                *n.entry(f["code"].to_string()).or_default() += 1;
+            }
+            n
+        };
+        let e = events(capture, &[]);
+        let told = count(
+            e.iter()
+                .filter(|x| x["event"] == "finding")
+                .map(|x| &x["finding"])
+                .collect(),
+        );
+        let r = report(capture);
+        let reported = count(r["findings"].as_array().unwrap().iter().collect());
+        assert_eq!(told, reported, "{capture}");
+    }
+    let r = report("diagnose/pfc_mutual.pcap");
+    let paused = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "pfc_pause_roce_priority")
+        .count();
+    assert_eq!(paused, 2, "pfc_mutual.pcap: two sources pause priority 3");
+}
+
 #[test]
 fn only_one_output_may_have_standard_output() {
     let out = run_path(&testdata("sample.pcap"), &["--events"]);

@@ -518,9 +518,6 @@ impl Analyzer {
         }
     }
 
-    /// The findings of the traffic so far, the analysis going on (pauses in force end now).
-    /// Ended flows' entries are borrowed where they are kept, only the open flows' are made:
-    /// copying every kept entry once a second made `-r --events` quadratic in the flows.
     /// The labels of the open flows, as findings name them.
     pub fn open_flow_labels(&self) -> rustc_hash::FxHashSet<String> {
         self.flows
@@ -535,6 +532,9 @@ impl Analyzer {
         recent.map(FlowReport::label).collect()
     }
 
+    /// The findings of the traffic so far, the analysis going on (pauses in force end now).
+    /// Ended flows' entries are borrowed where they are kept, only the open flows' are made:
+    /// copying every kept entry once a second made `-r --events` quadratic in the flows.
     pub fn findings_now(&self, meta: &CaptureMeta) -> Vec<Finding> {
         let (mut pfc, mut pause) = (self.pfc.clone(), self.pause.clone());
         for t in pfc.values_mut().chain(pause.values_mut()) {

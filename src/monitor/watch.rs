@@ -20,12 +20,34 @@ pub struct FindingWatch {
     /// Findings already told: by code and flow (a capture-wide finding or a group by its
     /// code), and by code and each flow of a group told. A live capture forgets the flows
     /// that ended: a QP used again is a new flow, with findings of its own.
-    told: HashSet<(&'static str, Option<String>)>,
+    told: HashSet<(&'static str, Subject)>,
     /// The size of `told` at which the ended flows are forgotten.
     forget_at: usize,
     next_evaluation_ns: Option<u64>,
     /// The frames so far, for the capture-wide findings of an evaluation.
     counts: FrameCounts,
+}
+
+/// What a finding is told of, with its code: the same code may hold of several.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Subject {
+    /// A flow, by its label (a finding of one flow, or each flow of a group).
+    Flow(String),
+    /// A finding of no flow, by the first frame that shows it: two sources pausing one
+    /// priority are two findings of one code, each with its own first frame.
+    FirstFrame(u64),
+    /// A finding of no flow and no frame, or a group: once per code.
+    Code,
+}
+
+impl Subject {
+    fn of(f: &Finding) -> Subject {
+        match (&f.flow, f.frames.first()) {
+            (Some(label), _) => Subject::Flow(label.clone()),
+            (None, Some(&frame)) if f.group.is_none() => Subject::FirstFrame(frame),
+            (None, _) => Subject::Code,
+        }
+    }
 }
 
 /// Findings that first hold at `ts_ns`.
@@ -123,13 +145,17 @@ impl FindingWatch {
         }
         if self.told.len() >= self.forget_at {
             let open = an.open_flow_labels();
-            self.told
-                .retain(|(_, flow)| flow.as_ref().is_none_or(|l| open.contains(l)));
+            self.told.retain(|(_, subject)| match subject {
+                Subject::Flow(l) => open.contains(l),
+                _ => true,
+            });
             self.forget_at = self.told.len() * 2 + FORGET_SLACK;
         } else if an.has_recent_ended() {
             let ended = an.recent_ended_labels();
-            self.told
-                .retain(|(_, flow)| flow.as_ref().is_none_or(|l| !ended.contains(l)));
+            self.told.retain(|(_, subject)| match subject {
+                Subject::Flow(l) => !ended.contains(l),
+                _ => true,
+            });
         }
     }
 
@@ -142,7 +168,7 @@ impl FindingWatch {
         };
         for f in findings {
             let code = f.code.name();
-            if !self.told.insert((code, f.flow.clone())) {
+            if !self.told.insert((code, Subject::of(f))) {
                 continue;
             }
             let first = match &f.group {
@@ -150,12 +176,58 @@ impl FindingWatch {
                 Some(_) => f
                     .grouped_flows
                     .iter()
-                    .filter(|l| self.told.insert((code, Some(l.to_string()))))
+                    .filter(|l| self.told.insert((code, Subject::Flow(l.to_string()))))
                     .count() as u64,
             };
             new.findings.push(f.clone());
             new.first_told.push(first);
         }
         (!new.findings.is_empty()).then_some(new)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{FindingCode, Severity};
+
+    fn finding(flow: Option<&str>, frames: &[u64], count: u64) -> Finding {
+        Finding {
+            severity: Severity::Warning,
+            code: FindingCode::PfcPauseRocePriority,
+            message: format!("{count} XOFF"),
+            cause: String::new(),
+            flow: flow.map(String::from),
+            count,
+            frames: frames.to_vec(),
+            frame_refs: Vec::new(),
+            group: None,
+            grouped_flows: Vec::new(),
+        }
+    }
+
+    fn told(watch: &mut FindingWatch, findings: &[Finding]) -> usize {
+        watch.untold(0, findings).map_or(0, |n| n.findings.len())
+    }
+
+    #[test]
+    fn each_finding_is_told_once_by_its_flow_or_its_first_frame() {
+        let mut w = FindingWatch::default();
+        // Two sources pausing one priority: two findings of no flow, each told.
+        assert_eq!(told(&mut w, &[finding(None, &[10], 5)]), 1);
+        assert_eq!(
+            told(&mut w, &[finding(None, &[10], 9), finding(None, &[40], 1)]),
+            1
+        );
+        // Their figures grow: told already.
+        assert_eq!(
+            told(&mut w, &[finding(None, &[10], 20), finding(None, &[40], 7)]),
+            0
+        );
+        // Of no frame: once per code. Of a flow: once per flow.
+        assert_eq!(told(&mut w, &[finding(None, &[], 1)]), 1);
+        assert_eq!(told(&mut w, &[finding(None, &[], 2)]), 0);
+        assert_eq!(told(&mut w, &[finding(Some("a"), &[10], 1)]), 1);
+        assert_eq!(told(&mut w, &[finding(Some("a"), &[11], 2)]), 0);
     }
 }
