@@ -12,7 +12,10 @@ use serde_json::Value;
 fn events(capture: &str, extra: &[&str]) -> Vec<Value> {
     let dir = std::env::temp_dir().join(format!("roce-sniff-events-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join(format!("{}.ndjson", capture.replace('/', "_")));
+    // Tests run in parallel, some on the same capture: a file of its own for each call.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let file = dir.join(format!("{}-{call}.ndjson", capture.replace('/', "_")));
     let mut args = vec![
         format!("--events={}", file.display()),
         "--json=/dev/null".to_string(),

@@ -17,9 +17,9 @@ pub const EVALUATE_EVERY_NS: u64 = 1_000_000_000;
 
 #[derive(Default)]
 pub struct FindingWatch {
-    /// Findings already told: by code and flow (a capture-wide finding or a group by its
-    /// code), and by code and each flow of a group told. A live capture forgets the flows
-    /// that ended: a QP used again is a new flow, with findings of its own.
+    /// Findings already told, by code and what they tell of (each flow of a group told too).
+    /// A live capture forgets the flows that ended: a QP used again is a new flow, with
+    /// findings of its own.
     told: HashSet<(&'static str, Subject)>,
     /// The size of `told` at which the ended flows are forgotten.
     forget_at: usize,
