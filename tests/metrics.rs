@@ -73,6 +73,15 @@ fn prometheus_scrapes_the_offline_reports_counters() {
             "count(roce_sniff_findings_total{code=\"psn_loss\",severity=\"critical\"})",
             1.0,
         ),
+        (
+            "sum(roce_sniff_pfc_storms_total)",
+            report["pfc"]["priorities"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["storms_total"].as_u64().unwrap())
+                .sum::<u64>() as f64,
+        ),
     ]);
     let wrong = promql_wrong(prom_port, &expect);
     // Paused time: the report's microseconds, in seconds.

@@ -431,13 +431,15 @@ fn qp_labels(k: &FlowKey) -> String {
 
 fn write_pfc(o: &mut String, an: &Analyzer) {
     let now = an.last_ts();
-    let rows: Vec<(String, u64, u64)> = an
+    let storm = &an.config().pfc;
+    let rows: Vec<(String, u64, u64, u64)> = an
         .pfc_trackers()
         .map(|((mac, prio), t)| {
             (
                 format!("source=\"{mac}\",priority=\"{prio}\""),
                 t.xoff,
                 t.paused_until(now),
+                t.storms_until(storm, now),
             )
         })
         .collect();
@@ -447,7 +449,7 @@ fn write_pfc(o: &mut String, an: &Analyzer) {
         "counter",
         "PFC XOFF frames, by source MAC and priority.",
     );
-    for (labels, xoff, _) in &rows {
+    for (labels, xoff, _, _) in &rows {
         let _ = writeln!(o, "roce_sniff_pfc_pause_frames_total{{{labels}}} {xoff}");
     }
     header(
@@ -456,12 +458,24 @@ fn write_pfc(o: &mut String, an: &Analyzer) {
         "counter",
         "Time paused by PFC (at --link-speed), by source MAC and priority.",
     );
-    for (labels, _, ns) in &rows {
+    for (labels, _, ns, _) in &rows {
         let _ = writeln!(
             o,
             "roce_sniff_pfc_paused_seconds_total{{{labels}}} {}",
             *ns as f64 / 1e9
         );
+    }
+    // The pfc_storm finding is told once per source and priority; this counts every storm,
+    // so that an alert fires for each, however long the monitor runs.
+    header(
+        o,
+        "roce_sniff_pfc_storms_total",
+        "counter",
+        "PFC storms (--storm-ms of continuous pause, or of pauses faster than --storm-fps), \
+         by source MAC and priority; a storm counts from when it qualifies.",
+    );
+    for (labels, _, _, storms) in &rows {
+        let _ = writeln!(o, "roce_sniff_pfc_storms_total{{{labels}}} {storms}");
     }
 }
 
@@ -546,6 +560,19 @@ mod tests {
         assert!(text.contains(
             "roce_sniff_pfc_pause_frames_total{source=\"02:00:00:00:00:5e\",priority=\"3\"} 200"
         ), "{text}");
+        // The report's one storm, on priority 4; none where priority 3 was paused.
+        assert!(
+            text.contains(
+                "roce_sniff_pfc_storms_total{source=\"02:00:00:00:00:5f\",priority=\"4\"} 1"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "roce_sniff_pfc_storms_total{source=\"02:00:00:00:00:5e\",priority=\"3\"} 0"
+            ),
+            "{text}"
+        );
         // The histogram counts every RTT, cumulatively.
         let buckets = series(&text, "roce_sniff_ack_rtt_seconds_bucket");
         assert!(buckets.windows(2).all(|w| w[0].1 <= w[1].1));
