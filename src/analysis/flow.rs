@@ -297,8 +297,6 @@ impl AckAllowance {
 pub struct FlowEvidence {
     /// The link the flow was seen on: VLANs are compared only within one.
     pub link: u64,
-    pub src: IpAddr,
-    pub dst: IpAddr,
     /// RC, XRC or RD: lost packets are resent.
     pub reliable: bool,
     pub first_ts_ns: u64,
@@ -712,8 +710,6 @@ impl Flow {
     pub fn evidence(&self, capture_end: u64) -> FlowEvidence {
         FlowEvidence {
             link: self.link,
-            src: self.key.src,
-            dst: self.key.dst,
             reliable: self.transport.is_some_and(Transport::is_reliable),
             first_ts_ns: self.first_ts,
             last_ts_ns: self.last_ts,

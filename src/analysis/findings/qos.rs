@@ -283,7 +283,9 @@ pub(super) fn gid_findings(
         ));
     }
     for (r, f) in flows.iter().zip(evidence) {
-        let link_local = is_link_local(&f.src) || is_link_local(&f.dst);
+        let link_local = [&r.src, &r.dst]
+            .iter()
+            .any(|h| h.parse().is_ok_and(|ip| is_link_local(&ip)));
         if link_local && !f.rocev1 && !f.native_ib && r.role == FlowRole::Data {
             out.push(finding(
                 Severity::Warning,
