@@ -38,8 +38,9 @@ const IDLE_SLEEP_MAX: Duration = Duration::from_millis(10);
 const BATCH_AGE: Duration = Duration::from_millis(50);
 /// Batches (up to 2 MB each) waiting between the capture thread and the analysis. Few: when
 /// the analysis lags, frames wait in the kernel's ring (allocated once) rather than in batches
-/// allocated for the burst (zeroing their fresh pages cost more than the copy into them).
-const QUEUED_BATCHES: usize = 8;
+/// allocated for the burst (zeroing their fresh pages cost more than the copy into them; 8
+/// queued put a monitor with every output at 143-148 MiB, over its 150 MB).
+const QUEUED_BATCHES: usize = 4;
 /// Frames captured between looks at the clock (the batch age, --duration).
 const FRAMES_PER_CLOCK: u32 = 64;
 
