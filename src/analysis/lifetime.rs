@@ -131,7 +131,7 @@ impl Analyzer {
         let flows = self.remove_members(members, now);
         for (flow, entry) in flows.into_iter().flatten().zip(entries) {
             let (report, evidence) = match entry {
-                (Some(r), Some(e), true) => self.keep_recent(r, e),
+                (Some(r), Some(e), true) => (self.keep_recent(r, e), None),
                 (report, evidence, _) => (report, evidence),
             };
             self.ended_one(flow, report, evidence, now);
@@ -167,20 +167,16 @@ impl Analyzer {
             && self.flows[m].noteworthy()
     }
 
-    /// Keeps a copy of an ended flow's entry and evidence for the next evaluation of the
-    /// findings; what the outputs and `kept` need of them is given back.
-    fn keep_recent(
-        &mut self,
-        r: FlowReport,
-        e: FlowEvidence,
-    ) -> (Option<FlowReport>, Option<FlowEvidence>) {
-        let report = (self.cfg.keep_ended || self.ended_reports).then(|| r.clone());
-        let evidence = self.cfg.keep_ended.then(|| e.clone());
+    /// Keeps an ended flow's entry and evidence for the next evaluation of the findings; the
+    /// entry's copy for the outputs that tell the flow's end. (Only a live capture keeps
+    /// recent flows: nothing goes to `kept`.)
+    fn keep_recent(&mut self, r: FlowReport, e: FlowEvidence) -> Option<FlowReport> {
+        let report = self.ended_reports.then(|| r.clone());
         if let Some(recent) = self.recent_ended.as_mut() {
             recent.reports.push(r);
             recent.evidence.push(e);
         }
-        (report, evidence)
+        report
     }
 
     /// Flows ended since the findings were last evaluated are kept for that evaluation, when
