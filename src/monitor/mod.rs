@@ -3,6 +3,7 @@
 //! they first hold and flows as they end (`events`).
 
 pub mod events;
+pub mod flow_json;
 pub mod http;
 pub mod metrics;
 pub mod watch;
