@@ -279,7 +279,7 @@ impl PartWriter {
             }
             Row::Flow(f, own) => {
                 let id = self.flow_id(own);
-                rows::flow_row(&mut self.part.flows, &f, id)
+                rows::flow_row(&mut self.part.flows, &f, id, &mut self.cache)
             }
             Row::Finding(f, ts_ns) => rows::finding_row(&mut self.part.findings, &f, Some(ts_ns)),
             Row::Publish { pfc, next_flow_id } => {

@@ -5,6 +5,7 @@
 use rustc_hash::FxHashMap as HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::Path;
+use std::sync::Arc;
 
 use parquet::data_type::ByteArray;
 use roce_parsers::{Aeth, IcrcStatus, NakCode, Opcode, TrafficClass};
@@ -385,6 +386,8 @@ impl PacketRow {
 pub struct TextCache {
     ips: HashMap<IpAddr, ByteArray>,
     ops: HashMap<u8, ByteArray>,
+    /// A flow's hosts as the report names them: a fabric's few, each copied once, not per flow.
+    hosts: HashMap<Arc<str>, ByteArray>,
 }
 
 impl TextCache {
@@ -393,6 +396,15 @@ impl TextCache {
             .entry(a)
             .or_insert_with(|| ByteArray::from(a.to_string().as_str()))
             .clone()
+    }
+
+    fn host(&mut self, name: &Arc<str>) -> ByteArray {
+        if let Some(b) = self.hosts.get(name) {
+            return b.clone();
+        }
+        let b = ByteArray::from(&**name);
+        self.hosts.insert(name.clone(), b.clone());
+        b
     }
 
     fn op(&mut self, op: u8) -> ByteArray {
@@ -483,14 +495,19 @@ fn secs_to_micros(s: f64) -> Option<i64> {
 
 /// A row of the `flows` table: the JSON flow's scalar fields, PSN counters flattened; `id`
 /// is the flow's id in the dataset.
-pub fn flow_row(t: &mut Table, f: &FlowReport, id: i64) -> Result<(), Error> {
+pub fn flow_row(
+    t: &mut Table,
+    f: &FlowReport,
+    id: i64,
+    cache: &mut TextCache,
+) -> Result<(), Error> {
     t.i64(0, Some(id));
-    t.str(1, Some(&f.src));
-    t.str(2, Some(&f.dst));
+    t.bytes(1, Some(&cache.host(&f.src)));
+    t.bytes(2, Some(&cache.host(&f.dst)));
     t.i32(3, Some(f.dqpn as i32));
     t.i32(4, f.vlan.map(i32::from));
-    t.str(5, f.transport);
-    t.str(6, Some(f.role.name()));
+    t.name(5, f.transport);
+    t.name(6, Some(f.role.name()));
     t.i64(7, i64_of(f.packets));
     t.i64(8, i64_of(f.bytes));
     t.i64(9, i64_of(f.payload_bytes));

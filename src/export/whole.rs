@@ -102,8 +102,9 @@ impl WholeExport {
         self.write_packets(&id_of)?;
         self.write_timeline(&id_of)?;
         let mut flows = Table::create(&self.cfg.table_path("flows"), "flows", rows::FLOW_COLUMNS)?;
+        let mut cache = rows::TextCache::default();
         for f in &report.flows {
-            rows::flow_row(&mut flows, f, f.id as i64)?;
+            rows::flow_row(&mut flows, f, f.id as i64, &mut cache)?;
         }
         flows.close()?;
         let mut findings = Table::create(
