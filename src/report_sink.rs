@@ -402,6 +402,29 @@ mod tests {
     }
 
     #[test]
+    fn with_r_an_ended_flow_is_evaluated_once_after_it_ended_not_every_second() {
+        // -r keeps every ended flow for the report. QP 0x100 loses PSN 2 and ends after
+        // 9 ms; the evaluation at 1 s tells its loss, and the next ones look at it no more
+        // (every kept flow evaluated every second made `-r --events` quadratic).
+        let mut frames = writes(0x100, &[(0, 0), (1, 1), (3, 3), (4, 4)]);
+        let busy: Vec<(u32, u64)> = (0..700).map(|k| (k, 10 + 2 * k as u64)).collect();
+        frames.extend(writes(0x101, &busy));
+        let file = AnalysisConfig {
+            flow_timeout_ns: Some(5 * MS),
+            keep_ended: true,
+            ..AnalysisConfig::default()
+        };
+        let mut sink =
+            ReportSink::new(file, Default::default(), Default::default()).keep_told_findings();
+        let meta = run(&mut sink, frames);
+        let is_loss = |f: &Finding| f.code == crate::model::FindingCode::PsnLoss;
+        let told = sink.take_told_findings();
+        assert!(told.iter().any(|t| is_loss(&t.finding)), "{told:?}");
+        let again = sink.analyzer().findings_now(&meta);
+        assert!(!again.iter().any(is_loss), "{again:?}");
+    }
+
+    #[test]
     fn a_qp_used_again_live_has_its_findings_told_again() {
         // QP 0x100 loses a PSN, ends, and comes back at 1.5 s (a new flow) losing another:
         // each flow's loss is told. QP 0x101 keeps the capture busy.

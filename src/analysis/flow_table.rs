@@ -80,6 +80,17 @@ impl<T> Chunked<T> {
         self.chunks.iter().flatten()
     }
 
+    /// The items from index `first` on.
+    pub fn iter_from(&self, first: usize) -> impl Iterator<Item = &T> + '_ {
+        let chunk = first / CHUNK;
+        let skip = if chunk < self.chunks.len() {
+            first % CHUNK
+        } else {
+            0
+        };
+        self.chunks.iter().skip(chunk).flatten().skip(skip)
+    }
+
     /// One vector with room for `more` items after these, the chunks freed and their pages
     /// given back as they are moved: the peak is the vector and a few chunks, not two copies.
     pub fn into_vec(self, more: usize) -> Vec<T> {
@@ -161,5 +172,27 @@ mod tests {
         let ids: Vec<u64> = t.iter().map(|f| f.id).collect();
         assert_eq!(ids.len(), CHUNK - 1);
         assert_eq!(ids[7], 2 * CHUNK as u64 + 4);
+    }
+
+    #[test]
+    fn iter_from_starts_anywhere_in_any_chunk() {
+        let mut c = Chunked::default();
+        for i in 0..(2 * CHUNK + 5) {
+            c.push(i);
+        }
+        for first in [
+            0,
+            1,
+            CHUNK - 1,
+            CHUNK,
+            CHUNK + 3,
+            2 * CHUNK + 4,
+            2 * CHUNK + 5,
+            9 * CHUNK,
+        ] {
+            let got: Vec<usize> = c.iter_from(first).copied().collect();
+            let want: Vec<usize> = (first.min(2 * CHUNK + 5)..2 * CHUNK + 5).collect();
+            assert_eq!(got, want, "from {first}");
+        }
     }
 }

@@ -205,11 +205,12 @@ impl Analyzer {
             .is_some_and(|r| !r.reports.is_empty())
     }
 
-    /// The findings were evaluated: the recently ended flows were seen.
+    /// The findings were evaluated: the flows ended so far were seen.
     pub fn forget_recent_ended(&mut self) {
         if let Some(r) = self.recent_ended.as_mut() {
             *r = KeptFlows::default();
         }
+        self.kept_evaluated = self.kept.reports.len();
     }
 
     /// Flow `flow`, out of the open flows, ended at `now` with its entry and evidence.

@@ -247,6 +247,9 @@ pub struct Analyzer {
     next_flow_id: u64,
     /// Records of the flows that ended (with `keep_ended`).
     pub(crate) kept: lifetime::KeptFlows,
+    /// How many of `kept` the findings were last evaluated with: only those kept since are
+    /// evaluated again (every kept flow, every second, made `-r --events` quadratic).
+    pub(crate) kept_evaluated: usize,
     /// A live capture whose findings are watched: the noteworthy flows that ended since the
     /// findings were last evaluated, so that a flow ending between two evaluations (a flow
     /// timeout under a second) still has its findings told.
@@ -330,6 +333,7 @@ impl Analyzer {
             flows: flow_table::FlowTable::default(),
             next_flow_id: 0,
             kept: lifetime::KeptFlows::default(),
+            kept_evaluated: 0,
             recent_ended: None,
             ended: Vec::new(),
             tell_ended: false,
