@@ -206,7 +206,7 @@ impl Analyzer {
     }
 
     /// The findings were evaluated: the flows ended so far were seen.
-    pub fn forget_recent_ended(&mut self) {
+    pub fn findings_evaluated(&mut self) {
         if let Some(r) = self.recent_ended.as_mut() {
             *r = KeptFlows::default();
         }
@@ -562,7 +562,7 @@ mod tests {
         let held = an.recent_ended.as_ref().map_or(0, |r| r.reports.len());
         assert!(an.flows_ended() > 2_000, "{}", an.flows_ended());
         assert!((1_000..=super::RECENT_ENDED_MAX).contains(&held), "{held}");
-        an.forget_recent_ended();
+        an.findings_evaluated();
         assert!(!an.has_recent_ended());
         // -r keeps every ended flow in the report anyway: nothing kept twice.
         let mut kept = Analyzer::new(with_timeout(MS, true));

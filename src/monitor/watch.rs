@@ -131,7 +131,7 @@ impl FindingWatch {
         let findings = an.findings_now(&meta);
         let new = self.untold(an.last_ts(), &findings);
         self.forget_ended_flows(an);
-        an.forget_recent_ended();
+        an.findings_evaluated();
         new
     }
 
