@@ -371,21 +371,28 @@ mod tests {
         meta
     }
 
+    /// QP 0x100 loses PSN 2 and is idle after 4 ms, while QP 0x101 runs on for 1.4 s: fed
+    /// to a sink watching its findings with a 5 ms flow timeout (`keep_ended`: as `-r`).
+    fn lossy_qp_ends_while_another_runs_on(keep_ended: bool) -> (ReportSink, CaptureMeta) {
+        let mut frames = writes(0x100, &[(0, 0), (1, 1), (3, 3), (4, 4)]);
+        let busy: Vec<(u32, u64)> = (0..700).map(|k| (k, 10 + 2 * k as u64)).collect();
+        frames.extend(writes(0x101, &busy));
+        let cfg = AnalysisConfig {
+            flow_timeout_ns: Some(5 * MS),
+            keep_ended,
+            ..AnalysisConfig::default()
+        };
+        let mut sink =
+            ReportSink::new(cfg, Default::default(), Default::default()).keep_told_findings();
+        let meta = run(&mut sink, frames);
+        (sink, meta)
+    }
+
     #[test]
     fn a_live_flow_that_ends_between_two_evaluations_has_its_findings_told() {
         // QP 0x100 loses PSN 2 and is idle after 4 ms: a 5 ms timeout ends it long before
         // the first evaluation, a second into the capture, while QP 0x101 runs on.
-        let mut frames = writes(0x100, &[(0, 0), (1, 1), (3, 3), (4, 4)]);
-        let busy: Vec<(u32, u64)> = (0..700).map(|k| (k, 10 + 2 * k as u64)).collect();
-        frames.extend(writes(0x101, &busy));
-        let live = AnalysisConfig {
-            flow_timeout_ns: Some(5 * MS),
-            keep_ended: false,
-            ..AnalysisConfig::default()
-        };
-        let mut sink =
-            ReportSink::new(live, Default::default(), Default::default()).keep_told_findings();
-        run(&mut sink, frames);
+        let (mut sink, _) = lossy_qp_ends_while_another_runs_on(false);
         assert_eq!(sink.analyzer().flows_ended(), 1, "QP 0x100 ended");
         let told = sink.take_told_findings();
         let lost = told
@@ -406,17 +413,7 @@ mod tests {
         // -r keeps every ended flow for the report. QP 0x100 loses PSN 2 and ends after
         // 9 ms; the evaluation at 1 s tells its loss, and the next ones look at it no more
         // (every kept flow evaluated every second made `-r --events` quadratic).
-        let mut frames = writes(0x100, &[(0, 0), (1, 1), (3, 3), (4, 4)]);
-        let busy: Vec<(u32, u64)> = (0..700).map(|k| (k, 10 + 2 * k as u64)).collect();
-        frames.extend(writes(0x101, &busy));
-        let file = AnalysisConfig {
-            flow_timeout_ns: Some(5 * MS),
-            keep_ended: true,
-            ..AnalysisConfig::default()
-        };
-        let mut sink =
-            ReportSink::new(file, Default::default(), Default::default()).keep_told_findings();
-        let meta = run(&mut sink, frames);
+        let (mut sink, meta) = lossy_qp_ends_while_another_runs_on(true);
         let is_loss = |f: &Finding| f.code == crate::model::FindingCode::PsnLoss;
         let told = sink.take_told_findings();
         assert!(told.iter().any(|t| is_loss(&t.finding)), "{told:?}");
