@@ -965,6 +965,9 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
             if let Some(out) = &opts.events {
                 sink = sink.with_events(events_writer(out)?);
             }
+            // Bound (and its address told on stderr) before the view takes the terminal: the
+            // line came over the view's third row.
+            let mut metrics = MetricsOutput::open(opts)?;
             let mut display = LiveDisplay::open(opts, live, stop);
             // The view has the terminal: warnings go to the report, not over the screen.
             let diagnostics = if display.is_view() {
@@ -972,7 +975,6 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
             } else {
                 diagnostics
             };
-            let mut metrics = MetricsOutput::open(opts)?;
             if metrics.is_some() {
                 sink = sink.with_metrics();
             }

@@ -684,13 +684,18 @@ fn tmux_session(session: &str, command: &str) {
 
 /// `tmux` as the terminal: the view opens before the traffic, shows the QPs, the paused
 /// priority and the kernel's counters while it runs; `q` ends it with the report, kernel
-/// counters included, on the normal screen.
+/// counters included, on the normal screen. With `--metrics`, whose address line once came
+/// over the view's third row ("kernel:i14623 received").
 fn the_view_shows_the_troubled_qps_while_the_capture_runs(n: &Netns) {
     if !tmux_installed("live view") {
         return;
     }
     let session = format!("rsv{}", std::process::id());
-    let command = format!("{} -i {}; echo EXIT=$?; sleep 60", bin(), n.host_end);
+    let command = format!(
+        "{} -i {} --metrics=127.0.0.1:0; echo EXIT=$?; sleep 60",
+        bin(),
+        n.host_end
+    );
     tmux_session(&session, &command);
     let screen = || tmux(&["capture-pane", "-p", "-t", &session]);
     // The hint comes after 5 s without RoCE; the view stays.
