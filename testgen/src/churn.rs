@@ -5,7 +5,9 @@
 //! Every QP is its own flow (a destination QP number never reused), its ACK another: `qps`
 //! QPs give `2 * qps` flows (`qps` without ACKs) and `(requests + 1) * qps` frames. The last
 //! request asks for the ACK; the ACK covers it, so a healthy analysis finds no loss and no
-//! unanswered request. Deterministic.
+//! unanswered request. With `lossy_every`, one QP in that many loses its second request before
+//! the capture point (a PSN gap the ACK then covers): loss that keeps coming over a long run.
+//! Deterministic.
 
 use std::io::{self, Write};
 
@@ -26,6 +28,8 @@ pub struct ChurnConfig {
     pub gap_ns: u64,
     /// Payload of each WRITE.
     pub payload: u32,
+    /// One QP in this many (the last of every `lossy_every`) loses its second request; 0: none.
+    pub lossy_every: u32,
 }
 
 impl Default for ChurnConfig {
@@ -37,6 +41,7 @@ impl Default for ChurnConfig {
             concurrent: 16,
             gap_ns: 3_333,
             payload: 256,
+            lossy_every: 0,
         }
     }
 }
@@ -60,6 +65,16 @@ impl ChurnConfig {
 
     pub fn flows(&self) -> u64 {
         u64::from(self.qps) * (1 + u64::from(self.acks))
+    }
+
+    /// Whether QP `qp` loses a request (its second: a gap of one PSN).
+    pub fn is_lossy(&self, qp: u32) -> bool {
+        self.lossy_every > 0 && self.requests >= 2 && qp % self.lossy_every == self.lossy_every - 1
+    }
+
+    /// The QPs that lose a request.
+    pub fn lossy_qps(&self) -> u32 {
+        (0..self.qps).filter(|&qp| self.is_lossy(qp)).count() as u32
     }
 
     /// The `k`-th frame of QP `qp`.
@@ -109,6 +124,10 @@ pub fn write_churn(out: impl Write, cfg: ChurnConfig) -> io::Result<u64> {
     while !live.is_empty() {
         slot %= live.len();
         let l = &mut live[slot];
+        // A lost request leaves no frame: the QP's next frame takes its slot.
+        if l.sent == 1 && cfg.is_lossy(l.qp) {
+            l.sent += 1;
+        }
         w.write(ts, &cfg.frame(l.qp, l.sent))?;
         ts += cfg.gap_ns;
         written += 1;
@@ -149,5 +168,13 @@ mod tests {
         assert_eq!(cfg.flows(), 200);
         let none = ChurnConfig { acks: false, ..cfg };
         assert_eq!(write_churn(&mut Vec::new(), none).unwrap(), 300);
+        // One QP in 10 loses one request: 10 frames fewer.
+        let lossy = ChurnConfig {
+            lossy_every: 10,
+            ..cfg
+        };
+        assert_eq!(lossy.lossy_qps(), 10);
+        assert!(lossy.is_lossy(9) && !lossy.is_lossy(10));
+        assert_eq!(write_churn(&mut Vec::new(), lossy).unwrap(), 390);
     }
 }

@@ -3,7 +3,7 @@
 //! (testgen/src/churn.rs).
 //!
 //! Usage: gen-capture [--frames N] [--qps N] [--seed N] OUT.pcap
-//!        gen-capture --churn QPS [--requests N] [--no-acks] [--concurrent N] [--gap-ns N] OUT.pcap
+//!        gen-capture --churn QPS [--requests N] [--no-acks] [--concurrent N] [--gap-ns N] [--lossy-every N] OUT.pcap
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -13,7 +13,7 @@ use roce_testgen::bulk::{write_bulk, BulkConfig};
 use roce_testgen::churn::{write_churn, ChurnConfig};
 
 const USAGE: &str = "usage: gen-capture [--frames N] [--qps N] [--seed N] OUT.pcap\n       \
-gen-capture --churn QPS [--requests N] [--no-acks] [--concurrent N] [--gap-ns N] OUT.pcap";
+gen-capture --churn QPS [--requests N] [--no-acks] [--concurrent N] [--gap-ns N] [--lossy-every N] OUT.pcap";
 
 fn main() -> ExitCode {
     let mut bulk = BulkConfig {
@@ -50,6 +50,7 @@ fn main() -> ExitCode {
             "--requests" => churn.get_or_insert_with(c).requests = v as u32,
             "--concurrent" => churn.get_or_insert_with(c).concurrent = v as u32,
             "--gap-ns" => churn.get_or_insert_with(c).gap_ns = v,
+            "--lossy-every" => churn.get_or_insert_with(c).lossy_every = v as u32,
             _ => {
                 eprintln!("gen-capture: unknown option {a}\n{USAGE}");
                 return ExitCode::from(2);
@@ -68,8 +69,14 @@ fn main() -> ExitCode {
         }
     };
     let written = match churn {
-        Some(cfg) => write_churn(file, cfg)
-            .map(|frames| format!("{frames} frames of {} QPs, {} flows", cfg.qps, cfg.flows())),
+        Some(cfg) => write_churn(file, cfg).map(|frames| {
+            format!(
+                "{frames} frames of {} QPs ({} lossy), {} flows",
+                cfg.qps,
+                cfg.lossy_qps(),
+                cfg.flows()
+            )
+        }),
         None => {
             write_bulk(file, bulk).map(|bytes| format!("{} frames, {bytes} bytes", bulk.frames))
         }
