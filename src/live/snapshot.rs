@@ -2,7 +2,7 @@
 //! the analysis thread about once a second and handed to the display, which never touches
 //! the analyzer itself.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::time::Duration;
 
 use crate::analysis::flow::Flow;
@@ -137,7 +137,11 @@ pub struct Snapshots {
     last_paused: std::collections::HashMap<(String, u8), u64>,
     /// The notes of the capture itself raised (nothing seen yet, kernel drops), each once.
     raised: HashSet<(u64, &'static str)>,
-    findings: Vec<LiveFinding>,
+    /// The newest `FINDINGS_KEPT` findings, oldest first: a monitor left running for weeks
+    /// keeps what the view can show, not every finding of the run.
+    findings: VecDeque<LiveFinding>,
+    /// Findings raised over the run.
+    findings_raised: usize,
 }
 
 impl Snapshots {
@@ -152,7 +156,8 @@ impl Snapshots {
             last_flow_bytes: Default::default(),
             last_paused: Default::default(),
             raised: HashSet::new(),
-            findings: Vec::new(),
+            findings: VecDeque::new(),
+            findings_raised: 0,
         }
     }
 
@@ -213,14 +218,8 @@ impl Snapshots {
             sort,
             qps,
             pfc,
-            findings: self
-                .findings
-                .iter()
-                .rev()
-                .take(FINDINGS_KEPT)
-                .cloned()
-                .collect(),
-            findings_raised: self.findings.len(),
+            findings: self.findings.iter().rev().cloned().collect(),
+            findings_raised: self.findings_raised,
         };
         self.last_at = Some(now);
         self.last_frames = counts.frames;
@@ -263,7 +262,7 @@ impl Snapshots {
 
     fn raise(&mut self, key: (u64, &'static str), elapsed: Duration, text: String) {
         if self.raised.insert(key) {
-            self.findings.push(LiveFinding {
+            self.push_finding(LiveFinding {
                 at_s: elapsed.as_secs(),
                 code: key.1,
                 text,
@@ -272,12 +271,20 @@ impl Snapshots {
         }
     }
 
+    fn push_finding(&mut self, f: LiveFinding) {
+        if self.findings.len() == FINDINGS_KEPT {
+            self.findings.pop_front();
+        }
+        self.findings.push_back(f);
+        self.findings_raised += 1;
+    }
+
     /// Findings that first held (as `--events` tells them, ranked as the report ranks them):
     /// shown newest first, each once; those told together in the report's order.
     pub fn findings_told(&mut self, told: &[crate::monitor::watch::Told]) {
         let at_s = self.started.elapsed().as_secs();
         for f in told.iter().rev().map(|t| &t.finding) {
-            self.findings.push(LiveFinding {
+            self.push_finding(LiveFinding {
                 at_s,
                 code: f.code.name(),
                 text: f.message.clone(),
@@ -448,5 +455,34 @@ pub mod tests {
         assert_eq!(again.findings.len(), s.findings.len());
         assert!(again.qps.windows(2).all(|w| w[0].packets >= w[1].packets));
         assert!(again.qps.iter().all(|q| q.bps == 0.0));
+    }
+
+    #[test]
+    fn a_view_left_running_keeps_the_newest_findings_and_counts_them_all() {
+        let (an, counts) = analysed("sample.pcap");
+        let mut snaps = Snapshots::new("eth0", "the default");
+        let meta = crate::analysis::report_build::CaptureMeta {
+            counts: counts.clone(),
+            ..Default::default()
+        };
+        let mut watch = crate::monitor::watch::FindingWatch::default();
+        let told: Vec<_> = watch
+            .untold(0, &an.findings_now(&meta))
+            .expect("findings")
+            .told()
+            .collect();
+        let rounds = FINDINGS_KEPT / told.len() + 2;
+        for round in 0..rounds {
+            let mut these = told.clone();
+            for t in &mut these {
+                t.finding.message = format!("round {round}");
+            }
+            snaps.findings_told(&these);
+        }
+        let s = snaps.take(&counts, &an, &SourceStatus::default(), SortBy::Trouble);
+        assert_eq!(s.findings_raised, rounds * told.len());
+        assert_eq!(s.findings.len(), FINDINGS_KEPT);
+        assert_eq!(s.findings[0].text, format!("round {}", rounds - 1));
+        assert_eq!(snaps.findings.len(), FINDINGS_KEPT);
     }
 }
