@@ -199,16 +199,19 @@ impl ReportSink {
             source,
         };
         let last_ts = meta.counts.last_ts;
-        // Flows that ended since the last evaluation: the report at the end covers the open
-        // flows only.
-        if self.analyzer.has_recent_ended() {
-            let new = self
-                .watch
-                .as_mut()
-                .and_then(|w| w.evaluate(&mut self.analyzer));
-            if let Some(new) = new {
-                self.tell_findings(&new).map_err(events_error)?;
+        // The flows not evaluated yet (open, or ended since the last evaluation), as every
+        // second evaluates them: each flow's findings are told as flows first told together
+        // are, grouped among themselves. (Live, the report at the end covers the open flows
+        // only.) The report's findings on every flow then tell what is left.
+        let new = self
+            .watch
+            .as_mut()
+            .and_then(|w| w.evaluate(&mut self.analyzer));
+        if let Some(mut new) = new {
+            if let Some(o) = origins {
+                add_frame_refs(&mut new.findings, o);
             }
+            self.tell_findings(&new).map_err(events_error)?;
         }
         let mut told_at_end = self.take_told_findings();
         let end = self.analyzer.finish_all(meta);
@@ -359,8 +362,12 @@ mod tests {
         for (t, f) in &frames {
             w.write(*t, f).unwrap();
         }
-        let data = w.into_inner();
-        let (mut parser, mut at) = CaptureParser::new(&data).unwrap();
+        feed_capture(sink, &w.into_inner())
+    }
+
+    /// Feeds the frames of the pcap `data` to `sink` one at a time.
+    fn feed_capture(sink: &mut ReportSink, data: &[u8]) -> CaptureMeta {
+        let (mut parser, mut at) = CaptureParser::new(data).unwrap();
         let mut meta = CaptureMeta::default();
         while let Next::Record(rec, used) = parser.next(&data[at..], at as u64).unwrap() {
             let s = summarize(meta.counts.frames + 1, &rec, DecodeOptions::default());
@@ -369,6 +376,43 @@ mod tests {
             at += used;
         }
         meta
+    }
+
+    #[test]
+    fn a_live_churn_of_lossy_qps_tells_every_one_within_its_second() {
+        // 3,000 QPs, each losing a request, all ended within the capture's first 40 ms by a
+        // 1 ms timeout: the noteworthy flows ended are evaluated each time 1,024 wait (before,
+        // those beyond 1,024 a second were never evaluated), and the memory holds no more.
+        use roce_testgen::churn::{write_churn, ChurnConfig};
+        let churn = ChurnConfig {
+            qps: 3_000,
+            lossy_every: 1,
+            ..ChurnConfig::default()
+        };
+        let mut data = Vec::new();
+        write_churn(&mut data, churn).unwrap();
+        let cfg = AnalysisConfig {
+            flow_timeout_ns: Some(MS),
+            keep_ended: false,
+            ..AnalysisConfig::default()
+        };
+        let mut sink =
+            ReportSink::new(cfg, Default::default(), Default::default()).keep_told_findings();
+        let meta = feed_capture(&mut sink, &data);
+        assert!(sink.analyzer().flows_ended() > 5_000);
+        assert!(!sink.analyzer().recent_ended_full());
+        let mut told = sink.take_told_findings();
+        let during = told.len();
+        // The rest (ended since the last evaluation, or open) is told at the end.
+        let ctx = crate::verify::CaptureContext::default();
+        told.extend(sink.finish(meta, &ctx, None).unwrap().told_at_end);
+        let loss: Vec<u64> = told
+            .iter()
+            .filter(|t| t.finding.code == crate::model::FindingCode::PsnLoss)
+            .map(|t| t.first_told)
+            .collect();
+        assert!(during >= 2, "{loss:?}");
+        assert_eq!(loss.iter().sum::<u64>(), 3_000, "{loss:?}");
     }
 
     /// QP 0x100 loses PSN 2 and is idle after 4 ms, while QP 0x101 runs on for 1.4 s: fed

@@ -10,19 +10,24 @@ use common::*;
 use serde_json::Value;
 
 fn events(capture: &str, extra: &[&str]) -> Vec<Value> {
+    events_of(&testdata(capture), extra)
+}
+
+fn events_of(capture: &std::path::Path, extra: &[&str]) -> Vec<Value> {
     let dir = std::env::temp_dir().join(format!("roce-sniff-events-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     // Tests run in parallel, some on the same capture: a file of its own for each call.
     static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let file = dir.join(format!("{}-{call}.ndjson", capture.replace('/', "_")));
+    let name = capture.file_name().unwrap().to_string_lossy();
+    let file = dir.join(format!("{name}-{call}.ndjson"));
     let mut args = vec![
         format!("--events={}", file.display()),
         "--json=/dev/null".to_string(),
     ];
     args.extend(extra.iter().map(|s| s.to_string()));
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = run_path(&testdata(capture), &argv);
+    let out = run_path(capture, &argv);
     assert!(
         out.status.code().is_some_and(|c| c <= 1),
         "{}",
@@ -38,7 +43,59 @@ fn events(capture: &str, extra: &[&str]) -> Vec<Value> {
 }
 
 fn report(capture: &str) -> Value {
-    serde_json::from_slice(&run_path(&testdata(capture), &["--json"]).stdout).unwrap()
+    report_of(&testdata(capture), &[])
+}
+
+fn report_of(capture: &std::path::Path, extra: &[&str]) -> Value {
+    let args = [&["--json"], extra].concat();
+    serde_json::from_slice(&run_path(capture, &args).stdout).unwrap()
+}
+
+/// How many flows each `finding` event of `code` tells of: its group's, or 1.
+fn flows_told(events: &[Value], code: &str) -> Vec<u64> {
+    events
+        .iter()
+        .filter(|x| x["event"] == "finding" && x["finding"]["code"] == code)
+        .map(|x| x["finding"]["group"]["flows"].as_u64().unwrap_or(1))
+        .collect()
+}
+
+/// A churn of lossy QPs over 16 seconds, about 25 new ones each second: each second's are
+/// told that second, as a group of them, and every one is told once. Before, the first
+/// group was told and every later one taken for it: one event for the whole run.
+#[test]
+fn a_churn_of_lossy_qps_is_told_every_second_it_brings_new_ones() {
+    use roce_testgen::churn::{write_churn, ChurnConfig};
+    let cfg = ChurnConfig {
+        qps: 4_000,
+        gap_ns: 1_000_000,
+        lossy_every: 10,
+        ..ChurnConfig::default()
+    };
+    let dir = std::env::temp_dir().join(format!("roce-sniff-events-churn-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let capture = dir.join("lossy-churn.pcap");
+    write_churn(std::fs::File::create(&capture).unwrap(), cfg).unwrap();
+    // The default timeout keeps the QPs open; a short one ends them between evaluations.
+    for timeout in [&[][..], &["--flow-timeout", "50ms"]] {
+        let r = report_of(&capture, timeout);
+        let loss: Vec<&Value> = r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["code"] == "psn_loss")
+            .collect();
+        assert_eq!(loss.len(), 1, "{timeout:?}");
+        assert_eq!(loss[0]["group"]["flows"], cfg.lossy_qps(), "{timeout:?}");
+        let told = flows_told(&events_of(&capture, timeout), "psn_loss");
+        assert!(told.len() >= 15, "{timeout:?}: {told:?}");
+        assert_eq!(
+            told.iter().sum::<u64>(),
+            u64::from(cfg.lossy_qps()),
+            "{told:?}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -311,17 +311,21 @@ fn metric(text: &str, name: &str) -> Option<f64> {
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
 }
 
-/// A monitor left running: many short-lived QPs replayed with a short --flow-timeout. Flows
-/// end while the link goes idle (the wall clock moves the capture's), each told once as a
-/// flow_end event, the metrics count them, the open flows stay few; SIGTERM then ends the
-/// capture with every output complete.
+/// A monitor left running: many short-lived QPs replayed with a short --flow-timeout, one in
+/// ten losing a request. Flows end while the link goes idle (the wall clock moves the
+/// capture's), each told once as a flow_end event, the metrics count them, the open flows
+/// stay few, every lossy QP is told of once; SIGTERM then ends the capture with every output
+/// complete.
 fn a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs(n: &Netns, dir: &Path) {
     use roce_testgen::churn::{write_churn, ChurnConfig};
     let cfg = ChurnConfig {
         qps: 3_000,
         concurrent: 8,
+        lossy_every: 10,
         ..ChurnConfig::default()
     };
+    let lossy = u64::from(cfg.lossy_qps());
+    let roce_packets = 4 * u64::from(cfg.qps) - lossy;
     let capture = dir.join("churn.pcap");
     write_churn(std::fs::File::create(&capture).unwrap(), cfg).unwrap();
     let (events, json) = (dir.join("churn.ndjson"), dir.join("churn.json"));
@@ -361,16 +365,31 @@ fn a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs(n: &Netns, dir: 
         .filter(|e| e["event"] == "flow_end")
         .count();
     assert_eq!(told_before_the_end as u64, cfg.flows());
+    // Every lossy QP counted once, as the events told them (groups of those first told).
+    let loss_told: u64 = json_lines(&events)
+        .iter()
+        .filter(|e| e["event"] == "finding" && e["finding"]["code"] == "psn_loss")
+        .map(|e| e["finding"]["group"]["flows"].as_u64().unwrap_or(1))
+        .sum();
+    assert_eq!(loss_told, lossy);
+    let counted = text
+        .lines()
+        .find(|l| l.starts_with("roce_sniff_findings_total{code=\"psn_loss\""))
+        .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok());
+    assert_eq!(counted, Some(lossy as f64), "{text}");
     sh(&["kill", "-TERM", &child.id().to_string()]).unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     // The status line counts the flows of the run, not the few still open.
     let err = stderr(&out);
-    assert!(err.contains("RoCE 12000 in 6000 flows"), "{err}");
+    assert!(
+        err.contains(&format!("RoCE {roce_packets} in 6000 flows")),
+        "{err}"
+    );
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let c = &report["capture"];
     assert_eq!(c["live"]["dropped"], 0);
-    assert_eq!(c["roce_packets"].as_u64(), Some(4 * u64::from(cfg.qps)));
+    assert_eq!(c["roce_packets"].as_u64(), Some(roce_packets));
     assert_eq!(c["flows"].as_u64(), Some(cfg.flows()));
     assert_eq!(c["flows_ended"].as_u64(), Some(cfg.flows()));
     // A live report lists the flows still open: none.
@@ -393,7 +412,7 @@ fn a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs(n: &Netns, dir: 
         .iter()
         .map(|e| e["flow"]["packets"].as_u64().unwrap())
         .sum();
-    assert_eq!(packets, 4 * u64::from(cfg.qps));
+    assert_eq!(packets, roce_packets);
     // Each ended after its last packet, idle at least the timeout.
     for e in &ends {
         let last_ns = (e["flow"]["last_ts"].as_f64().unwrap() * 1e9) as u64;

@@ -31,8 +31,9 @@ pub struct EndedFlow {
     pub ended_ns: u64,
 }
 
-/// Noteworthy flows kept between two evaluations of the findings, at most: a churn of lossy
-/// QPs keeps its memory, and the findings see enough of them to hold (a group names 5).
+/// Noteworthy flows ended since the last evaluation of the findings at which they are
+/// evaluated at once, before the second is out: a churn of lossy QPs keeps the memory of the
+/// flows it has open, and every one of them is told.
 const RECENT_ENDED_MAX: usize = 1_024;
 /// Idle flows are looked for this often, as a fraction of the timeout...
 const SWEEPS_PER_TIMEOUT: u64 = 8;
@@ -111,7 +112,7 @@ impl Analyzer {
             self.cfg.keep_ended || self.ended_reports,
         );
         let recent: [bool; 2] =
-            std::array::from_fn(|k| members.get(k).is_some_and(|&m| self.wants_recent(k, m)));
+            std::array::from_fn(|k| members.get(k).is_some_and(|&m| self.wants_recent(m)));
         if !keep && !report && recent == [false; 2] {
             // No entry to make: nothing to build or move (most ended flows of a live churn).
             for flow in self.remove_members(members, now).into_iter().flatten() {
@@ -158,13 +159,10 @@ impl Analyzer {
         flows
     }
 
-    /// Whether member `k` of a connection ending, flow `m`, goes to the recently ended flows:
-    /// a noteworthy one while there is room (one more for its peer).
-    fn wants_recent(&self, k: usize, m: usize) -> bool {
-        self.recent_ended
-            .as_ref()
-            .is_some_and(|r| r.reports.len() + k < RECENT_ENDED_MAX)
-            && self.flows[m].noteworthy()
+    /// Whether flow `m`, ending, goes to the recently ended flows: a noteworthy one, when they
+    /// are kept.
+    fn wants_recent(&self, m: usize) -> bool {
+        self.recent_ended.is_some() && self.flows[m].noteworthy()
     }
 
     /// Keeps an ended flow's entry and evidence for the next evaluation of the findings; the
@@ -203,6 +201,14 @@ impl Analyzer {
         self.recent_ended
             .as_ref()
             .is_some_and(|r| !r.reports.is_empty())
+    }
+
+    /// Whether so many noteworthy flows ended since the findings were last evaluated that
+    /// they should be evaluated now (a live capture's watch does so at the next frame).
+    pub fn recent_ended_full(&self) -> bool {
+        self.recent_ended
+            .as_ref()
+            .is_some_and(|r| r.reports.len() >= RECENT_ENDED_MAX)
     }
 
     /// The findings were evaluated: the flows ended so far were seen.
@@ -546,7 +552,7 @@ mod tests {
     }
 
     #[test]
-    fn the_noteworthy_flows_kept_for_the_findings_are_bounded() {
+    fn the_noteworthy_flows_ended_wait_for_the_findings_and_say_when_they_are_many() {
         // Every QP of a churn without ACKs leaves a request unanswered: noteworthy.
         let cfg = ChurnConfig {
             qps: 3_000,
@@ -559,11 +565,14 @@ mod tests {
         let mut an = Analyzer::new(with_timeout(MS, false));
         an.keep_recent_ended(1_000 * MS);
         let (mut an, _) = crate::analysis::testing::feed(&data, an, |_, _| {});
+        // No watch evaluated them (the report sink's watch does when they are this many):
+        // every one waits.
         let held = an.recent_ended.as_ref().map_or(0, |r| r.reports.len());
         assert!(an.flows_ended() > 2_000, "{}", an.flows_ended());
-        assert!((1_000..=super::RECENT_ENDED_MAX).contains(&held), "{held}");
+        assert_eq!(held as u64, an.flows_ended());
+        assert!(an.recent_ended_full());
         an.findings_evaluated();
-        assert!(!an.has_recent_ended());
+        assert!(!an.has_recent_ended() && !an.recent_ended_full());
         // -r keeps every ended flow in the report anyway: nothing kept twice.
         let mut kept = Analyzer::new(with_timeout(MS, true));
         kept.keep_recent_ended(1_000 * MS);

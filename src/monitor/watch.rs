@@ -6,6 +6,7 @@
 
 use std::collections::HashSet;
 
+use crate::analysis::findings;
 use crate::analysis::report_build::CaptureMeta;
 use crate::analysis::Analyzer;
 use crate::decode::FrameCounts;
@@ -36,7 +37,7 @@ enum Subject {
     /// A finding of no flow, by the first frame that shows it: two sources pausing one
     /// priority are two findings of one code, each with its own first frame.
     FirstFrame(u64),
-    /// A finding of no flow and no frame, or a group: once per code.
+    /// A finding of no flow and no frame, or a group naming no flows: once per code.
     Code,
 }
 
@@ -55,7 +56,8 @@ pub struct NewFindings {
     pub ts_ns: u64,
     pub findings: Vec<Finding>,
     /// Per finding, the flows it tells of for the first time: 1 for a finding of one flow
-    /// or none; for a group, its flows not told before on their own (the metrics count these).
+    /// or none; for a group, its flows (a group made before: those of them not told yet; the
+    /// metrics count these).
     pub first_told: Vec<u64>,
 }
 
@@ -98,6 +100,9 @@ impl FindingWatch {
                 self.next_evaluation_ns = Some(s.ts_ns + EVALUATE_EVERY_NS);
                 self.evaluate(an)
             }
+            // Noteworthy flows end faster than a second would hold them (a live churn of lossy
+            // QPs): evaluated now, the second going on.
+            Some(_) if an.recent_ended_full() => self.evaluate(an),
             Some(_) => None,
         };
         self.counts.add(s);
@@ -110,7 +115,7 @@ impl FindingWatch {
     pub fn clock(&mut self, now: u64, an: &mut Analyzer) -> Option<NewFindings> {
         let next = self.next_evaluation_ns?;
         if now < next {
-            return None;
+            return an.recent_ended_full().then(|| self.evaluate(an)).flatten();
         }
         // Nothing new until a frame comes; the first one starts the next second.
         self.next_evaluation_ns = None;
@@ -159,30 +164,54 @@ impl FindingWatch {
         }
     }
 
-    /// The findings of `findings` not told yet, now told (the final report's at the end).
+    /// The findings of `findings` not told yet, now told. Each flow's finding is told once;
+    /// more than 5 flows of one code first told together are told as one group of those flows
+    /// (a churn of lossy QPs is told every second it brings new ones, not once a run). A
+    /// finding of no flow is told once by its first frame, or once per code without one; a
+    /// group made before (the report's, at the end) when it holds of flows not told yet.
     pub fn untold(&mut self, ts_ns: u64, findings: &[Finding]) -> Option<NewFindings> {
-        let mut new = NewFindings {
-            ts_ns,
-            findings: Vec::new(),
-            first_told: Vec::new(),
-        };
+        let mut told: Vec<(Finding, u64)> = Vec::new();
+        let mut of_new_flows = Vec::new();
         for f in findings {
             let code = f.code.name();
-            if !self.told.insert((code, Subject::of(f))) {
-                continue;
+            match (&f.flow, &f.group) {
+                (Some(label), _) => {
+                    if self.told.insert((code, Subject::Flow(label.clone()))) {
+                        of_new_flows.push(f.clone());
+                    }
+                }
+                (None, Some(_)) if !f.grouped_flows.is_empty() => {
+                    let first = f
+                        .grouped_flows
+                        .iter()
+                        .filter(|l| self.told.insert((code, Subject::Flow(l.to_string()))))
+                        .count() as u64;
+                    if first > 0 {
+                        told.push((f.clone(), first));
+                    }
+                }
+                _ => {
+                    if self.told.insert((code, Subject::of(f))) {
+                        told.push((f.clone(), 1));
+                    }
+                }
             }
-            let first = match &f.group {
-                None => 1,
-                Some(_) => f
-                    .grouped_flows
-                    .iter()
-                    .filter(|l| self.told.insert((code, Subject::Flow(l.to_string()))))
-                    .count() as u64,
-            };
-            new.findings.push(f.clone());
-            new.first_told.push(first);
         }
-        (!new.findings.is_empty()).then_some(new)
+        for f in findings::grouped(of_new_flows) {
+            let flows = f.group.as_ref().map_or(1, |g| g.flows);
+            told.push((f, flows));
+        }
+        if told.is_empty() {
+            return None;
+        }
+        // Most severe first, as the report ranks them.
+        told.sort_by(|(a, _), (b, _)| a.severity.cmp(&b.severity).then(b.count.cmp(&a.count)));
+        let (findings, first_told) = told.into_iter().unzip();
+        Some(NewFindings {
+            ts_ns,
+            findings,
+            first_told,
+        })
     }
 }
 
@@ -204,6 +233,54 @@ mod tests {
             group: None,
             grouped_flows: Vec::new(),
         }
+    }
+
+    fn lossy(flows: std::ops::Range<u32>) -> Vec<Finding> {
+        flows
+            .map(|n| Finding {
+                code: FindingCode::PsnLoss,
+                severity: Severity::Critical,
+                ..finding(Some(&format!("qp {n}")), &[u64::from(n)], 1)
+            })
+            .collect()
+    }
+
+    /// (code, flows it groups or 1, flows first told) of each finding told.
+    fn told_of(watch: &mut FindingWatch, findings: &[Finding]) -> Vec<(&'static str, u64, u64)> {
+        watch.untold(0, findings).map_or(Vec::new(), |n| {
+            n.told()
+                .map(|t| {
+                    let flows = t.finding.group.as_ref().map_or(1, |g| g.flows);
+                    (t.finding.code.name(), flows, t.first_told)
+                })
+                .collect()
+        })
+    }
+
+    #[test]
+    fn flows_first_told_together_are_grouped_among_themselves_every_time() {
+        // A churn of lossy QPs: each second brings new ones, each told once. Before, the
+        // first group was told and every later one taken for it: one event a run.
+        let mut w = FindingWatch::default();
+        assert_eq!(told_of(&mut w, &lossy(0..6)), [("psn_loss", 6, 6)]);
+        // The same flows, still open, and 7 new: a group of the 7.
+        assert_eq!(told_of(&mut w, &lossy(0..13)), [("psn_loss", 7, 7)]);
+        assert_eq!(told_of(&mut w, &lossy(0..13)), []);
+        // Few new ones are told each on its own, the most severe first.
+        let mut mixed = lossy(13..15);
+        mixed.push(finding(Some("qp 0"), &[1], 3));
+        assert_eq!(
+            told_of(&mut w, &mixed),
+            [
+                ("psn_loss", 1, 1),
+                ("psn_loss", 1, 1),
+                ("pfc_pause_roce_priority", 1, 1)
+            ]
+        );
+        // A group made before (the report's at the end) is told for its flows not told yet.
+        let report = findings::grouped(lossy(0..20));
+        assert_eq!(told_of(&mut w, &report), [("psn_loss", 20, 5)]);
+        assert_eq!(told_of(&mut w, &report), []);
     }
 
     fn told(watch: &mut FindingWatch, findings: &[Finding]) -> usize {

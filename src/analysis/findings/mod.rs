@@ -145,8 +145,28 @@ fn ranges(r: &FlowReport) -> String {
     shown.join(", ")
 }
 
-/// Every finding of a report, most severe first.
+/// Every finding of a report, most severe first; a code shown by more than 5 flows is one
+/// grouped finding.
 pub fn find(
+    flows: &[&FlowReport],
+    evidence: &[&FlowEvidence],
+    capture: &CaptureReport,
+    pfc: &PfcReport,
+    facts: &CaptureFacts,
+) -> Vec<Finding> {
+    grouped(find_each(flows, evidence, capture, pfc, facts))
+}
+
+/// `findings`, a code shown by more than 5 flows grouped into one finding, most severe first.
+pub fn grouped(findings: Vec<Finding>) -> Vec<Finding> {
+    let mut out = group_by_code(findings);
+    out.sort_by(|a, b| a.severity.cmp(&b.severity).then(b.count.cmp(&a.count)));
+    out
+}
+
+/// Every finding of a report, each flow's its own (none grouped), in no particular order:
+/// what a watch running with the capture tells as it first holds, grouping what it tells.
+pub fn find_each(
     flows: &[&FlowReport],
     evidence: &[&FlowEvidence],
     capture: &CaptureReport,
@@ -193,8 +213,6 @@ pub fn find(
     let roce_paused = paused.iter().any(|p| pfc.roce_priorities.contains(p));
     out.extend(incast(flows, evidence, facts.first_ts_ns, roce_paused));
     capture_findings(capture, &pfc.roce_priorities, facts, &mut out);
-    let mut out = group_by_code(out);
-    out.sort_by(|a, b| a.severity.cmp(&b.severity).then(b.count.cmp(&a.count)));
     out
 }
 
