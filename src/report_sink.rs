@@ -206,7 +206,7 @@ impl ReportSink {
         let new = self
             .watch
             .as_mut()
-            .and_then(|w| w.evaluate(&mut self.analyzer));
+            .and_then(|w| w.evaluate_with(&mut self.analyzer, &meta));
         if let Some(mut new) = new {
             if let Some(o) = origins {
                 add_frame_refs(&mut new.findings, o);

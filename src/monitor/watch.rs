@@ -4,7 +4,7 @@
 //! the same findings at any speed and any --threads), and once more at the end. An idle live
 //! link's clock (wall time) also ends a second, once.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use crate::analysis::findings;
 use crate::analysis::report_build::CaptureMeta;
@@ -133,7 +133,13 @@ impl FindingWatch {
             warnings: Vec::new(),
             selection: None,
         };
-        let findings = an.findings_now(&meta);
+        self.evaluate_with(an, &meta)
+    }
+
+    /// `evaluate`, with what the capture's end knows of it (`meta`: its warnings, such as a
+    /// file cut short, which findings' causes name).
+    pub fn evaluate_with(&mut self, an: &mut Analyzer, meta: &CaptureMeta) -> Option<NewFindings> {
+        let findings = an.findings_now(meta);
         let new = self.untold(an.last_ts(), &findings);
         self.forget_ended_flows(an);
         an.findings_evaluated();
@@ -170,43 +176,44 @@ impl FindingWatch {
     /// finding of no flow is told once by its first frame, or once per code without one; a
     /// group made before (the report's, at the end) when it holds of flows not told yet.
     pub fn untold(&mut self, ts_ns: u64, findings: &[Finding]) -> Option<NewFindings> {
-        let mut told: Vec<(Finding, u64)> = Vec::new();
-        let mut of_new_flows = Vec::new();
-        for f in findings {
+        let mut new = Vec::new();
+        // A group made before: the flows of it told now.
+        let mut made_before: HashMap<&'static str, u64> = HashMap::new();
+        // The worst first, as the report ranks them: of two flows of one label (a QP used
+        // again), the finding told is the worse.
+        let mut ranked: Vec<&Finding> = findings.iter().collect();
+        ranked.sort_by(|a, b| a.severity.cmp(&b.severity).then(b.count.cmp(&a.count)));
+        for f in ranked {
             let code = f.code.name();
-            match (&f.flow, &f.group) {
-                (Some(label), _) => {
-                    if self.told.insert((code, Subject::Flow(label.clone()))) {
-                        of_new_flows.push(f.clone());
-                    }
-                }
+            let first = match (&f.flow, &f.group) {
+                (Some(label), _) => self.told.insert((code, Subject::Flow(label.clone()))),
                 (None, Some(_)) if !f.grouped_flows.is_empty() => {
                     let first = f
                         .grouped_flows
                         .iter()
                         .filter(|l| self.told.insert((code, Subject::Flow(l.to_string()))))
                         .count() as u64;
-                    if first > 0 {
-                        told.push((f.clone(), first));
-                    }
+                    made_before.insert(code, first);
+                    first > 0
                 }
-                _ => {
-                    if self.told.insert((code, Subject::of(f))) {
-                        told.push((f.clone(), 1));
-                    }
-                }
+                _ => self.told.insert((code, Subject::of(f))),
+            };
+            if first {
+                new.push(f.clone());
             }
         }
-        for f in findings::grouped(of_new_flows) {
-            let flows = f.group.as_ref().map_or(1, |g| g.flows);
-            told.push((f, flows));
-        }
-        if told.is_empty() {
+        if new.is_empty() {
             return None;
         }
-        // Most severe first, as the report ranks them.
-        told.sort_by(|(a, _), (b, _)| a.severity.cmp(&b.severity).then(b.count.cmp(&a.count)));
-        let (findings, first_told) = told.into_iter().unzip();
+        // Grouped and ranked as the report's findings are.
+        let findings = findings::grouped(new);
+        let first_told = findings
+            .iter()
+            .map(|f| match &f.group {
+                Some(g) => made_before.get(f.code.name()).copied().unwrap_or(g.flows),
+                None => 1,
+            })
+            .collect();
         Some(NewFindings {
             ts_ns,
             findings,
