@@ -475,6 +475,16 @@ fn a_monitor_feeds_prometheus_and_a_rolling_dataset_as_the_offline_report_tells(
         &format!("--events={}", events.display()),
         &format!("--json={}", json.display()),
     ]);
+    // Prometheus sees the counters at 0 before the traffic, as it does a monitor started
+    // before a fault: the alerting rules' increase() then sees them rise.
+    let started = std::time::Instant::now();
+    while promql(prom_port, "roce_sniff_frames_total{kind=\"roce\"}") != Some(0.0) {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "Prometheus never scraped the monitor"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     replay_into(n, &capture, None);
     let c = &offline["capture"];
     // Prometheus, scraping every second, gets every frame of the replay.
@@ -560,6 +570,28 @@ fn a_monitor_feeds_prometheus_and_a_rolling_dataset_as_the_offline_report_tells(
         Some(told.values().sum()),
         "findings the events did not tell: {told:?}"
     );
+    // The alerting rules of docs/prometheus fire: the storm on priority 4, the loss.
+    let started = std::time::Instant::now();
+    loop {
+        let firing = firing_alerts(prom_port);
+        let named = |alert: &str, key: &str, value: &str| {
+            firing.iter().any(|(n, l)| n == alert && l[key] == value)
+        };
+        if named("RocePfcStorm", "priority", "4")
+            && named("RoceCriticalFinding", "code", "psn_loss")
+        {
+            assert!(
+                !named("RoceSniffDroppingFrames", "job", "roce-sniff"),
+                "{firing:?}"
+            );
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "alerts firing: {firing:?}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
     sh(&["kill", "-TERM", &child.id().to_string()]).unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

@@ -98,6 +98,27 @@ fn prometheus_scrapes_the_offline_reports_counters() {
     );
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     grafana_dashboard_queries_what_is_served(metrics_port, prom_port);
+    alerting_rules_are_valid_and_query_what_is_served(metrics_port);
+    // The file's counters are the monitor's from its first scrape: the rules on them fire
+    // for a series new and already above 0.
+    let started = Instant::now();
+    loop {
+        let firing = firing_alerts(prom_port);
+        let storm = firing.iter().any(|(name, l)| {
+            name == "RocePfcStorm" && l["priority"] == "4" && l["source"] == "02:00:00:00:00:5f"
+        });
+        let loss = firing
+            .iter()
+            .any(|(name, l)| name == "RoceCriticalFinding" && l["code"] == "psn_loss");
+        if storm && loss {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "alerts firing: {firing:?}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
     // SIGTERM ends the server with exit 0.
     let mut sniff = sniff;
     let child = &mut sniff.0;
@@ -118,6 +139,48 @@ fn prometheus_scrapes_the_offline_reports_counters() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// docs/prometheus/roce-sniff-alerts.yml: promtool (Debian's prometheus package) accepts the
+/// rules, and every metric they query is one the monitor serves.
+fn alerting_rules_are_valid_and_query_what_is_served(metrics_port: u16) {
+    let path = repo().join("docs/prometheus/roce-sniff-alerts.yml");
+    let out = Command::new("promtool")
+        .args(["check", "rules", path.to_str().unwrap()])
+        .output()
+        .expect("promtool runs");
+    assert!(
+        out.status.success(),
+        "promtool: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    // The expressions: every line of a rule's `expr` (one line, or a block after `|`).
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let mut exprs = Vec::new();
+    // The indentation of the `expr: |` whose block is being read.
+    let mut block: Option<usize> = None;
+    for line in text.lines() {
+        let t = line.trim();
+        if let Some(e) = t.strip_prefix("expr:") {
+            block = (e.trim() == "|").then(|| indent(line));
+            if block.is_none() {
+                exprs.push(e.trim());
+            }
+        } else if block.is_some_and(|b| indent(line) > b && !t.is_empty()) {
+            exprs.push(t);
+        } else {
+            block = None;
+        }
+    }
+    assert!(exprs.len() >= 9, "{exprs:?}");
+    let served = http_get(metrics_port, "/metrics").unwrap();
+    let missing = unserved_metrics(&exprs, &served);
+    assert!(
+        missing.is_empty(),
+        "the alerting rules query unserved metrics: {missing:?}"
+    );
+}
+
 /// docs/grafana/roce-sniff.json: every metric its panels query is one the monitor serves, and
 /// Prometheus accepts every query.
 fn grafana_dashboard_queries_what_is_served(metrics_port: u16, prom_port: u16) {
@@ -134,18 +197,8 @@ fn grafana_dashboard_queries_what_is_served(metrics_port: u16, prom_port: u16) {
         .map(|t| t["expr"].as_str().unwrap())
         .collect();
     assert!(exprs.len() >= 10, "{exprs:?}");
-    let mut missing = Vec::new();
+    let missing = unserved_metrics(&exprs, &served);
     for e in &exprs {
-        for (at, _) in e.match_indices("roce_sniff_") {
-            let name: String = e[at..]
-                .chars()
-                .take_while(|c| c.is_ascii_lowercase() || *c == '_')
-                .collect();
-            let family = name.strip_suffix("_bucket").unwrap_or(&name);
-            if !served.contains(&format!("# TYPE {family} ")) {
-                missing.push(name);
-            }
-        }
         let body = http_get(prom_port, &format!("/api/v1/query?query={}", encode(e))).unwrap();
         let v: Value = serde_json::from_str(&body).unwrap();
         assert_eq!(v["status"], "success", "{e}: {body}");

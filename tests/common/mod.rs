@@ -151,6 +151,42 @@ pub fn encode(q: &str) -> String {
 }
 
 /// The single value PromQL `q` gives, once Prometheus has it.
+/// The alerts firing now, as (alertname, its labels).
+pub fn firing_alerts(port: u16) -> Vec<(String, Value)> {
+    let q = "ALERTS{alertstate=\"firing\"}";
+    let Some(body) = http_get(port, &format!("/api/v1/query?query={}", encode(q))) else {
+        return Vec::new();
+    };
+    let v: Value = serde_json::from_str(&body).unwrap_or_default();
+    v["data"]["result"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            let name = r["metric"]["alertname"].as_str().unwrap_or("").to_string();
+            (name, r["metric"].clone())
+        })
+        .collect()
+}
+
+/// The metric names of `exprs` (PromQL) that `served` (a /metrics text) has no family of.
+pub fn unserved_metrics(exprs: &[&str], served: &str) -> Vec<String> {
+    let mut missing = Vec::new();
+    for e in exprs {
+        for (at, _) in e.match_indices("roce_sniff_") {
+            let name: String = e[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                .collect();
+            let family = name.strip_suffix("_bucket").unwrap_or(&name);
+            if !served.contains(&format!("# TYPE {family} ")) {
+                missing.push(name);
+            }
+        }
+    }
+    missing
+}
+
 pub fn promql(port: u16, q: &str) -> Option<f64> {
     let body = http_get(port, &format!("/api/v1/query?query={}", encode(q)))?;
     let v: Value = serde_json::from_str(&body).ok()?;
@@ -183,10 +219,13 @@ pub fn prometheus_installed() -> bool {
 pub fn start_prometheus(dir: &Path, target: u16, port: u16) -> Running {
     std::fs::create_dir_all(dir).unwrap();
     let config = dir.join("prometheus.yml");
+    // The alerting rules of docs/prometheus, evaluated every second.
+    let rules = repo().join("docs/prometheus/roce-sniff-alerts.yml");
     std::fs::write(
         &config,
         format!(
-            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: roce-sniff\n    static_configs:\n      - targets: ['127.0.0.1:{target}']\n"
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files: ['{}']\nscrape_configs:\n  - job_name: roce-sniff\n    static_configs:\n      - targets: ['127.0.0.1:{target}']\n",
+            rules.display()
         ),
     )
     .unwrap();
