@@ -195,20 +195,33 @@ fn a_rotated_export_holds_what_its_events_and_report_tell() {
     std::fs::create_dir_all(&dir).unwrap();
     let dataset = dir.join("dataset");
     let mut checked = Vec::new();
+    // A churn of lossy QPs over 16 s: its findings are groups of the QPs first told each
+    // second, their `flows` what the events tell.
+    use roce_testgen::churn::{write_churn, ChurnConfig};
+    let churn = ChurnConfig {
+        qps: 4_000,
+        gap_ns: 1_000_000,
+        lossy_every: 10,
+        ..ChurnConfig::default()
+    };
+    let lossy_churn = dir.join("lossy_churn.pcap");
+    write_churn(std::fs::File::create(&lossy_churn).unwrap(), churn).unwrap();
     // sample twice: a file exported again replaces its parts and numbers its flows anew.
     for (capture, every) in [
-        ("sample.pcap", "5ms"),
-        ("sample.pcap", "20ms"),
-        ("analysis_congestion.pcap", "2ms"),
+        (testdata("sample.pcap"), "5ms"),
+        (testdata("sample.pcap"), "20ms"),
+        (testdata("analysis_congestion.pcap"), "2ms"),
+        (lossy_churn.clone(), "1s"),
     ] {
-        let name = capture.trim_end_matches(".pcap");
+        let file_name = capture.file_name().unwrap().to_string_lossy().into_owned();
+        let name = file_name.trim_end_matches(".pcap");
         let (json, events) = (
             dir.join(format!("{name}.json")),
             dir.join(format!("{name}.ndjson")),
         );
         let out = run(&[
             "-r",
-            testdata(capture).to_str().unwrap(),
+            capture.to_str().unwrap(),
             &format!("--json={}", json.display()),
             &format!("--events={}", events.display()),
             "--parquet",
@@ -233,8 +246,16 @@ fn a_rotated_export_holds_what_its_events_and_report_tell() {
             report["capture"]["flows"].as_u64().unwrap()
         );
         checked.retain(|(n, _, _)| *n != name);
-        checked.push((name, json, events));
+        checked.push((name.to_string(), json, events));
     }
+    // Every lossy QP once in the findings' flows, over more than one part.
+    let loss = duckdb_rows(&format!(
+        "select sum(flows)::bigint, count(*) from read_parquet('{}/findings/capture=lossy_churn/*.parquet') \
+         where code = 'psn_loss'",
+        dataset.display()
+    ));
+    assert_eq!(loss[0][0], serde_json::Value::from(churn.lossy_qps()));
+    assert!(loss[0][1].as_u64().unwrap() >= 15, "{loss:?}");
     let args: Vec<String> = checked
         .iter()
         .map(|(name, json, events)| format!("{name}={},{}", json.display(), events.display()))

@@ -84,6 +84,7 @@ pub const FINDING_COLUMNS: &[Column] = &[
     col("count", Kind::I64, false),
     col("ts_ns", Kind::I64, true),
     col("ts", Kind::TimestampMicros, true),
+    col("flows", Kind::I64, true),
 ];
 
 pub const FLOW_COLUMNS: &[Column] = &[
@@ -563,7 +564,17 @@ pub fn finding_row(t: &mut Table, f: &Finding, ts_ns: Option<u64>) -> Result<(),
     t.i64(4, i64_of(f.count));
     t.i64(5, ts_ns.map(|v| v as i64));
     t.i64(6, ts_ns.map(|v| (v / 1000) as i64));
+    t.i64(7, finding_flows(f).map(|n| n as i64));
     t.end_row()
+}
+
+/// The flows a finding tells of: a group's, 1 for a flow's own, none for a capture-wide one.
+fn finding_flows(f: &Finding) -> Option<u64> {
+    match (&f.group, &f.flow) {
+        (Some(g), _) => Some(g.flows),
+        (None, Some(_)) => Some(1),
+        (None, None) => None,
+    }
 }
 
 /// The `pfc` table: per source, priority and bin, XOFF and XON frames and the time paused.

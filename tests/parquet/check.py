@@ -63,16 +63,20 @@ def counters(f):
     )
 
 
+def finding_key(f):
+    """A finding's code, count and the flows it tells of (a group's, 1, or none)."""
+    flows = f["group"]["flows"] if f.get("group") else (1 if f["flow"] is not None else None)
+    return f["code"], f["count"], flows
+
+
 def expected(report, events):
     c = report["capture"]
     if events is None:
         flows = {f["id"]: counters(f) for f in report["flows"]}
-        findings = Counter((f["code"], f["count"]) for f in report["findings"])
+        findings = Counter(finding_key(f) for f in report["findings"])
     else:
         flows = {e["flow"]["id"]: counters(e["flow"]) for e in events if e["event"] == "flow_end"}
-        findings = Counter(
-            (e["finding"]["code"], e["finding"]["count"]) for e in events if e["event"] == "finding"
-        )
+        findings = Counter(finding_key(e["finding"]) for e in events if e["event"] == "finding")
     pfc = Counter()
     for p in report["pfc"]["priorities"]:
         pfc[(p["source"], p["priority"])] += p["xoff"]
@@ -136,8 +140,8 @@ def check(query, capture, report, events):
     )
     same("pfc xoff", +got, +pfc)
     got = Counter(
-        (r[0], int(r[1]))
-        for r in query(f"select code, count from {{findings}} where {where}")
+        (r[0], int(r[1]), None if r[2] is None else int(r[2]))
+        for r in query(f"select code, count, flows from {{findings}} where {where}")
     )
     same("findings", got, findings)
     same(
