@@ -14,6 +14,7 @@ fn bench_analysis(c: &mut Criterion) {
             frames: 100_000,
             qps: 64,
             seed: 1,
+            ..BulkConfig::default()
         },
     )
     .expect("write to memory");

@@ -260,6 +260,7 @@ fn lossy_bulk() -> std::path::PathBuf {
         frames: 20_000,
         qps: 16,
         seed: 7,
+        ..Default::default()
     };
     roce_testgen::bulk::write_bulk(&mut data, cfg).unwrap();
     let (mut parser, mut at) = CaptureParser::new(&data).unwrap();

@@ -13,6 +13,20 @@ pub struct BulkConfig {
     pub frames: u64,
     pub qps: u32,
     pub seed: u64,
+    /// Time between two frames, in ns (80: about 12.5 Mpps, a busy 100G link). Wider gaps
+    /// stretch the capture, its ACK RTTs with it.
+    pub gap_ns: u64,
+}
+
+impl Default for BulkConfig {
+    fn default() -> Self {
+        BulkConfig {
+            frames: 2_000_000,
+            qps: 64,
+            seed: 1,
+            gap_ns: 80,
+        }
+    }
 }
 
 struct Qp {
@@ -74,7 +88,7 @@ pub fn write_bulk(out: impl Write, cfg: BulkConfig) -> io::Result<u64> {
         // The last event is cut to give exactly the frames asked for.
         let remaining = (cfg.frames - written) as usize;
         for f in event.iter().take(remaining) {
-            ts += 80; // ~12.5 Mpps: a busy 100G link
+            ts += cfg.gap_ns;
             w.write(ts, f)?;
             written += 1;
         }
@@ -173,6 +187,7 @@ mod tests {
             frames: 2000,
             qps: 16,
             seed: 7,
+            ..BulkConfig::default()
         };
         let mut a = Vec::new();
         let mut b = Vec::new();

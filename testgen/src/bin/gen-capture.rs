@@ -2,7 +2,7 @@
 //! (testgen/src/bulk.rs), or with `--churn` a cluster's many short-lived QPs
 //! (testgen/src/churn.rs).
 //!
-//! Usage: gen-capture [--frames N] [--qps N] [--seed N] OUT.pcap
+//! Usage: gen-capture [--frames N] [--qps N] [--seed N] [--gap-ns N] OUT.pcap
 //!        gen-capture --churn QPS [--requests N] [--no-acks] [--concurrent N] [--gap-ns N] [--lossy-every N] OUT.pcap
 
 use std::fs::File;
@@ -12,15 +12,12 @@ use std::process::ExitCode;
 use roce_testgen::bulk::{write_bulk, BulkConfig};
 use roce_testgen::churn::{write_churn, ChurnConfig};
 
-const USAGE: &str = "usage: gen-capture [--frames N] [--qps N] [--seed N] OUT.pcap\n       \
+const USAGE: &str = "usage: gen-capture [--frames N] [--qps N] [--seed N] [--gap-ns N] OUT.pcap\n       \
 gen-capture --churn QPS [--requests N] [--no-acks] [--concurrent N] [--gap-ns N] [--lossy-every N] OUT.pcap";
 
 fn main() -> ExitCode {
-    let mut bulk = BulkConfig {
-        frames: 2_000_000,
-        qps: 64,
-        seed: 1,
-    };
+    let mut bulk = BulkConfig::default();
+    let mut gap_ns = None;
     let mut churn: Option<ChurnConfig> = None;
     let mut out = None;
     let mut args = std::env::args().skip(1);
@@ -49,12 +46,18 @@ fn main() -> ExitCode {
             "--churn" => churn.get_or_insert_with(c).qps = v as u32,
             "--requests" => churn.get_or_insert_with(c).requests = v as u32,
             "--concurrent" => churn.get_or_insert_with(c).concurrent = v as u32,
-            "--gap-ns" => churn.get_or_insert_with(c).gap_ns = v,
+            "--gap-ns" => gap_ns = Some(v),
             "--lossy-every" => churn.get_or_insert_with(c).lossy_every = v as u32,
             _ => {
                 eprintln!("gen-capture: unknown option {a}\n{USAGE}");
                 return ExitCode::from(2);
             }
+        }
+    }
+    if let Some(gap) = gap_ns {
+        match churn.as_mut() {
+            Some(c) => c.gap_ns = gap,
+            None => bulk.gap_ns = gap,
         }
     }
     let Some(path) = out else {
