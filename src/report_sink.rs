@@ -206,7 +206,7 @@ impl ReportSink {
         let new = self
             .watch
             .as_mut()
-            .and_then(|w| w.evaluate_with(&mut self.analyzer, &meta));
+            .and_then(|w| w.evaluate_at_end(&mut self.analyzer, &meta));
         if let Some(mut new) = new {
             if let Some(o) = origins {
                 add_frame_refs(&mut new.findings, o);
@@ -461,7 +461,7 @@ mod tests {
         let is_loss = |f: &Finding| f.code == crate::model::FindingCode::PsnLoss;
         let told = sink.take_told_findings();
         assert!(told.iter().any(|t| is_loss(&t.finding)), "{told:?}");
-        let again = sink.analyzer().findings_now(&meta);
+        let again = sink.analyzer().findings_now(&meta, false);
         assert!(!again.iter().any(is_loss), "{again:?}");
     }
 

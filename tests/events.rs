@@ -161,6 +161,50 @@ fn a_finding_is_told_when_it_first_holds_not_at_the_end() {
         .all(|x| x["ts_ns"].as_u64().unwrap() - start > 2_000_000_000));
 }
 
+/// Long-lived QPs whose ACKs take tens of milliseconds (coalesced over several WRITEs, at
+/// 5,000 frames a second: a paused path, or a replay that stretched the capture), evaluated
+/// every second: a request still waiting for its ACK is pending, not unanswered. Each second
+/// told `unacknowledged_requests` for requests whose ACKs came a moment later, a finding the
+/// report never held (its flows' allowance was capped at 1 ms, below their own ACK RTT).
+#[test]
+fn requests_still_waiting_for_a_slow_ack_are_not_told_unanswered_while_the_capture_runs() {
+    use roce_testgen::bulk::{write_bulk, BulkConfig};
+    let dir = std::env::temp_dir().join(format!("roce-sniff-events-slow-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let capture = dir.join("slow-acks.pcap");
+    let cfg = BulkConfig {
+        frames: 20_000,
+        gap_ns: 200_000,
+        ..BulkConfig::default()
+    };
+    write_bulk(std::fs::File::create(&capture).unwrap(), cfg).unwrap();
+    let r = report_of(&capture, &[]);
+    let e = events_of(&capture, &[]);
+    let start = r["capture"]["first_ts_ns"].as_u64().unwrap();
+    let codes = |findings: Vec<&Value>| -> BTreeSet<String> {
+        findings
+            .iter()
+            .map(|f| f["code"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let in_report = codes(r["findings"].as_array().unwrap().iter().collect());
+    let told: Vec<&Value> = e.iter().filter(|x| x["event"] == "finding").collect();
+    // Evaluated while the capture ran (4 s of it), not only at its end.
+    assert!(told
+        .iter()
+        .any(|x| x["ts_ns"].as_u64().unwrap() - start < 2_000_000_000));
+    let told_codes = codes(told.iter().map(|x| &x["finding"]).collect());
+    assert!(
+        told_codes.is_subset(&in_report),
+        "told {told_codes:?}, the report holds {in_report:?}"
+    );
+    assert!(
+        !in_report.contains("unacknowledged_requests"),
+        "{in_report:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn events_tell_the_reports_findings_and_flows_at_any_thread_count() {
     for capture in [

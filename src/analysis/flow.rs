@@ -244,31 +244,40 @@ pub struct Unacknowledged {
 
 /// How long a request may wait for its ACK at the end of the capture: ten times the flow's
 /// own p99 ACK RTT (at least 20 us), or 1 ms when the flow has no RTT measured; never more
-/// than 1 ms.
+/// than 1 ms, unless the flow's ACKs have taken longer than that: then twice the longest ACK
+/// RTT it showed (a congested or paused path, or a live capture evaluated mid-run, must not
+/// call a request unanswered before its flow ever answers that late).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct AckAllowance {
     pub ns: u64,
     /// The flow's p99 ACK RTT it was derived from, in microseconds.
     pub from_p99_rtt_us: Option<f64>,
+    /// The flow's longest ACK RTT, in microseconds, when that decided the allowance.
+    pub from_max_rtt_us: Option<f64>,
 }
 
 /// The allowance is this many times the flow's p99 ACK RTT...
 const ALLOWANCE_RTTS: f64 = 10.0;
-/// ...and at least this long (a responder's ACK coalescing).
+/// ...and at least this long (a responder's ACK coalescing)...
 const ALLOWANCE_MIN_NS: u64 = 20_000;
+/// ...and at least this many times the flow's longest ACK RTT.
+const ALLOWANCE_MAX_RTTS: u64 = 2;
 
 impl AckAllowance {
     fn of(rtt: &Samples) -> Self {
-        let p99 = (rtt.count() > 0).then(|| rtt.summary().p99).flatten();
-        match p99 {
-            Some(us) => AckAllowance {
-                ns: ((us * 1e3 * ALLOWANCE_RTTS) as u64).clamp(ALLOWANCE_MIN_NS, ACK_GRACE_NS),
-                from_p99_rtt_us: Some(us),
-            },
-            None => AckAllowance {
+        let summary = (rtt.count() > 0).then(|| rtt.summary());
+        let Some((p99, max)) = summary.and_then(|s| Some((s.p99?, s.max?))) else {
+            return AckAllowance {
                 ns: ACK_GRACE_NS,
-                from_p99_rtt_us: None,
-            },
+                ..AckAllowance::default()
+            };
+        };
+        let by_p99 = ((p99 * 1e3 * ALLOWANCE_RTTS) as u64).clamp(ALLOWANCE_MIN_NS, ACK_GRACE_NS);
+        let by_max = (max * 1e3) as u64 * ALLOWANCE_MAX_RTTS;
+        AckAllowance {
+            ns: by_p99.max(by_max),
+            from_p99_rtt_us: Some(p99),
+            from_max_rtt_us: (by_max > by_p99).then_some(max),
         }
     }
 
@@ -279,15 +288,18 @@ impl AckAllowance {
         } else {
             format!("{} us", self.ns as f64 / 1e3)
         };
-        match self.from_p99_rtt_us {
-            Some(us) if self.ns == ACK_GRACE_NS => {
+        match (self.from_p99_rtt_us, self.from_max_rtt_us) {
+            (_, Some(max)) => {
+                format!("{len}: {ALLOWANCE_MAX_RTTS} x its longest ACK RTT of {max:.1} us")
+            }
+            (Some(us), None) if self.ns == ACK_GRACE_NS => {
                 format!("{len}: the cap, its p99 ACK RTT being {us:.1} us")
             }
-            Some(us) if self.ns == ALLOWANCE_MIN_NS => {
+            (Some(us), None) if self.ns == ALLOWANCE_MIN_NS => {
                 format!("{len}: the floor, its p99 ACK RTT being {us:.1} us")
             }
-            Some(us) => format!("{len}: {ALLOWANCE_RTTS} x its p99 ACK RTT of {us:.1} us"),
-            None => format!("{len}: no ACK RTT measured on it"),
+            (Some(us), None) => format!("{len}: {ALLOWANCE_RTTS} x its p99 ACK RTT of {us:.1} us"),
+            (None, None) => format!("{len}: no ACK RTT measured on it"),
         }
     }
 }
@@ -709,7 +721,19 @@ impl Flow {
             || !self.unacked.is_empty()
     }
 
+    /// What findings need of the flow at the capture's end, or once it ended.
     pub fn evidence(&self, capture_end: u64) -> FlowEvidence {
+        self.evidence_with(self.unacknowledged(capture_end))
+    }
+
+    /// What findings need of the flow while it and the capture run: its requests waiting for
+    /// an ACK are pending, not unanswered (the ACK may be next, and a finding once told is
+    /// not taken back); they count when the flow ends or the capture does.
+    pub fn evidence_while_open(&self) -> FlowEvidence {
+        self.evidence_with(Unacknowledged::default())
+    }
+
+    fn evidence_with(&self, unacknowledged: Unacknowledged) -> FlowEvidence {
         FlowEvidence {
             link: self.link,
             reliable: self.transport.is_some_and(Transport::is_reliable),
@@ -723,7 +747,7 @@ impl Flow {
                 ce: self.ce.clone(),
                 ce_unanswered: self.ce_unanswered.clone(),
                 cnp_lower_class: self.cnp_lower_class.clone(),
-                unacknowledged: Rare::of(self.unacknowledged(capture_end)),
+                unacknowledged: Rare::of(unacknowledged),
                 nak_without_gap: self.nak_without_gap.clone(),
                 read_range_violation: self.read_range_violation.clone(),
                 icrc_bad: self.icrc_bad.clone(),
@@ -802,10 +826,32 @@ mod tests {
         assert_eq!(a.ns, 50_000);
         assert_eq!(a.describe(), "50 us: 10 x its p99 ACK RTT of 5.0 us");
         assert_eq!(allowance_for(&[1; 10]).ns, ALLOWANCE_MIN_NS);
-        assert_eq!(allowance_for(&[500; 10]).ns, ACK_GRACE_NS);
+        assert_eq!(allowance_for(&[100; 10]).ns, ACK_GRACE_NS);
         let none = allowance_for(&[]);
         assert_eq!((none.ns, none.from_p99_rtt_us), (ACK_GRACE_NS, None));
         assert_eq!(none.describe(), "1 ms: no ACK RTT measured on it");
+    }
+
+    /// A flow whose ACKs take longer than the cap (a paused path, or a replay that stretched
+    /// time) had its requests of the last millisecond-and-more called unanswered while their
+    /// ACKs were on the way: a live capture told it every second, its final report did not.
+    #[test]
+    fn a_flow_that_answers_late_gets_at_least_twice_its_longest_ack_rtt() {
+        let slow = allowance_for(&[30_000, 31_000, 45_000]);
+        assert_eq!(slow.ns, 90_000_000);
+        assert_eq!(
+            slow.describe(),
+            "90 ms: 2 x its longest ACK RTT of 45000.0 us"
+        );
+        // One late ACK among fast ones widens the allowance past 10 x p99 too.
+        let outlier = allowance_for(&[&[5u64; 200][..], &[400]].concat());
+        assert_eq!(outlier.ns, 800_000);
+        assert_eq!(
+            outlier.describe(),
+            "800 us: 2 x its longest ACK RTT of 400.0 us"
+        );
+        // Where the longest stays within the p99 rule, that rule speaks.
+        assert_eq!(allowance_for(&[5; 10]).from_max_rtt_us, None);
     }
 }
 

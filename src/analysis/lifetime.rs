@@ -123,7 +123,7 @@ impl Analyzer {
         let entries: [_; 2] = std::array::from_fn(|k| match members.get(k) {
             Some(&m) => (
                 (report || recent[k]).then(|| self.flow_report(&self.flows[m], now)),
-                (keep || recent[k]).then(|| self.flow_evidence(m, now)),
+                (keep || recent[k]).then(|| self.flow_evidence(m, Some(now))),
                 recent[k],
             ),
             None => (None, None, false),

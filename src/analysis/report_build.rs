@@ -253,9 +253,12 @@ fn flow_entry(f: &Flow, last_ts: u64, peer: PeerFacts, hosts: &HostNames) -> Flo
     }
 }
 
-/// What findings need of `f` at `capture_end`.
-fn flow_evidence(f: &Flow, capture_end: u64, peer: PeerFacts) -> FlowEvidence {
-    let mut e = f.evidence(capture_end);
+/// What findings need of `f` at `capture_end` (or, `None`, while it and the capture run).
+fn flow_evidence(f: &Flow, capture_end: Option<u64>, peer: PeerFacts) -> FlowEvidence {
+    let mut e = match capture_end {
+        Some(end) => f.evidence(end),
+        None => f.evidence_while_open(),
+    };
     e.path_mtu_seen = e.path_mtu_seen.or(peer.and_then(|(_, mtu)| mtu));
     e
 }
@@ -346,10 +349,11 @@ impl Analyzer {
         r
     }
 
-    /// What findings need of open flow `i` at `capture_end`.
-    pub(super) fn flow_evidence(&self, i: usize, capture_end: u64) -> FlowEvidence {
+    /// What findings need of open flow `i` as it ends at `now` (or, `None`, while it and the
+    /// capture run on).
+    pub(super) fn flow_evidence(&self, i: usize, now: Option<u64>) -> FlowEvidence {
         let f = &self.flows[i];
-        flow_evidence(f, capture_end, self.peer_facts(f))
+        flow_evidence(f, now, self.peer_facts(f))
     }
 
     /// Every flow of the run at the end, the open flows' state freed as their entries are
@@ -367,7 +371,7 @@ impl Analyzer {
             let mut r = flow_entry(&f, last_ts, peer, &self.host_names);
             r.id = f.id as usize + 1;
             reports.push(r);
-            evidence.push(flow_evidence(&f, last_ts, peer));
+            evidence.push(flow_evidence(&f, Some(last_ts), peer));
             self.fold_ended_samples(&f);
             if n % RELEASE_EVERY == RELEASE_EVERY - 1 {
                 crate::memory::release_free_memory();
@@ -538,8 +542,11 @@ impl Analyzer {
     /// and evaluating every flow so far each second made `-r --events` quadratic (a 27-minute
     /// capture of 40,000 flows took 75 s instead of 0.7 s). The report at the end evaluates
     /// every flow. Ended flows' entries are borrowed where they are kept. Each flow's findings
-    /// are its own, none grouped: the watch groups those it tells at once.
-    pub fn findings_now(&self, meta: &CaptureMeta) -> Vec<Finding> {
+    /// are its own, none grouped: the watch groups those it tells at once. While the capture
+    /// runs (`at_end` false), an open flow's requests waiting for an ACK are pending, not
+    /// unanswered: a flow whose ACKs take long had them told every second, and never in the
+    /// report.
+    pub fn findings_now(&self, meta: &CaptureMeta, at_end: bool) -> Vec<Finding> {
         let (mut pfc, mut pause) = (self.pfc.clone(), self.pause.clone());
         for t in pfc.values_mut().chain(pause.values_mut()) {
             t.finish(&self.cfg.pfc);
@@ -551,7 +558,7 @@ impl Analyzer {
             .map(|f| self.flow_report(f, last_ts))
             .collect();
         let open_evidence: Vec<FlowEvidence> = (0..self.flows.len())
-            .map(|i| self.flow_evidence(i, last_ts))
+            .map(|i| self.flow_evidence(i, at_end.then_some(last_ts)))
             .collect();
         let recent = self.recent_ended.as_ref();
         let (reports, evidence) = ranked_refs(

@@ -417,7 +417,9 @@ pub mod tests {
             ..Default::default()
         };
         let mut watch = crate::monitor::watch::FindingWatch::default();
-        let told = watch.untold(0, &an.findings_now(&meta)).expect("findings");
+        let told = watch
+            .untold(0, &an.findings_now(&meta, false))
+            .expect("findings");
         snaps.findings_told(&told.told().collect::<Vec<_>>());
         let kernel = Some(KernelCounters {
             received: counts.frames,
@@ -467,7 +469,7 @@ pub mod tests {
         };
         let mut watch = crate::monitor::watch::FindingWatch::default();
         let told: Vec<_> = watch
-            .untold(0, &an.findings_now(&meta))
+            .untold(0, &an.findings_now(&meta, false))
             .expect("findings")
             .told()
             .collect();

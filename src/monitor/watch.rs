@@ -133,13 +133,26 @@ impl FindingWatch {
             warnings: Vec::new(),
             selection: None,
         };
-        self.evaluate_with(an, &meta)
+        self.evaluate_with(an, &meta, false)
     }
 
-    /// `evaluate`, with what the capture's end knows of it (`meta`: its warnings, such as a
-    /// file cut short, which findings' causes name).
-    pub fn evaluate_with(&mut self, an: &mut Analyzer, meta: &CaptureMeta) -> Option<NewFindings> {
-        let findings = an.findings_now(meta);
+    /// The last evaluation, at the capture's end, with what the end knows of it (`meta`: its
+    /// warnings, such as a file cut short, which findings' causes name).
+    pub fn evaluate_at_end(
+        &mut self,
+        an: &mut Analyzer,
+        meta: &CaptureMeta,
+    ) -> Option<NewFindings> {
+        self.evaluate_with(an, meta, true)
+    }
+
+    fn evaluate_with(
+        &mut self,
+        an: &mut Analyzer,
+        meta: &CaptureMeta,
+        at_end: bool,
+    ) -> Option<NewFindings> {
+        let findings = an.findings_now(meta, at_end);
         let new = self.untold(an.last_ts(), &findings);
         self.forget_ended_flows(an);
         an.findings_evaluated();
