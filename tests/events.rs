@@ -205,6 +205,19 @@ fn requests_still_waiting_for_a_slow_ack_are_not_told_unanswered_while_the_captu
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// An RDMA-CM request accepted 200 ms after it was sent (its REQ said its sender would wait
+/// 4.3 s), in a capture evaluated while it ran: at the evaluation the request was 50 ms old,
+/// and was told unanswered; the report never held it.
+#[test]
+fn a_connection_request_accepted_slowly_is_not_told_unanswered_while_the_capture_runs() {
+    let e = events("diagnose/cm_slow_accept.pcap", &[]);
+    let told: Vec<&Value> = e.iter().filter(|x| x["event"] == "finding").collect();
+    assert!(told.is_empty(), "{told:?}");
+    let r = report("diagnose/cm_slow_accept.pcap");
+    assert_eq!(r["findings"], serde_json::json!([]));
+    assert_eq!(e.iter().filter(|x| x["event"] == "flow_end").count(), 6);
+}
+
 #[test]
 fn events_tell_the_reports_findings_and_flows_at_any_thread_count() {
     for capture in [

@@ -456,7 +456,12 @@ fn a_monitor_feeds_prometheus_and_a_rolling_dataset_as_the_offline_report_tells(
         return;
     }
     let capture = testdata("sample.pcap");
-    let offline = report_json(&["-r", capture.to_str().unwrap(), "--json"]);
+    // The storm on priority 4 is pause frames 250 us apart; the default --storm-fps (1000)
+    // would let one stall of tcpreplay longer than 1 ms on a busy machine break it in the
+    // replay. At 100 frames/s the storm survives stalls of up to 10 ms, and the offline
+    // report (same option) tells the same findings.
+    let storm_fps = "--storm-fps=100";
+    let offline = report_json(&["-r", capture.to_str().unwrap(), "--json", storm_fps]);
     let (metrics_port, prom_port) = (free_port(), free_port());
     let _prometheus = start_prometheus(&dir.join("prometheus"), metrics_port, prom_port);
     let (dataset, events, json) = (
@@ -474,6 +479,7 @@ fn a_monitor_feeds_prometheus_and_a_rolling_dataset_as_the_offline_report_tells(
         "100ms",
         &format!("--events={}", events.display()),
         &format!("--json={}", json.display()),
+        storm_fps,
     ]);
     // Prometheus sees the counters at 0 before the traffic, as it does a monitor started
     // before a fault: the alerting rules' increase() then sees them rise.
@@ -588,7 +594,7 @@ fn a_monitor_feeds_prometheus_and_a_rolling_dataset_as_the_offline_report_tells(
         }
         assert!(
             started.elapsed() < Duration::from_secs(30),
-            "alerts firing: {firing:?}"
+            "alerts firing: {firing:?}; findings the events told: {told:?}"
         );
         std::thread::sleep(Duration::from_millis(300));
     }

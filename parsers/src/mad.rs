@@ -21,6 +21,9 @@ pub enum CmMessage {
         /// The first PSN the active side sends.
         starting_psn: u32,
         path_mtu: Option<u32>,
+        /// Remote CM Response Timeout: the active side waits 4.096 us x 2^this for the answer
+        /// before it sends the REQ again (rdma_cm asks for 20: 4.3 s).
+        response_timeout: u8,
     },
     /// ConnectReply: the passive side's QPN and first PSN, and the request it answers.
     Reply {
@@ -103,6 +106,7 @@ pub fn parse(mad: &[u8]) -> Option<CmMessage> {
             qpn: Qpn(be24(cm, 32)?),
             starting_psn: be24(cm, 44)?,
             path_mtu: cm.get(50).and_then(|b| mtu_bytes(b >> 4)),
+            response_timeout: cm.get(43)? >> 3,
         }),
         ATTR_REP => Some(CmMessage::Reply {
             comm_id: be32(cm, 0)?,
@@ -134,13 +138,16 @@ mod tests {
         mad[24 + 32..24 + 35].copy_from_slice(&[0, 0, 0x11]);
         mad[24 + 50] = 0x37;
         mad[24 + 44..24 + 47].copy_from_slice(&[0x0a, 0xbc, 0xde]);
+        // Remote CM Response Timeout 20 above transport type RC and flow control.
+        mad[24 + 43] = 20 << 3 | 0b001;
         assert_eq!(
             parse(&mad),
             Some(CmMessage::Request {
                 comm_id: 0x34cf_b552,
                 qpn: Qpn(0x11),
                 starting_psn: 0x0a_bcde,
-                path_mtu: Some(1024)
+                path_mtu: Some(1024),
+                response_timeout: 20,
             })
         );
         mad[16..18].copy_from_slice(&ATTR_REP.to_be_bytes());

@@ -163,9 +163,16 @@ mod tests {
     use super::*;
     use crate::capture::{CaptureParser, Next};
 
-    /// What the reader gets back from a written file: (interface, ts_ns, len, data,
-    /// comments) of each record.
-    fn read_back(file: &[u8]) -> Vec<(u32, u64, u32, Vec<u8>, Vec<String>)> {
+    /// What the reader gets back of one record of a written file.
+    struct ReadBack {
+        interface: u32,
+        ts_ns: u64,
+        len: u32,
+        data: Vec<u8>,
+        comments: Vec<String>,
+    }
+
+    fn read_back(file: &[u8]) -> Vec<ReadBack> {
         let (mut parser, mut at) = CaptureParser::new(file).unwrap();
         let mut out = Vec::new();
         loop {
@@ -179,7 +186,13 @@ mod tests {
                             _ => None,
                         })
                         .collect();
-                    out.push((r.interface, r.ts_ns, r.len, r.data.to_vec(), comments));
+                    out.push(ReadBack {
+                        interface: r.interface,
+                        ts_ns: r.ts_ns,
+                        len: r.len,
+                        data: r.data.to_vec(),
+                        comments,
+                    });
                     at += used;
                 }
                 (Next::Skip(used), _) => at += used,
@@ -222,14 +235,14 @@ mod tests {
         );
         let back = read_back(&file);
         assert_eq!(back.len(), 2);
-        assert_eq!(back[0].1, 1_700_000_000_123_456_000);
-        assert_eq!(back[0].3, odd);
-        assert!(back[0].4.is_empty());
+        assert_eq!(back[0].ts_ns, 1_700_000_000_123_456_000);
+        assert_eq!(back[0].data, odd);
+        assert!(back[0].comments.is_empty());
         // 2^-32 units and a 10 s offset.
-        assert_eq!(back[1].0, 1);
-        assert_eq!(back[1].1, 1_700_000_010_500_000_000);
-        assert_eq!(back[1].2, 60);
-        assert_eq!(back[1].4, ["roce-sniff: psn_loss", "é"]);
+        assert_eq!(back[1].interface, 1);
+        assert_eq!(back[1].ts_ns, 1_700_000_010_500_000_000);
+        assert_eq!(back[1].len, 60);
+        assert_eq!(back[1].comments, ["roce-sniff: psn_loss", "é"]);
     }
 
     #[test]

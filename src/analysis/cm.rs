@@ -23,6 +23,29 @@ pub struct CmRequest {
     /// Times it was sent (the CM resends a REQ nobody answers).
     pub sent: u32,
     pub answer: Option<CmAnswer>,
+    /// How long its sender waits for the answer before sending it again (the REQ's Remote CM
+    /// Response Timeout).
+    pub answer_within_ns: u64,
+}
+
+impl CmRequest {
+    /// Whether it went unanswered by `now`: its sender resent it (it had timed out already),
+    /// or no answer came within `CM_GRACE_NS`. While the capture runs (`running`), within
+    /// the time its sender itself waits when that is longer: a passive side that takes
+    /// 200 ms to accept has not left the request unanswered.
+    pub fn unanswered_by(&self, now: u64, running: bool) -> bool {
+        let wait = if running {
+            self.answer_within_ns.max(super::CM_GRACE_NS)
+        } else {
+            super::CM_GRACE_NS
+        };
+        self.answer.is_none() && (self.sent > 1 || self.first_ts.saturating_add(wait) < now)
+    }
+}
+
+/// The Remote CM Response Timeout's wait: 4.096 us x 2^`exponent`.
+fn response_wait_ns(exponent: u8) -> u64 {
+    4_096u64 << exponent.min(31)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +73,7 @@ impl Analyzer {
                 comm_id,
                 qpn,
                 path_mtu,
+                response_timeout,
                 ..
             } => {
                 let full = self.cm_requests.len() >= MAX_CM_REQUESTS;
@@ -66,6 +90,7 @@ impl Analyzer {
                             first_ts: at.ts,
                             sent: 1,
                             answer: None,
+                            answer_within_ns: response_wait_ns(response_timeout),
                         },
                     );
                 }
@@ -129,5 +154,47 @@ impl Analyzer {
         if let (Some(&a), Some(&b)) = (self.index.get(&to_passive), self.index.get(&to_active)) {
             self.pair(a, b, PairingMethod::RdmaCm);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(first_ts: u64, exponent: u8) -> CmRequest {
+        CmRequest {
+            qpn: Qpn(0x400),
+            path_mtu: None,
+            first_frame: 1,
+            first_ts,
+            sent: 1,
+            answer: None,
+            answer_within_ns: response_wait_ns(exponent),
+        }
+    }
+
+    #[test]
+    fn a_request_waits_as_long_as_its_sender_while_the_capture_runs() {
+        const MS: u64 = 1_000_000;
+        // rdma_cm's REQ: its sender waits 4.3 s for the answer.
+        let r = request(0, 20);
+        assert_eq!(r.answer_within_ns, 4_294_967_296);
+        assert!(!r.unanswered_by(200 * MS, true));
+        assert!(r.unanswered_by(4_300 * MS, true));
+        // At the capture's end, 50 ms without an answer is told.
+        assert!(r.unanswered_by(200 * MS, false));
+        assert!(!r.unanswered_by(40 * MS, false));
+        // A short timeout leaves the 50 ms floor; a resent request timed out already.
+        assert!(!request(0, 0).unanswered_by(40 * MS, true));
+        let resent = CmRequest {
+            sent: 2,
+            ..request(0, 20)
+        };
+        assert!(resent.unanswered_by(MS, true));
+        let answered = CmRequest {
+            answer: Some(CmAnswer::Reply),
+            ..request(0, 20)
+        };
+        assert!(!answered.unanswered_by(10_000 * MS, false));
     }
 }

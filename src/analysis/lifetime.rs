@@ -87,15 +87,21 @@ impl Analyzer {
 
     /// A live monitor forgets, as it forgets ended flows, what it keeps per host and QP beyond
     /// flows: UD senders' PSN sequences, RDMA-CM requests and the pairs they taught, once idle
-    /// for the timeout (a CM request once older than that and the time it has to be answered).
+    /// for the timeout (a CM request once that, and twice the time it has to be answered and a
+    /// second more, have passed).
     /// With `-r` they stay: the report covers the whole file.
     fn forget_idle_hosts(&mut self, now: u64, timeout: u64) {
         let recent = |ts: u64| ts.saturating_add(timeout) > now;
         self.ud_senders.retain(|_, (_, last)| recent(*last));
         self.cm_pairs.retain(|_, (_, _, learned)| recent(*learned));
-        let answer_by = timeout.max(super::CM_GRACE_NS);
-        self.cm_requests
-            .retain(|_, r| r.first_ts.saturating_add(answer_by) > now);
+        // A request is kept past the time its sender waits, twice over and a second more: its
+        // resend (or its lack of answer) is then seen by an evaluation (once a second) before
+        // it is forgotten.
+        self.cm_requests.retain(|_, r| {
+            let wait = r.answer_within_ns.max(super::CM_GRACE_NS);
+            let keep = timeout.max(2 * wait + 1_000_000_000);
+            r.first_ts.saturating_add(keep) > now
+        });
     }
 
     /// Ends flow `i` and its peer at `now`: their report entries are made, their state leaves.
@@ -397,7 +403,8 @@ mod tests {
             for keep_ended in [false, true] {
                 let (mut an, _) = feed(&data, with_timeout(100 * MS, keep_ended), |_| {});
                 assert!(held(&an) > 0, "{name}: no {kept} to forget");
-                let later = an.last_ts() + 1_000 * MS;
+                // Later than the timeout and than a CM request is kept (its wait twice, 1 s more).
+                let later = an.last_ts() + 10_000 * MS;
                 an.sweep(later);
                 // With -r (keep_ended) the report covers the whole file: nothing is forgotten.
                 assert_eq!(

@@ -580,7 +580,7 @@ impl Analyzer {
             &evidence,
             &self.capture_report(meta),
             &self.pfc_report(&pfc, &pause),
-            &self.facts(&pfc, meta),
+            &self.facts(&pfc, meta, !at_end),
         )
     }
 
@@ -607,7 +607,7 @@ impl Analyzer {
             &evidence,
             &report.capture,
             &report.pfc,
-            &self.facts(pfc, meta),
+            &self.facts(pfc, meta, false),
         );
         report.findings = found;
         (report, order)
@@ -618,6 +618,7 @@ impl Analyzer {
         &'a self,
         pfc: &BTreeMap<(MacAddr, u8), PauseTracker>,
         meta: &'a CaptureMeta,
+        running: bool,
     ) -> CaptureFacts<'a> {
         let cfg = self.cfg;
         CaptureFacts {
@@ -630,7 +631,8 @@ impl Analyzer {
             cm_requests: &self.cm_requests,
             icmp_errors: &self.state.icmp_errors,
             link_gbps: cfg.link_speed_given.then_some(cfg.pfc.link_gbps),
-            cm_answered_by: self.state.last_ts.saturating_sub(super::CM_GRACE_NS),
+            now: self.state.last_ts,
+            running,
             malformed_frames: &meta.counts.malformed_frames,
             icrc_unchecked_malformed: meta.counts.icrc_unchecked_malformed,
         }

@@ -142,6 +142,7 @@ pub fn scenarios() -> Vec<Scenario> {
             &[("cm_unanswered", 1)],
         ),
         scenario("cm_answered_at_the_end", cm_answered_at_the_end(), &[]),
+        scenario("cm_slow_accept", cm_slow_accept(), &[]),
         scenario("qp_reused", qp_reused(), &[]),
         scenario(
             "read_range_violation",
@@ -642,6 +643,14 @@ fn cm_req(comm_id: u32, qpn: u32, psn: u32) -> [u8; 256] {
     )
 }
 
+/// A REQ as rdma_cm sends it: its sender waits 4.3 s for the answer (Remote CM Response
+/// Timeout 20) before it sends it again.
+fn cm_req_rdma_cm(comm_id: u32, qpn: u32, psn: u32) -> [u8; 256] {
+    let mut m = cm_req(comm_id, qpn, psn);
+    m[24 + 43] = 20 << 3;
+    m
+}
+
 /// REP: the passive side's communication ID and the request's, its QPN and first PSN.
 fn cm_rep(comm_id: u32, remote_comm_id: u32, qpn: u32, psn: u32) -> [u8; 256] {
     cm_mad(
@@ -959,6 +968,28 @@ fn cm_answered_at_the_end() -> Frames {
     for i in 0..3u64 {
         writes(&mut tl, &mut c, T0_NS + 1_200 * US + i * 1_000 * US, 1);
     }
+    tl.into_frames()
+}
+
+/// .1 asks .2 for a connection 0.9 s into a 2-second capture; .2's application accepts it
+/// 200 ms later (a REP well within the 4.3 s its REQ said it would wait). Evaluated while the
+/// capture runs, at 1 s, the request is 100 ms old: pending, not unanswered. No finding.
+fn cm_slow_accept() -> Frames {
+    let mut tl = Timeline::default();
+    let mut c = conn(host(3), host(4), 0x410, 0x110);
+    for i in 0..41u64 {
+        writes(&mut tl, &mut c, T0_NS + i * 50_000 * US, 1);
+    }
+    tl.push(
+        T0_NS + 900_000 * US,
+        mad_frame(host(1), host(2), 1, cm_req_rdma_cm(0x1001, 0x400, 1000)),
+    );
+    tl.push(
+        T0_NS + 1_100_000 * US,
+        mad_frame(host(2), host(1), 1, cm_rep(0x2001, 0x1001, 0x100, 5000)),
+    );
+    let mut a = conn(host(1), host(2), 0x400, 0x100);
+    writes(&mut tl, &mut a, T0_NS + 1_100_100 * US, 3);
     tl.into_frames()
 }
 

@@ -90,15 +90,14 @@ pub(super) fn nak_without_gap(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Fi
 }
 
 /// RDMA-CM requests without a reply (sent before `answered_by`), and rejections.
-pub(super) fn cm_findings(requests: &CmRequests, answered_by: u64, out: &mut Vec<Finding>) {
+pub(super) fn cm_findings(requests: &CmRequests, now: u64, running: bool, out: &mut Vec<Finding>) {
     // (active, passive) -> (requests, times sent, first frame)
     let mut unanswered: BTreeMap<(IpAddr, IpAddr), (u64, u64, u64)> = BTreeMap::new();
     // (active, passive, reason) -> (rejections, first REJ frame)
     let mut rejected: BTreeMap<(IpAddr, IpAddr, u16), (u64, u64)> = BTreeMap::new();
     for (&(active, passive, _), r) in requests {
         match r.answer {
-            // A REQ its sender repeated had timed out already: no reply is on the way.
-            None if r.first_ts < answered_by || r.sent > 1 => {
+            None if r.unanswered_by(now, running) => {
                 let e = unanswered
                     .entry((active, passive))
                     .or_insert((0, 0, u64::MAX));

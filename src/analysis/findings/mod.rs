@@ -37,8 +37,9 @@ pub struct CaptureFacts<'a> {
     pub icmp_errors: &'a BTreeMap<super::IcmpKey, Evidence>,
     /// The link speed in Gb/s when `--link-speed` gave it.
     pub link_gbps: Option<f64>,
-    /// CM requests sent before this time should have had their answer by the end.
-    pub cm_answered_by: u64,
+    /// The capture's time now, and whether it runs on (CM requests are answered in time).
+    pub now: u64,
+    pub running: bool,
     /// The first malformed frames.
     pub malformed_frames: &'a [u64],
     /// RoCE frames whose ICRC went unchecked because they are malformed, not cut.
@@ -206,7 +207,7 @@ pub fn find_each(
     pfc_findings(&pfc.priorities, &pfc.pause_8023x, &mut out);
     pfc_ecn::loss_on_lossless_priority(flows, evidence, pfc, roce_dscp, &mut out);
     pfc_ecn::pfc_priority_mismatch(pfc, &mut out);
-    connections::cm_findings(facts.cm_requests, facts.cm_answered_by, &mut out);
+    connections::cm_findings(facts.cm_requests, facts.now, facts.running, &mut out);
     connections::icmp_unreachable(facts.icmp_errors, &mut out);
     pfc_ecn::pfc_misbehaviour(facts, &mut out);
     pfc_ecn::pfc_before_ecn(flows, evidence, pfc, &mut out);
