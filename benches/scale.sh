@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Flow state at scale (issue #24): many short flows offline, and a live churn with each output's
-# own cost. Prints wall time, CPU and peak resident memory against the targets.
+# Flow state at scale (issue #24), offline: many short flows, and a churn of 600,000. Prints wall
+# time, CPU and peak resident memory against the targets. The same churn live:
+# benches/live_compare.sh.
 #
-#   benches/scale.sh            # offline: 10,000 and 100,000 flows of 3 packets; 600,000 churn flows
-#                               # live (root, tcpreplay): the churn replayed into a veth pair
+#   benches/scale.sh            # 10,000 and 100,000 flows of 3 packets; 600,000 churn flows
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DIR=${BENCH_DIR:-/tmp/roce-sniff-bench}
@@ -47,43 +47,5 @@ awk -v a="${W[10,000 flows of 3 packets]}" -v b="${W[100,000 flows of 3 packets]
     printf "  600,000 churn flows, every one in the report: %.0f MiB = %.0f MB (target < 400 MB)\n", cm, cm * 1.048576
 }'
 
-[ "$(id -u)" = 0 ] && command -v tcpreplay >/dev/null || { echo "live: needs root and tcpreplay"; exit 0; }
-NS=rsscale$$; HOST=rssh$$; PEER=rssp$$
-cleanup() { ip netns del "$NS" 2>/dev/null || true; ip link del "$HOST" 2>/dev/null || true; }
-trap cleanup EXIT
-ip netns add "$NS"; ip link add "$HOST" type veth peer name "$PEER"; ip link set "$PEER" netns "$NS"
-ip link set "$HOST" mtu 9000 up; ip netns exec "$NS" ip link set "$PEER" mtu 9000 up
-sysctl -qw "net.ipv6.conf.$HOST.disable_ipv6=1" || true
-# live NAME CMD...: CMD captures on $HOST while the churn is replayed at top speed; prints its
-# CPU, peak memory and what it dropped (tcpdump: from its own summary).
-live() {
-    local name=$1; shift
-    /usr/bin/time -f "%U %S %M" -o "$DIR/live.time" "$@" > "$DIR/live.out" 2> "$DIR/live.err" &
-    local pid=$!
-    sleep 1
-    local rate
-    rate=$(ip netns exec "$NS" tcpreplay --pps "$RATE" -i "$PEER" "$CHURN" 2>&1 | awk '/Rated:/ {for (i=1;i<=NF;i++) if ($i ~ /pps/) print $(i-1)}' | head -1)
-    sleep 2
-    pkill -INT -P "$pid" 2>/dev/null || true
-    wait "$pid" || true
-    read -r user sys kb < "$DIR/live.time"
-    local dropped
-    if [ -f "$DIR/live.json" ] && [ "$1" != tcpdump ]; then
-        dropped=$(python3 -c "import json; l = json.load(open('$DIR/live.json'))['capture']['live']; print(l['dropped'] + l['if_dropped'])")
-    else
-        dropped=$(awk '/dropped by kernel/ {print $1}' "$DIR/live.err")
-    fi
-    rm -f "$DIR/live.json"
-    printf "  %-52s %7.2f s CPU %8.1f MiB %9s dropped  (replay %s pps)\n" "$name" "$(awk "BEGIN{print $user + $sys}")" "$(awk "BEGIN{print $kb / 1024}")" "$dropped" "$rate"
-}
-# The rate of the issue's targets: what tcpdump -w /dev/null keeps whole here (a topspeed replay
-# ran at 300,000-575,000 frames/s from one run to the next, and so did the drops).
-RATE=${RATE:-300000}
-echo "live: $CHURN (1,200,000 frames, 600,000 flows) replayed with tcpreplay --pps $RATE into a veth pair:"
-live "tcpdump -w /dev/null" tcpdump -i "$HOST" -B 65536 -w /dev/null
-live "roce-sniff --flow-timeout 5ms (analysis, report)" $BIN -i "$HOST" --no-tui --flow-timeout 5ms --json="$DIR/live.json"
-live "  + --events" $BIN -i "$HOST" --no-tui --flow-timeout 5ms --json="$DIR/live.json" --events="$DIR/live.ndjson"
-live "  + --events --metrics" $BIN -i "$HOST" --no-tui --flow-timeout 5ms --json="$DIR/live.json" --events="$DIR/live.ndjson" --metrics=127.0.0.1:19464
-rm -rf "$DIR/live-dataset"
-live "  + --events --metrics --parquet --rotate 1s (every output)" $BIN -i "$HOST" --no-tui --flow-timeout 5ms --json="$DIR/live.json" --events="$DIR/live.ndjson" --metrics=127.0.0.1:19464 --parquet "$DIR/live-dataset" --rotate 1s
-echo "  targets: nothing dropped; memory < 150 MB (143 MiB); CPU with every output <= 4x tcpdump's"
+# The live churn (the same capture replayed into a veth pair at 300,000 frames/s), with each
+# output's CPU and the monitor's memory: benches/live_compare.sh.
