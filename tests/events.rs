@@ -218,6 +218,28 @@ fn a_connection_request_accepted_slowly_is_not_told_unanswered_while_the_capture
     assert_eq!(e.iter().filter(|x| x["event"] == "flow_end").count(), 6);
 }
 
+/// An RDMA-CM request sent once 300 ms before the capture ends, its sender waiting 4.3 s: not
+/// told while the capture runs; at the end, information that the capture stopped first (it
+/// was a warning that the passive side never answered).
+#[test]
+fn a_connection_request_the_capture_ended_on_is_information_not_a_warning() {
+    let e = events("diagnose/cm_pending_at_the_end.pcap", &[]);
+    let told: Vec<&Value> = e.iter().filter(|x| x["event"] == "finding").collect();
+    assert_eq!(told.len(), 1, "{told:?}");
+    let r = report("diagnose/cm_pending_at_the_end.pcap");
+    assert_eq!(told[0]["finding"], r["findings"][0]);
+    let f = &r["findings"][0];
+    assert_eq!(
+        (f["code"].as_str(), f["severity"].as_str()),
+        (Some("cm_unanswered"), Some("info"))
+    );
+    assert_eq!(
+        f["message"],
+        "1 RDMA-CM connection request from 10.0.0.1 to 10.0.0.2 got no reply before the capture ended, 300 ms after it; its sender waits 4.3 s for the answer before sending again"
+    );
+    assert_eq!(r["findings"].as_array().unwrap().len(), 1);
+}
+
 #[test]
 fn events_tell_the_reports_findings_and_flows_at_any_thread_count() {
     for capture in [

@@ -28,18 +28,33 @@ pub struct CmRequest {
     pub answer_within_ns: u64,
 }
 
+/// Why a request counts as unanswered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Unanswered {
+    /// Its sender resent it (it had timed out already), or the capture went on past the time
+    /// its sender waits for the answer (and `CM_GRACE_NS`) without one.
+    TimedOut,
+    /// The capture ended more than `CM_GRACE_NS` after it but before its sender's own timeout:
+    /// the answer may have come after the capture. Told only at the end, as information.
+    CaptureEndedFirst,
+}
+
 impl CmRequest {
-    /// Whether it went unanswered by `now`: its sender resent it (it had timed out already),
-    /// or no answer came within `CM_GRACE_NS`. While the capture runs (`running`), within
-    /// the time its sender itself waits when that is longer: a passive side that takes
-    /// 200 ms to accept has not left the request unanswered.
-    pub fn unanswered_by(&self, now: u64, running: bool) -> bool {
-        let wait = if running {
-            self.answer_within_ns.max(super::CM_GRACE_NS)
+    /// Whether, and why, it went unanswered by `now`. While the capture runs (`running`) only
+    /// once its sender's own wait is over: a passive side that takes 200 ms to accept has not
+    /// left the request unanswered. At the end, one older than `CM_GRACE_NS` is told too, as
+    /// the capture ending first.
+    pub fn unanswered_by(&self, now: u64, running: bool) -> Option<Unanswered> {
+        let waited = |ns: u64| self.first_ts.saturating_add(ns) < now;
+        if self.answer.is_some() {
+            None
+        } else if self.sent > 1 || waited(self.answer_within_ns.max(super::CM_GRACE_NS)) {
+            Some(Unanswered::TimedOut)
+        } else if !running && waited(super::CM_GRACE_NS) {
+            Some(Unanswered::CaptureEndedFirst)
         } else {
-            super::CM_GRACE_NS
-        };
-        self.answer.is_none() && (self.sent > 1 || self.first_ts.saturating_add(wait) < now)
+            None
+        }
     }
 }
 
@@ -176,25 +191,29 @@ mod tests {
     #[test]
     fn a_request_waits_as_long_as_its_sender_while_the_capture_runs() {
         const MS: u64 = 1_000_000;
+        use Unanswered::*;
         // rdma_cm's REQ: its sender waits 4.3 s for the answer.
         let r = request(0, 20);
         assert_eq!(r.answer_within_ns, 4_294_967_296);
-        assert!(!r.unanswered_by(200 * MS, true));
-        assert!(r.unanswered_by(4_300 * MS, true));
-        // At the capture's end, 50 ms without an answer is told.
-        assert!(r.unanswered_by(200 * MS, false));
-        assert!(!r.unanswered_by(40 * MS, false));
+        assert_eq!(r.unanswered_by(200 * MS, true), None);
+        assert_eq!(r.unanswered_by(4_300 * MS, true), Some(TimedOut));
+        // At the capture's end, 50 ms without an answer is told, as the capture ending
+        // before the sender's own timeout; past that timeout, as timed out.
+        assert_eq!(r.unanswered_by(200 * MS, false), Some(CaptureEndedFirst));
+        assert_eq!(r.unanswered_by(40 * MS, false), None);
+        assert_eq!(r.unanswered_by(4_300 * MS, false), Some(TimedOut));
         // A short timeout leaves the 50 ms floor; a resent request timed out already.
-        assert!(!request(0, 0).unanswered_by(40 * MS, true));
+        assert_eq!(request(0, 0).unanswered_by(40 * MS, true), None);
+        assert_eq!(request(0, 0).unanswered_by(60 * MS, false), Some(TimedOut));
         let resent = CmRequest {
             sent: 2,
             ..request(0, 20)
         };
-        assert!(resent.unanswered_by(MS, true));
+        assert_eq!(resent.unanswered_by(MS, true), Some(TimedOut));
         let answered = CmRequest {
             answer: Some(CmAnswer::Reply),
             ..request(0, 20)
         };
-        assert!(!answered.unanswered_by(10_000 * MS, false));
+        assert_eq!(answered.unanswered_by(10_000 * MS, false), None);
     }
 }

@@ -143,6 +143,11 @@ pub fn scenarios() -> Vec<Scenario> {
         ),
         scenario("cm_answered_at_the_end", cm_answered_at_the_end(), &[]),
         scenario("cm_slow_accept", cm_slow_accept(), &[]),
+        scenario(
+            "cm_pending_at_the_end",
+            cm_pending_at_the_end(),
+            &[("cm_unanswered", 1)],
+        ),
         scenario("qp_reused", qp_reused(), &[]),
         scenario(
             "read_range_violation",
@@ -990,6 +995,22 @@ fn cm_slow_accept() -> Frames {
     );
     let mut a = conn(host(1), host(2), 0x400, 0x100);
     writes(&mut tl, &mut a, T0_NS + 1_100_100 * US, 3);
+    tl.into_frames()
+}
+
+/// .1 asks .2 for a connection as rdma_cm does (it waits 4.3 s for the answer) 300 ms before
+/// the capture ends, and nothing answers by then: the capture cannot tell whether the answer
+/// came later. Told as information, not as a request the passive side left unanswered.
+fn cm_pending_at_the_end() -> Frames {
+    let mut tl = Timeline::default();
+    let mut c = conn(host(3), host(4), 0x410, 0x110);
+    for i in 0..25u64 {
+        writes(&mut tl, &mut c, T0_NS + i * 50_000 * US, 1);
+    }
+    tl.push(
+        T0_NS + 900_000 * US,
+        mad_frame(host(1), host(2), 1, cm_req_rdma_cm(0x1001, 0x400, 1000)),
+    );
     tl.into_frames()
 }
 

@@ -8,12 +8,12 @@ use std::net::IpAddr;
 use roce_parsers::mad::reject_reason_name;
 
 use super::finding;
-use crate::analysis::cm::{CmAnswer, CmRequests};
+use crate::analysis::cm::{CmAnswer, CmRequest, CmRequests, Unanswered};
 use crate::analysis::flow::{Evidence, FlowEvidence};
 use crate::analysis::IcmpKey;
 use crate::model::FlowLabel;
 use crate::model::{Finding, FindingCode, FlowReport, Severity};
-use crate::words::plural;
+use crate::words::{duration, plural};
 
 /// The transport retry count's largest value (3 bits in the QP's attributes): a PSN resent this
 /// often before the QP falls silent ran out of retries.
@@ -89,46 +89,27 @@ pub(super) fn nak_without_gap(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Fi
     ));
 }
 
-/// RDMA-CM requests without a reply (sent before `answered_by`), and rejections.
+/// RDMA-CM requests without a reply by `now`, and rejections.
 pub(super) fn cm_findings(requests: &CmRequests, now: u64, running: bool, out: &mut Vec<Finding>) {
-    // (active, passive) -> (requests, times sent, first frame)
-    let mut unanswered: BTreeMap<(IpAddr, IpAddr), (u64, u64, u64)> = BTreeMap::new();
+    let mut unanswered: BTreeMap<(IpAddr, IpAddr, Unanswered), UnansweredGroup> = BTreeMap::new();
     // (active, passive, reason) -> (rejections, first REJ frame)
     let mut rejected: BTreeMap<(IpAddr, IpAddr, u16), (u64, u64)> = BTreeMap::new();
     for (&(active, passive, _), r) in requests {
-        match r.answer {
-            None if r.unanswered_by(now, running) => {
-                let e = unanswered
-                    .entry((active, passive))
-                    .or_insert((0, 0, u64::MAX));
-                e.0 += 1;
-                e.1 += u64::from(r.sent);
-                e.2 = e.2.min(r.first_frame);
-            }
-            Some(CmAnswer::Reject { reason, frame }) => {
-                let e = rejected
-                    .entry((active, passive, reason))
-                    .or_insert((0, u64::MAX));
-                e.0 += 1;
-                e.1 = e.1.min(frame);
-            }
-            _ => {}
+        if let Some(why) = r.unanswered_by(now, running) {
+            unanswered
+                .entry((active, passive, why))
+                .or_default()
+                .add(r, now);
+        } else if let Some(CmAnswer::Reject { reason, frame }) = r.answer {
+            let e = rejected
+                .entry((active, passive, reason))
+                .or_insert((0, u64::MAX));
+            e.0 += 1;
+            e.1 = e.1.min(frame);
         }
     }
-    for ((active, passive), (n, sent, frame)) in unanswered {
-        out.push(finding(
-            Severity::Warning,
-            FindingCode::CmUnanswered,
-            format!(
-                "{} from {active} to {passive} got no reply (sent {})",
-                plural(n, "RDMA-CM connection request"),
-                plural(sent, "time")
-            ),
-            "the passive side never answered: it is unreachable at that address (a wrong GID or IP, a VLAN or route that does not lead there), the MADs are lost, or nothing runs its CM; the active side gets RDMA_CM_EVENT_UNREACHABLE",
-            None,
-            n,
-            vec![frame],
-        ));
+    for ((active, passive, why), g) in unanswered {
+        out.push(g.finding(active, passive, why));
     }
     for ((active, passive, reason), (n, frame)) in rejected {
         out.push(finding(
@@ -144,6 +125,68 @@ pub(super) fn cm_findings(requests: &CmRequests, now: u64, running: bool, out: &
             n,
             vec![frame],
         ));
+    }
+}
+
+/// The requests from one host to another that went unanswered for one reason.
+#[derive(Default)]
+struct UnansweredGroup {
+    requests: u64,
+    sent: u64,
+    first_frame: Option<u64>,
+    /// The least time from a request to the capture's end, and the longest its sender waits.
+    least_left_ns: Option<u64>,
+    longest_wait_ns: u64,
+}
+
+impl UnansweredGroup {
+    fn add(&mut self, r: &CmRequest, now: u64) {
+        self.requests += 1;
+        self.sent += u64::from(r.sent);
+        self.first_frame = Some(
+            self.first_frame
+                .map_or(r.first_frame, |f| f.min(r.first_frame)),
+        );
+        let left = now.saturating_sub(r.first_ts);
+        self.least_left_ns = Some(self.least_left_ns.map_or(left, |l| l.min(left)));
+        self.longest_wait_ns = self.longest_wait_ns.max(r.answer_within_ns);
+    }
+
+    fn finding(&self, active: IpAddr, passive: IpAddr, why: Unanswered) -> Finding {
+        let requests = plural(self.requests, "RDMA-CM connection request");
+        let frames = self.first_frame.into_iter().collect();
+        match why {
+            Unanswered::TimedOut => finding(
+                Severity::Warning,
+                FindingCode::CmUnanswered,
+                format!(
+                    "{requests} from {active} to {passive} got no reply (sent {})",
+                    plural(self.sent, "time")
+                ),
+                "the passive side never answered: it is unreachable at that address (a wrong GID or IP, a VLAN or route that does not lead there), the MADs are lost, or nothing runs its CM; the active side gets RDMA_CM_EVENT_UNREACHABLE",
+                None,
+                self.requests,
+                frames,
+            ),
+            Unanswered::CaptureEndedFirst => finding(
+                Severity::Info,
+                FindingCode::CmUnanswered,
+                format!(
+                    "{requests} from {active} to {passive} got no reply before the capture ended, {} after {}; {} for the answer before sending again",
+                    duration(self.least_left_ns.unwrap_or(0)),
+                    if self.requests == 1 { "it" } else { "the last" },
+                    if self.requests == 1 {
+                        format!("its sender waits {}", duration(self.longest_wait_ns))
+                    } else {
+                        format!("their senders wait up to {}", duration(self.longest_wait_ns))
+                    }
+                ),
+                "the reply may have come after the capture stopped (a passive side that accepts slowly); capture past the sender's timeout to tell: a request sent again, or never answered, then shows as unanswered",
+                None,
+                self.requests,
+                frames,
+            ),
+        }
     }
 }
 
