@@ -498,17 +498,15 @@ impl Analyzer {
         self.next_flow_id += 1;
         flow.link = p.link;
         // A pair learned from RDMA-CM before the flow's first packet.
-        if let Some(&(peer_key, mtu, _)) = self.cm_pairs.get(&key) {
+        let cm_peer = self.cm_pairs.get(&key).map(|&(peer_key, mtu, _)| {
             flow.cm_mtu = mtu;
-            if let Some(&j) = self.index.get(&peer_key) {
-                flow.peer = Some(j);
-                flow.paired_by = Some(PairingMethod::RdmaCm);
-                self.flows[j].peer = Some(i);
-                self.flows[j].paired_by = Some(PairingMethod::RdmaCm);
-            }
-        }
+            self.index.get(&peer_key).copied()
+        });
         self.flows.push(Box::new(flow));
         self.index.insert(key, i);
+        if let Some(Some(j)) = cm_peer {
+            self.pair(i, j, PairingMethod::RdmaCm);
+        }
         Some(i)
     }
 
@@ -659,7 +657,16 @@ impl Analyzer {
         }
     }
 
+    /// Makes flows `a` and `b` each other's peer. A flow paired before with another (a QP
+    /// that RDMA-CM connects anew, to another QP) leaves that one without a peer: pairs stay
+    /// mutual, which ending a connection and renumbering flows rely on.
     fn pair(&mut self, a: usize, b: usize, how: PairingMethod) {
+        for (x, y) in [(a, b), (b, a)] {
+            if let Some(old) = self.flows[x].peer.filter(|&old| old != y) {
+                self.flows[old].peer = None;
+                self.flows[old].paired_by = None;
+            }
+        }
         self.flows[a].peer = Some(b);
         self.flows[b].peer = Some(a);
         self.flows[a].paired_by = Some(how);

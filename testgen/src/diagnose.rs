@@ -149,6 +149,16 @@ pub fn scenarios() -> Vec<Scenario> {
             &[("cm_unanswered", 1)],
         ),
         scenario("qp_reused", qp_reused(), &[]),
+        // Its flows end while the bystander runs: they panicked there when the ACK flow kept
+        // pointing at the first connection's data flow as well as the second's.
+        Scenario {
+            args: &["--flow-timeout", "1ms"],
+            ..scenario(
+                "qp_reused_by_another_peer",
+                qp_reused_by_another_peer(),
+                &[],
+            )
+        },
         scenario(
             "read_range_violation",
             read_range_violation(),
@@ -744,6 +754,32 @@ fn qp_reused() -> Frames {
         );
         c.psn = start;
         t = writes(&mut tl, &mut c, t + 40 * US, 10) + 200 * US;
+    }
+    tl.into_frames()
+}
+
+/// .1's QP 0x400 connects to .2's QP 0x100, then, set up by RDMA-CM again, to .2's QP 0x101:
+/// the flow of .2's ACKs to QP 0x400 belongs to the second connection from then on.
+fn qp_reused_by_another_peer() -> Frames {
+    let mut tl = Timeline::default();
+    let mut t = T0_NS;
+    for (k, peer_qpn) in [(0u32, 0x100u32), (1, 0x101)] {
+        let (comm, reply) = (0x1001 + k, 0x2001 + k);
+        tl.push(
+            t,
+            mad_frame(host(1), host(2), 1 + k, cm_req(comm, 0x400, 1000)),
+        );
+        tl.push(
+            t + 20 * US,
+            mad_frame(host(2), host(1), 1 + k, cm_rep(reply, comm, peer_qpn, 7000)),
+        );
+        let mut c = conn(host(1), host(2), 0x400, peer_qpn);
+        t = writes(&mut tl, &mut c, t + 40 * US, 10) + 200 * US;
+    }
+    // A bystander goes on for 3 ms: a short --flow-timeout ends the connections meanwhile.
+    let mut by = conn(host(3), host(4), 0x410, 0x110);
+    for i in 0..30u64 {
+        writes(&mut tl, &mut by, t + i * 100 * US, 1);
     }
     tl.into_frames()
 }
