@@ -336,7 +336,10 @@ impl Analyzer {
 
 #[cfg(test)]
 mod tests {
+    use roce_parsers::link::LINKTYPE_ETHERNET;
     use roce_testgen::churn::{write_churn, ChurnConfig};
+    use roce_testgen::diagnose::{reconnections, Step};
+    use roce_testgen::writer::pcap_bytes;
     use roce_testgen::{FrameSpec, Net, PcapFlavor, PcapWriter, RoceSpec};
 
     use super::super::{AnalysisConfig, Analyzer};
@@ -589,5 +592,72 @@ mod tests {
         let mut long = Analyzer::new(with_timeout(2 * MS, false));
         long.keep_recent_ended(MS);
         assert!(long.recent_ended.is_none());
+    }
+
+    /// Flows each name the other as peer, or neither names one: ending a connection and
+    /// renumbering the flows that move rely on it.
+    fn peers_not_mutual(an: &Analyzer) -> Vec<String> {
+        (0..an.flows.len())
+            .filter_map(|i| {
+                let j = an.flows[i].peer?;
+                let back = an.flows.get(j).and_then(|g| g.peer);
+                (back != Some(i)).then(|| format!("flow {i} names {j}, which names {back:?}"))
+            })
+            .collect()
+    }
+
+    fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+        use proptest::prelude::*;
+        let hosts = (1u8..=3, 1u8..=3).prop_filter("two hosts", |(a, p)| a != p);
+        let qps = (
+            prop::sample::select(vec![0x400u32, 0x401]),
+            prop::sample::select(vec![0x100u32, 0x101]),
+        );
+        prop_oneof![
+            (hosts.clone(), qps.clone()).prop_map(|((a, p), (a_qp, p_qp))| Step::Connect {
+                a,
+                p,
+                a_qp,
+                p_qp
+            }),
+            (hosts, qps, 1u32..4).prop_map(|((a, p), (a_qp, p_qp), n)| Step::Write {
+                a,
+                p,
+                a_qp,
+                p_qp,
+                n
+            }),
+            (0u64..3_000).prop_map(Step::Idle),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 1024,
+            failure_persistence: None,
+            ..Default::default()
+        })]
+
+        /// QPs connected, connected anew to other QPs (either way round), used and left idle,
+        /// with flow timeouts short against the gaps, live and as with -r: after every frame,
+        /// peers are mutual (a QP connected anew to another left a stale peer, and ending it
+        /// panicked or named a bystander).
+        #[test]
+        fn peers_stay_mutual_as_qps_are_connected_anew(
+            steps in proptest::collection::vec(step(), 1..24),
+            timeout_us in proptest::sample::select(vec![100u64, 1_000, 60_000_000]),
+            keep_ended: bool,
+        ) {
+            let frames = reconnections(&steps);
+            let data = pcap_bytes(&frames, PcapFlavor::NANO_LE, LINKTYPE_ETHERNET, 65535);
+            let mut wrong = Vec::new();
+            let (an, _) = feed(&data, with_timeout(timeout_us * 1_000, keep_ended), |an| {
+                if wrong.is_empty() {
+                    wrong = peers_not_mutual(an);
+                }
+            });
+            proptest::prop_assert_eq!(wrong, Vec::<String>::new());
+            proptest::prop_assert_eq!(peers_not_mutual(&an), Vec::<String>::new());
+        }
     }
 }

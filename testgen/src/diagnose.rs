@@ -784,6 +784,55 @@ fn qp_reused_by_another_peer() -> Frames {
     tl.into_frames()
 }
 
+/// One step of `reconnections`: hosts are numbered as `host(n)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// RDMA-CM connects host `a`'s QP `a_qp` to host `p`'s QP `p_qp` (a REQ and its REP).
+    Connect { a: u8, p: u8, a_qp: u32, p_qp: u32 },
+    /// `n` WRITEs from QP `a_qp` of host `a` to QP `p_qp` of host `p`, each ACKed.
+    Write {
+        a: u8,
+        p: u8,
+        a_qp: u32,
+        p_qp: u32,
+        n: u32,
+    },
+    /// Nothing for `us` microseconds.
+    Idle(u64),
+}
+
+/// `steps` one after the other, 10 us apart: QPs connected, connected anew to others, used
+/// and left idle. For properties of flow pairing and lifetime.
+pub fn reconnections(steps: &[Step]) -> Frames {
+    let mut tl = Timeline::default();
+    let mut t = T0_NS;
+    let mut comm = 0x1000u32;
+    for &step in steps {
+        match step {
+            Step::Connect { a, p, a_qp, p_qp } => {
+                comm += 1;
+                tl.push(t, mad_frame(host(a), host(p), 1, cm_req(comm, a_qp, 1000)));
+                let rep = cm_rep(comm + 0x1000, comm, p_qp, 7000);
+                tl.push(t + 5 * US, mad_frame(host(p), host(a), 1, rep));
+                t += 10 * US;
+            }
+            Step::Write {
+                a,
+                p,
+                a_qp,
+                p_qp,
+                n,
+            } => {
+                let mut c = conn(host(a), host(p), a_qp, p_qp);
+                t = writes(&mut tl, &mut c, t, n);
+            }
+            Step::Idle(us) => t += us * US,
+        }
+        t += 10 * US;
+    }
+    tl.into_frames()
+}
+
 /// An ICMP "fragmentation needed" (next-hop MTU 1500) from router 10.0.0.254 to `to`, quoting
 /// the first 64 bytes of the IP packet in `roce_frame` (an Ethernet frame with one VLAN tag).
 fn icmp_frag_needed(to: Host, roce_frame: &[u8]) -> Vec<u8> {
