@@ -271,8 +271,8 @@ pub struct Analyzer {
     host_names: report_build::HostNames,
     /// CM requests and what came of them.
     pub(crate) cm_requests: cm::CmRequests,
-    /// Pairs learned from CM, by flow key, both ways; MTU from the request.
-    /// Pairs learned from RDMA-CM: the other direction, the path MTU, when learned.
+    /// Pairs learned from RDMA-CM, by flow key, both ways: the other direction, the path MTU
+    /// from the request, when learned.
     cm_pairs: HashMap<FlowKey, (FlowKey, Option<u32>, u64)>,
     /// PFC per (source MAC, priority); 802.3x PAUSE per source MAC.
     pub(crate) pfc: BTreeMap<(MacAddr, u8), PauseTracker>,
@@ -283,8 +283,7 @@ pub struct Analyzer {
     /// without a known peer looks for its request flow, so that per-packet work does not grow
     /// with the number of flows.
     data_by_hosts: FxHashMap<(IpAddr, IpAddr), Vec<usize>>,
-    /// PSN sequences of UD senders, per (source address, source QP).
-    /// UD senders' PSN sequences, and when each last sent.
+    /// UD senders' PSN sequences, per (source address, source QP), and when each last sent.
     ud_senders: FxHashMap<(IpAddr, Qpn), (psn::PsnTracker, u64)>,
     /// Frames seen at several capture points (with `several_points`).
     point_copies: Option<copies::PointCopies>,
