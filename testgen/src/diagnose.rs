@@ -1065,15 +1065,7 @@ fn cm_answered_at_the_end() -> Frames {
 /// 200 ms later (a REP well within the 4.3 s its REQ said it would wait). Evaluated while the
 /// capture runs, at 1 s, the request is 100 ms old: pending, not unanswered. No finding.
 fn cm_slow_accept() -> Frames {
-    let mut tl = Timeline::default();
-    let mut c = conn(host(3), host(4), 0x410, 0x110);
-    for i in 0..41u64 {
-        writes(&mut tl, &mut c, T0_NS + i * 50_000 * US, 1);
-    }
-    tl.push(
-        T0_NS + 900_000 * US,
-        mad_frame(host(1), host(2), 1, cm_req_rdma_cm(0x1001, 0x400, 1000)),
-    );
+    let mut tl = rdma_cm_request_at_900ms(41);
     tl.push(
         T0_NS + 1_100_000 * US,
         mad_frame(host(2), host(1), 1, cm_rep(0x2001, 0x1001, 0x100, 5000)),
@@ -1087,16 +1079,22 @@ fn cm_slow_accept() -> Frames {
 /// the capture ends, and nothing answers by then: the capture cannot tell whether the answer
 /// came later. Told as information, not as a request the passive side left unanswered.
 fn cm_pending_at_the_end() -> Frames {
+    rdma_cm_request_at_900ms(25).into_frames()
+}
+
+/// .1's rdma_cm REQ to .2 0.9 s into a capture that a bystander keeps going with a WRITE
+/// every 50 ms, `ticks` of them.
+fn rdma_cm_request_at_900ms(ticks: u64) -> Timeline {
     let mut tl = Timeline::default();
     let mut c = conn(host(3), host(4), 0x410, 0x110);
-    for i in 0..25u64 {
+    for i in 0..ticks {
         writes(&mut tl, &mut c, T0_NS + i * 50_000 * US, 1);
     }
     tl.push(
         T0_NS + 900_000 * US,
         mad_frame(host(1), host(2), 1, cm_req_rdma_cm(0x1001, 0x400, 1000)),
     );
-    tl.into_frames()
+    tl
 }
 
 /// .1 and .4 write to .2 on VLAN 100; .3 reaches .2 on VLAN 200 (its QP uses the GID of
