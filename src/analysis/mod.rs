@@ -497,13 +497,13 @@ impl Analyzer {
         self.next_flow_id += 1;
         flow.link = p.link;
         // A pair learned from RDMA-CM before the flow's first packet.
-        let cm_peer = self.cm_pairs.get(&key).map(|&(peer_key, mtu, _)| {
+        let cm_pair = self.cm_pairs.get(&key).copied();
+        if let Some((_, mtu, _)) = cm_pair {
             flow.cm_mtu = mtu;
-            self.index.get(&peer_key).copied()
-        });
+        }
         self.flows.push(Box::new(flow));
         self.index.insert(key, i);
-        if let Some(Some(j)) = cm_peer {
+        if let Some(&j) = cm_pair.and_then(|(peer_key, ..)| self.index.get(&peer_key)) {
             self.pair(i, j, PairingMethod::RdmaCm);
         }
         Some(i)
