@@ -75,11 +75,11 @@ fn run(capture: &[u8], mut sink: ReportSink) {
             Next::Incomplete { .. } => break,
         }
         if batch.len() == BATCH {
-            sink.consume(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)))
-                .expect("to a sink");
+            sink.consume(&mut batch).expect("to a sink");
+            batch.clear();
         }
     }
-    sink.consume(batch).expect("to a sink");
+    sink.consume(&mut batch).expect("to a sink");
     sink.finish(meta, &CaptureContext::default(), None)
         .expect("the outputs written");
 }

@@ -936,8 +936,9 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
         Mode::Packets { settings, out, .. } => {
             let printer = PacketPrinter::new(settings.clone(), output::open(Some(out))?);
             let mut pipeline = Pipeline::new(printer, diagnostics, config.threads);
-            let end = source.for_each_batch(stop, |batch, status| {
-                pipeline.records(batch, status)?;
+            let decoder = pipeline.frame_decoder(LiveSource::NANOSECOND_TIMES);
+            let end = source.for_each_chunk(stop, decoder, |chunk, _, _| {
+                pipeline.decoded(chunk)?;
                 if let Some(h) = hint.check(&iface, pipeline.counts().roce) {
                     stderr_line!("roce-sniff: {h}");
                 }
@@ -987,12 +988,13 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
             };
             let mut snapshots = Snapshots::new(&iface, &shown_filter);
             let mut last_snapshot = Instant::now();
-            let end = source.for_each_batch(stop, |batch, src| {
-                pipeline.records(batch, src)?;
-                // On an idle link (an empty batch: the capture had nothing waiting) the clock
+            let decoder = pipeline.frame_decoder(LiveSource::NANOSECOND_TIMES);
+            let end = source.for_each_chunk(stop, decoder, |chunk, frames, src| {
+                pipeline.decoded(chunk)?;
+                // On an idle link (an empty chunk: the capture had nothing waiting) the clock
                 // goes on with wall time, less a margin, so that idle flows end without a
                 // frame to tell the time. A busy link's frames tell it.
-                if batch.is_empty() {
+                if frames == 0 {
                     let wall = crate::live::now_ns().saturating_sub(IDLE_CLOCK_SLACK_NS);
                     pipeline.sink_mut().advance_clock(wall)?;
                 }

@@ -831,6 +831,8 @@ impl<W: Write + Send> PacketPrinter<W> {
 pub struct PrintedChunk {
     summaries: Vec<PacketSummary>,
     text: Vec<u8>,
+    /// A text line's room, reused.
+    line: String,
 }
 
 impl<W: Write + Send> Sink for PacketPrinter<W> {
@@ -841,54 +843,64 @@ impl<W: Write + Send> Sink for PacketPrinter<W> {
         self.settings.clone()
     }
 
-    fn decode(settings: &PrintSettings, at: Position, records: &[Record<'_>]) -> PrintedChunk {
-        let mut chunk = PrintedChunk {
-            summaries: Vec::with_capacity(records.len()),
-            text: Vec::with_capacity(records.len() * 256),
-        };
-        let mut line = String::with_capacity(256);
-        for rec in records {
-            let frame_no = rec.frame;
-            let frame = decode(rec, settings.decode);
-            chunk
-                .summaries
-                .push(PacketSummary::new(frame_no, rec, &frame));
-            if settings.roce_only && frame.roce.is_none() && frame.mac_control.is_none() {
-                continue;
-            }
-            // Writing into a Vec cannot fail.
-            let _ = match settings.format {
-                PacketFormat::Json => {
-                    let json = FrameJson {
-                        frame_no,
-                        ts_ns: rec.ts_ns,
-                        frame: &frame,
-                        file: settings
-                            .inputs
-                            .get(usize::from(rec.input))
-                            .map(|name| (name.as_str(), rec.input_frame)),
-                    };
-                    serde_json::to_writer(&mut chunk.text, &json)
-                        .map_err(io::Error::from)
-                        .and_then(|_| chunk.text.write_all(b"\n"))
-                }
-                PacketFormat::Text => {
-                    let time = RelativeTime {
-                        ns: rec.ts_ns.saturating_sub(at.capture_start_ns),
-                        nanosecond: at.nanosecond_times,
-                    };
-                    write_text_line(&mut chunk.text, frame_no, time, &frame, &mut line)
-                }
-            };
+    fn chunk(frames: usize) -> PrintedChunk {
+        PrintedChunk {
+            summaries: Vec::with_capacity(frames),
+            text: Vec::with_capacity(frames * 256),
+            line: String::with_capacity(256),
         }
+    }
+
+    fn decode_into(
+        settings: &PrintSettings,
+        at: Position,
+        rec: &Record<'_>,
+        chunk: &mut PrintedChunk,
+    ) {
+        let frame_no = rec.frame;
+        let frame = decode(rec, settings.decode);
         chunk
+            .summaries
+            .push(PacketSummary::new(frame_no, rec, &frame));
+        if settings.roce_only && frame.roce.is_none() && frame.mac_control.is_none() {
+            return;
+        }
+        // Writing into a Vec cannot fail.
+        let _ = match settings.format {
+            PacketFormat::Json => {
+                let json = FrameJson {
+                    frame_no,
+                    ts_ns: rec.ts_ns,
+                    frame: &frame,
+                    file: settings
+                        .inputs
+                        .get(usize::from(rec.input))
+                        .map(|name| (name.as_str(), rec.input_frame)),
+                };
+                serde_json::to_writer(&mut chunk.text, &json)
+                    .map_err(io::Error::from)
+                    .and_then(|_| chunk.text.write_all(b"\n"))
+            }
+            PacketFormat::Text => {
+                let time = RelativeTime {
+                    ns: rec.ts_ns.saturating_sub(at.capture_start_ns),
+                    nanosecond: at.nanosecond_times,
+                };
+                write_text_line(&mut chunk.text, frame_no, time, &frame, &mut chunk.line)
+            }
+        };
     }
 
     fn summaries(chunk: &PrintedChunk) -> &[PacketSummary] {
         &chunk.summaries
     }
 
-    fn consume(&mut self, chunk: PrintedChunk) -> io::Result<()> {
+    fn clear(chunk: &mut PrintedChunk) {
+        chunk.summaries.clear();
+        chunk.text.clear();
+    }
+
+    fn consume(&mut self, chunk: &mut PrintedChunk) -> io::Result<()> {
         self.out.write_all(&chunk.text)?;
         if let Some((analyzer, exporter)) = self.export.as_mut() {
             for s in &chunk.summaries {

@@ -11,6 +11,7 @@ use roce_parsers::capture::Record;
 use crate::decode::FrameCounts;
 use crate::diagnostics::Diagnostics;
 use crate::model::WarningKind;
+use crate::source::live::FrameDecode;
 use crate::source::SourceStatus;
 use crate::summary::PacketSummary;
 
@@ -31,15 +32,32 @@ pub trait Sink: Send {
     /// What a chunk of records decodes into.
     type Chunk: Send;
     /// What decoding needs to know of the sink (its settings), shared by the decoding threads.
-    type Decoder: Sync;
+    type Decoder: Sync + Send + Clone;
 
     fn decoder(&self) -> Self::Decoder;
-    /// Decodes `records`; runs on a decoding thread.
-    fn decode(decoder: &Self::Decoder, at: Position, records: &[Record<'_>]) -> Self::Chunk;
+    /// An empty chunk with room for `frames`.
+    fn chunk(frames: usize) -> Self::Chunk;
+    /// Decodes `record` onto `chunk`; runs on a decoding thread.
+    fn decode_into(
+        decoder: &Self::Decoder,
+        at: Position,
+        record: &Record<'_>,
+        chunk: &mut Self::Chunk,
+    );
+    /// Decodes `records`.
+    fn decode(decoder: &Self::Decoder, at: Position, records: &[Record<'_>]) -> Self::Chunk {
+        let mut chunk = Self::chunk(records.len());
+        for record in records {
+            Self::decode_into(decoder, at, record, &mut chunk);
+        }
+        chunk
+    }
     /// The frames of a decoded chunk, for the counters and the diagnostics.
     fn summaries(chunk: &Self::Chunk) -> &[PacketSummary];
     /// Takes a decoded chunk, in capture order.
-    fn consume(&mut self, chunk: Self::Chunk) -> std::io::Result<()>;
+    fn consume(&mut self, chunk: &mut Self::Chunk) -> std::io::Result<()>;
+    /// Empties a consumed chunk, its room kept for the next.
+    fn clear(chunk: &mut Self::Chunk);
 }
 
 /// A timestamp this far from the previous frame's is not a capture's: a damaged record, or
@@ -88,8 +106,8 @@ impl<S: Sink> Consumer<S> {
         }
     }
 
-    fn take(&mut self, chunk: S::Chunk) -> std::io::Result<()> {
-        for s in S::summaries(&chunk) {
+    fn take(&mut self, chunk: &mut S::Chunk) -> std::io::Result<()> {
+        for s in S::summaries(chunk) {
             self.check_time(s);
             self.check_mirror_clock(s);
             self.counts.add(s);
@@ -98,6 +116,33 @@ impl<S: Sink> Consumer<S> {
             }
         }
         self.sink.consume(chunk)
+    }
+}
+
+/// Decodes frames one at a time where they are read; see `Pipeline::frame_decoder`.
+pub struct FrameDecoder<S: Sink> {
+    decoder: S::Decoder,
+    capture_start_ns: Option<u64>,
+    nanosecond_times: bool,
+}
+
+impl<S: Sink> FrameDecode for FrameDecoder<S> {
+    type Chunk = S::Chunk;
+
+    fn chunk(&self, frames: usize) -> S::Chunk {
+        S::chunk(frames)
+    }
+
+    fn clear(chunk: &mut S::Chunk) {
+        S::clear(chunk);
+    }
+
+    fn decode(&mut self, record: &Record<'_>, chunk: &mut S::Chunk) {
+        let at = Position {
+            capture_start_ns: *self.capture_start_ns.get_or_insert(record.ts_ns),
+            nanosecond_times: self.nanosecond_times,
+        };
+        S::decode_into(&self.decoder, at, record, chunk);
     }
 }
 
@@ -182,10 +227,10 @@ impl<S: Sink> Pipeline<S> {
             ..
         } = self;
         let Some(pool) = pool.as_ref() else {
-            for chunk in std::mem::take(pending) {
-                consumer.take(chunk)?;
+            for mut chunk in std::mem::take(pending) {
+                consumer.take(&mut chunk)?;
             }
-            return consumer.take(S::decode(decoder, at, batch));
+            return consumer.take(&mut S::decode(decoder, at, batch));
         };
         let previous = std::mem::take(pending);
         let (decoded, consumed) = pool.install(|| {
@@ -199,7 +244,7 @@ impl<S: Sink> Pipeline<S> {
                 || {
                     previous
                         .into_iter()
-                        .try_for_each(|chunk| consumer.take(chunk))
+                        .try_for_each(|mut chunk| consumer.take(&mut chunk))
                 },
             )
         });
@@ -207,9 +252,25 @@ impl<S: Sink> Pipeline<S> {
         consumed
     }
 
+    /// A decoder for a source that decodes each frame as it reads it (a live capture, straight
+    /// from the kernel's ring, on its own thread): its chunks go to `decoded`.
+    pub fn frame_decoder(&self, nanosecond_times: bool) -> FrameDecoder<S> {
+        FrameDecoder {
+            decoder: self.decoder.clone(),
+            capture_start_ns: self.capture_start_ns,
+            nanosecond_times,
+        }
+    }
+
+    /// A chunk a `FrameDecoder` made, in capture order.
+    pub fn decoded(&mut self, chunk: &mut S::Chunk) -> std::io::Result<()> {
+        self.consume_pending()?;
+        self.consumer.take(chunk)
+    }
+
     fn consume_pending(&mut self) -> std::io::Result<()> {
-        for chunk in std::mem::take(&mut self.pending) {
-            self.consumer.take(chunk)?;
+        for mut chunk in std::mem::take(&mut self.pending) {
+            self.consumer.take(&mut chunk)?;
         }
         Ok(())
     }

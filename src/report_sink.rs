@@ -270,23 +270,29 @@ impl Sink for ReportSink {
         self.decode
     }
 
-    fn decode(
+    fn chunk(frames: usize) -> Vec<PacketSummary> {
+        Vec::with_capacity(frames)
+    }
+
+    fn decode_into(
         options: &DecodeOptions,
         _at: Position,
-        records: &[Record<'_>],
-    ) -> Vec<PacketSummary> {
-        records
-            .iter()
-            .map(|rec| summarize(rec.frame, rec, *options))
-            .collect()
+        record: &Record<'_>,
+        chunk: &mut Vec<PacketSummary>,
+    ) {
+        chunk.push(summarize(record.frame, record, *options));
     }
 
     fn summaries(chunk: &Vec<PacketSummary>) -> &[PacketSummary] {
         chunk
     }
 
-    fn consume(&mut self, chunk: Vec<PacketSummary>) -> io::Result<()> {
-        for s in &chunk {
+    fn clear(chunk: &mut Vec<PacketSummary>) {
+        chunk.clear();
+    }
+
+    fn consume(&mut self, chunk: &mut Vec<PacketSummary>) -> io::Result<()> {
+        for s in chunk.iter() {
             if let Some(new) = self
                 .watch
                 .as_mut()
@@ -372,7 +378,7 @@ mod tests {
         while let Next::Record(rec, used) = parser.next(&data[at..], at as u64).unwrap() {
             let s = summarize(meta.counts.frames + 1, &rec, DecodeOptions::default());
             meta.counts.add(&s);
-            sink.consume(vec![s]).unwrap();
+            sink.consume(&mut vec![s]).unwrap();
             at += used;
         }
         meta

@@ -1,6 +1,5 @@
-//! Frames copied out of a buffer they cannot stay in (libpcap's ring, another file's block),
-//! handed on as one batch of records: what the live source and the merge of several files
-//! share.
+//! Frames copied out of a buffer they cannot stay in (another file's block), handed on as one
+//! batch of records: how the merge of several files hands on what each file's reader read.
 
 use roce_parsers::capture::Record;
 
@@ -18,15 +17,6 @@ pub struct CopiedBatch {
 }
 
 impl CopiedBatch {
-    /// An empty batch with room for a full one: filling it neither reallocates nor copies
-    /// (batches are recycled, so a live capture allocates only its first few).
-    pub fn reserved() -> Self {
-        CopiedBatch {
-            bytes: Vec::with_capacity(BATCH_BYTES + 65_536),
-            frames: Vec::with_capacity(BATCH),
-        }
-    }
-
     pub fn push(&mut self, r: &Record<'_>) {
         self.bytes.extend_from_slice(r.data);
         let end = self.bytes.len();

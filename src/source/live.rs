@@ -1,6 +1,6 @@
-//! Live capture through libpcap, shaped like a file source: frames are copied into batches
-//! and handed to the same kind of callback, with the kernel's drop counters; errors say what
-//! to do.
+//! Live capture through libpcap: each frame is decoded where the kernel put it (its ring), on
+//! a thread of its own, and the decoded chunks are handed to a callback with the kernel's drop
+//! counters; errors say what to do.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 use pcap::{Active, Capture, Device, Precision, Savefile};
 use roce_parsers::capture::Record;
 
-use super::batch::CopiedBatch;
 use super::{SourceEnd, SourceProblem, SourceStatus};
 use crate::diagnostics::Diagnostics;
 use crate::error::Error;
@@ -33,16 +32,35 @@ const DEFAULT_BUFFER_BYTES: i32 = 64 << 20;
 /// at most 10 ms in the kernel's ring.
 const IDLE_SLEEP: Duration = Duration::from_millis(1);
 const IDLE_SLEEP_MAX: Duration = Duration::from_millis(10);
-/// A batch is handed on at least this often, even when small or empty, so that the status
+/// A chunk is handed on at least this often, even when small or empty, so that the status
 /// view and -c/--duration stay responsive at low rates.
 const BATCH_AGE: Duration = Duration::from_millis(50);
-/// Batches (up to 2 MB each) waiting between the capture thread and the analysis. Few: when
-/// the analysis lags, frames wait in the kernel's ring (allocated once) rather than in batches
-/// allocated for the burst (zeroing their fresh pages cost more than the copy into them; 8
-/// queued put a monitor with every output at 143-148 MiB, over its 150 MB).
+/// Frames decoded into one chunk (about 1 MB of summaries).
+const CHUNK_FRAMES: usize = 4096;
+/// Chunks waiting between the capture thread and the analysis. Few: when the analysis lags,
+/// frames wait in the kernel's ring (allocated once) rather than in chunks allocated for the
+/// burst (8 batches of copied frames put a monitor with every output at 143-148 MiB, over its
+/// 150 MB).
 const QUEUED_BATCHES: usize = 4;
 /// Frames captured between looks at the clock (the batch age, --duration).
 const FRAMES_PER_CLOCK: u32 = 64;
+
+/// Decodes frames on the capture thread, while they are still in the kernel's ring: copying
+/// each frame out for another thread cost 13% of a live analysis's CPU (`memmove`).
+pub trait FrameDecode: Send {
+    /// What frames decode into.
+    type Chunk: Send;
+    /// An empty chunk with room for `frames`.
+    fn chunk(&self, frames: usize) -> Self::Chunk;
+    /// Empties a consumed chunk, its room kept: chunks are reused (fresh ones cost as much
+    /// in page faults as the copies they replaced).
+    fn clear(chunk: &mut Self::Chunk);
+    /// Decodes `record` onto `chunk`.
+    fn decode(&mut self, record: &Record<'_>, chunk: &mut Self::Chunk);
+}
+
+/// A chunk of decoded frames, the frames in it, and the source's counters when it was handed on.
+type Handed<C> = (C, usize, SourceStatus);
 
 /// What to capture: from the flags.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -157,6 +175,9 @@ fn record_of<'p>(packet: &'p pcap::Packet<'_>, linktype: u32, frame: u64) -> Rec
 }
 
 impl LiveSource {
+    /// Opened with nanosecond precision: times are shown to the nanosecond.
+    pub const NANOSECOND_TIMES: bool = true;
+
     /// Opens `live.interface` with the filter; warnings about the capture point go to `diag`.
     pub fn open(live: &LiveConfig, diag: &mut Diagnostics) -> Result<LiveSource, Error> {
         let iface = live.interface.as_str();
@@ -205,46 +226,45 @@ impl LiveSource {
             if_dropped: u64::from(s.if_dropped),
         });
         SourceStatus {
-            // Opened with nanosecond precision.
-            nanosecond_times: true,
+            nanosecond_times: Self::NANOSECOND_TIMES,
             capture_drops: kernel.map(|k| k.dropped + k.if_dropped),
             kernel,
         }
     }
 
-    /// Captures until -c, --duration or `stop` (Ctrl-C), calling `consume` with batches of
-    /// records in capture order, at least every `BATCH_AGE`. The capture runs on a thread of
-    /// its own that only copies frames into batches (a busy analysis must not keep it from
-    /// emptying the kernel's buffer); `consume` runs on this one. At most `QUEUED_BATCHES`
-    /// wait between them.
-    pub fn for_each_batch(
+    /// Captures until -c, --duration or `stop` (Ctrl-C), calling `consume` with chunks of
+    /// frames `decoder` decoded, in capture order, with how many frames each holds, at least
+    /// every `BATCH_AGE`. The capture and the decoding run on a thread of their own (a busy
+    /// analysis must not keep it from emptying the kernel's buffer); `consume` runs on this
+    /// one. At most `QUEUED_BATCHES` chunks wait between them.
+    pub fn for_each_chunk<D: FrameDecode>(
         self,
         stop: &AtomicBool,
-        mut consume: impl FnMut(&[Record<'_>], &SourceStatus) -> io::Result<()>,
+        decoder: D,
+        mut consume: impl FnMut(&mut D::Chunk, usize, &SourceStatus) -> io::Result<()>,
     ) -> Result<SourceEnd, Error> {
-        let (tx, rx) = mpsc::sync_channel::<(CopiedBatch, SourceStatus)>(QUEUED_BATCHES);
-        // Batches go back empty to be filled again.
-        let (recycle_tx, recycle_rx) = mpsc::channel::<CopiedBatch>();
+        let (tx, rx) = mpsc::sync_channel::<Handed<D::Chunk>>(QUEUED_BATCHES);
+        // Chunks go back to be filled again.
+        let (recycle_tx, recycle_rx) = mpsc::channel::<D::Chunk>();
         // Set when the consumer failed (an output that cannot be written): capturing stops.
         let consumer_failed = AtomicBool::new(false);
         let (source, failure, consumed) = std::thread::scope(|scope| {
             let failed = &consumer_failed;
             let capture = scope.spawn(move || {
                 let mut source = self;
-                let failure = source.capture_loop(stop, failed, &tx, &recycle_rx);
+                let failure = source.capture_loop(stop, failed, decoder, &tx, &recycle_rx);
                 drop(tx);
                 (source, failure)
             });
             let mut consumed = Ok(());
-            for (mut batch, status) in rx.iter() {
+            for (mut chunk, frames, status) in rx.iter() {
                 if consumed.is_ok() {
-                    consumed = consume(&batch.records(), &status);
+                    consumed = consume(&mut chunk, frames, &status);
                     if consumed.is_err() {
                         consumer_failed.store(true, Ordering::SeqCst);
                     }
                 }
-                batch.clear();
-                let _ = recycle_tx.send(batch);
+                let _ = recycle_tx.send(chunk);
             }
             let (source, failure) = capture.join().expect("the capture thread panicked");
             (source, failure, consumed)
@@ -256,22 +276,26 @@ impl LiveSource {
         Ok(source.end(failure))
     }
 
-    /// The capture thread: frames copied into batches sent to `tx`; what stopped the
+    /// The capture thread: frames decoded into chunks sent to `tx`; what stopped the
     /// capture, if it failed.
-    fn capture_loop(
+    fn capture_loop<D: FrameDecode>(
         &mut self,
         stop: &AtomicBool,
         consumer_failed: &AtomicBool,
-        tx: &mpsc::SyncSender<(CopiedBatch, SourceStatus)>,
-        recycled: &mpsc::Receiver<CopiedBatch>,
+        mut decoder: D,
+        tx: &mpsc::SyncSender<Handed<D::Chunk>>,
+        recycled: &mpsc::Receiver<D::Chunk>,
     ) -> Option<String> {
         let started = Instant::now();
-        let next_batch = || {
-            recycled
-                .try_recv()
-                .unwrap_or_else(|_| CopiedBatch::reserved())
+        let next_chunk = |decoder: &D| match recycled.try_recv() {
+            Ok(mut chunk) => {
+                D::clear(&mut chunk);
+                chunk
+            }
+            Err(_) => decoder.chunk(CHUNK_FRAMES),
         };
-        let mut batch = next_batch();
+        let mut chunk = next_chunk(&decoder);
+        let mut in_chunk = 0;
         let mut last_handed = Instant::now();
         let mut captured = 0u64;
         // Frames since the clock was last read: it is read when the ring is empty too.
@@ -289,12 +313,12 @@ impl LiveSource {
             if clock {
                 unclocked = 0;
             }
-            if done || batch.is_full() || aged {
-                let status = self.status();
-                let full = std::mem::replace(&mut batch, next_batch());
-                if tx.send((full, status)).is_err() {
+            if done || in_chunk >= CHUNK_FRAMES || aged {
+                let full = std::mem::replace(&mut chunk, next_chunk(&decoder));
+                if tx.send((full, in_chunk, self.status())).is_err() {
                     return None;
                 }
+                in_chunk = 0;
                 last_handed = Instant::now();
             }
             if done {
@@ -306,7 +330,8 @@ impl LiveSource {
                         sf.write(&packet);
                     }
                     captured += 1;
-                    batch.push(&record_of(&packet, self.linktype, captured));
+                    decoder.decode(&record_of(&packet, self.linktype, captured), &mut chunk);
+                    in_chunk += 1;
                     unclocked += 1;
                     idle_sleep = IDLE_SLEEP;
                 }
@@ -316,8 +341,7 @@ impl LiveSource {
                     idle_sleep = (idle_sleep * 2).min(IDLE_SLEEP_MAX);
                 }
                 Err(e) => {
-                    let status = self.status();
-                    let _ = tx.send((std::mem::take(&mut batch), status));
+                    let _ = tx.send((chunk, in_chunk, self.status()));
                     return Some(format!("capture stopped: {e}"));
                 }
             }
