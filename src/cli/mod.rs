@@ -284,8 +284,8 @@ pub struct Args {
     #[arg(long, value_name = "NAME", help_heading = "Parquet export")]
     pub capture_name: Option<String>,
 
-    /// Decoding threads (0: one per core, less one for a live capture's own thread; more than
-    /// the cores are not used). The report is the same whatever the number.
+    /// Decoding threads of a file (0: one per core; more than the cores are not used; a live
+    /// capture decodes on its capture thread). The report is the same whatever the number.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub threads: usize,
 
@@ -605,11 +605,10 @@ impl Config {
         };
         // More threads than cores only add switching (100,000 made a machine unusable).
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let threads = if a.threads == 0 && a.interface.is_some() {
-            // A live capture's own thread needs a core: on 2 cores, decoding on the analysis
-            // thread alone took less CPU per frame than with a pool (1.07-1.41 us against
-            // 1.21-1.54 us on the veth replay).
-            cores.saturating_sub(1).max(1)
+        let threads = if a.interface.is_some() {
+            // A live capture decodes each frame on its capture thread, in the kernel's ring:
+            // a pool would sit idle.
+            1
         } else if a.threads == 0 {
             cores
         } else {
@@ -1076,14 +1075,14 @@ mod tests {
     }
 
     #[test]
-    fn a_live_capture_leaves_a_core_to_its_capture_thread() {
+    fn a_live_capture_starts_no_decoding_pool() {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let live = Config::from_args(["roce-sniff", "-i", "eth0"]).unwrap();
-        assert_eq!(live.threads, cores.saturating_sub(1).max(1));
+        assert_eq!(live.threads, 1, "it decodes on its capture thread");
+        let asked = Config::from_args(["roce-sniff", "-i", "eth0", "--threads", "4"]).unwrap();
+        assert_eq!(asked.threads, 1);
         let file = Config::from_args(["roce-sniff", "-r", "x"]).unwrap();
         assert_eq!(file.threads, cores);
-        let asked = Config::from_args(["roce-sniff", "-i", "eth0", "--threads", "1"]).unwrap();
-        assert_eq!(asked.threads, 1);
     }
 
     #[test]
