@@ -533,7 +533,8 @@ fn report_from_file(
         Ok(end) => end,
         Err(e) => {
             let _ = out.flush();
-            return Err(e);
+            // An output of the sink that failed while the file was read names itself.
+            return Err(pipeline.sink_mut().take_failure().unwrap_or(e));
         }
     };
     let mut finished = pipeline
@@ -545,7 +546,12 @@ fn report_from_file(
     let notes = finished.sink.take_notes();
     let origins = end.origins.take();
     let ctx = CaptureContext::default();
-    let SinkEnd { report, plots, .. } = finish_report(finished, end, name, &ctx, origins.as_ref())?;
+    let SinkEnd {
+        report,
+        plots,
+        failed,
+        ..
+    } = finish_report(finished, end, name, &ctx, origins.as_ref())?;
     let code = render(&report, plots.as_ref(), opts, out)?;
     if let (Some(out_file), Some(track), Some(mut notes)) = (annotate, track, notes) {
         let _ = out.flush();
@@ -566,6 +572,11 @@ fn report_from_file(
                 crate::error::shown(&path.to_string_lossy())
             );
         }
+    }
+    if let Some(failed) = failed {
+        // The report is written; the output that failed fails the run.
+        let _ = out.flush();
+        return Err(failed);
     }
     if let Some(mut m) = metrics {
         let _ = out.flush();
@@ -937,13 +948,14 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
             let printer = PacketPrinter::new(settings.clone(), output::open(Some(out))?);
             let mut pipeline = Pipeline::new(printer, diagnostics, config.threads);
             let decoder = pipeline.frame_decoder(LiveSource::NANOSECOND_TIMES);
-            let end = source.for_each_chunk(stop, decoder, |chunk, _, _| {
+            let (end, consumed) = source.for_each_chunk(stop, decoder, |chunk, _, _| {
                 pipeline.decoded(chunk)?;
                 if let Some(h) = hint.check(&iface, pipeline.counts().roce) {
                     stderr_line!("roce-sniff: {h}");
                 }
                 Ok(())
-            })?;
+            });
+            consumed.map_err(output_error(Some(out)))?;
             let finished = pipeline.finish().map_err(output_error(Some(out)))?;
             let mut diagnostics = finished.diagnostics;
             record_problems(&mut diagnostics, end);
@@ -989,7 +1001,7 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
             let mut snapshots = Snapshots::new(&iface, &shown_filter);
             let mut last_snapshot = Instant::now();
             let decoder = pipeline.frame_decoder(LiveSource::NANOSECOND_TIMES);
-            let end = source.for_each_chunk(stop, decoder, |chunk, frames, src| {
+            let (end, consumed) = source.for_each_chunk(stop, decoder, |chunk, frames, src| {
                 pipeline.decoded(chunk)?;
                 // On an idle link (an empty chunk: the capture had nothing waiting) the clock
                 // goes on with wall time, less a margin, so that idle flows end without a
@@ -1032,16 +1044,28 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
                         }
                     }
                 }
-                if let (Some(k), Some(ev)) = (src.kernel, pipeline.sink_mut().events_mut()) {
-                    ev.drops(crate::live::now_ns(), k.dropped, k.if_dropped)?;
+                if let Some(k) = src.kernel {
+                    let now = crate::live::now_ns();
+                    pipeline
+                        .sink_mut()
+                        .tell_drops(now, k.dropped, k.if_dropped)?;
                 }
                 if let Some(m) = metrics.as_mut().filter(|m| m.due()) {
                     let counts = pipeline.counts().clone();
                     m.update_from(&counts, pipeline.sink_mut(), src);
                 }
                 Ok(())
-            })?;
+            });
             display.finish()?;
+            // An output the sink writes that failed (kept by the sink) ends the capture with
+            // the report written all the same; another failure ends it here.
+            let failed = pipeline.sink_mut().take_failure();
+            if let (Err(source), None) = (consumed, &failed) {
+                return Err(Error::Output {
+                    path: "<output>".into(),
+                    source,
+                });
+            }
             let mut finished = pipeline
                 .finish()
                 .map_err(output_error(opts.json.as_ref()))?;
@@ -1062,13 +1086,15 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
                 report,
                 plots,
                 told_at_end,
+                failed: failed_at_end,
             } = finish_report(finished, end, name, &ctx, None)?;
             if let Some(m) = metrics.as_mut() {
                 // The last scrape before the exit sees the findings told at the end.
                 m.metrics.findings_told(&told_at_end);
                 m.server.publish(m.metrics.text());
             }
-            render(&report, plots.as_ref(), opts, &mut out)
+            let code = render(&report, plots.as_ref(), opts, &mut out)?;
+            failed.or(failed_at_end).map_or(Ok(code), Err)
         }
         Mode::Correlate { .. } => Err(Error::Usage(
             "--correlate reads capture files (-r), one per point".into(),

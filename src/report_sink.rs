@@ -24,10 +24,8 @@ pub struct ReportSink {
     analyzer: Analyzer,
     verifier: Option<Verifier>,
     decode: DecodeOptions,
-    /// `--parquet`: every frame and the report's tables.
-    exporter: Option<Exporter>,
-    /// `--events`: findings as they first hold, flows as they end.
-    events: Option<EventWriter>,
+    /// `--parquet` and `--events`.
+    out: Outputs,
     /// Findings as they first hold, for the events and a rolling export.
     watch: Option<FindingWatch>,
     /// `--metrics`: the final counts of flows that ended since the metrics last took them.
@@ -37,25 +35,109 @@ pub struct ReportSink {
     told_findings: Option<Vec<Told>>,
 }
 
+/// The outputs written while the capture runs, and the first of them that failed (a full
+/// disk): that one is written no more, the capture stops, and the report is still made.
+#[derive(Default)]
+struct Outputs {
+    /// `--parquet`: every frame and the report's tables.
+    exporter: Option<Exporter>,
+    /// `--events`: findings as they first hold, flows as they end.
+    events: Option<EventWriter>,
+    failed: Option<Error>,
+}
+
+impl Outputs {
+    /// `--events` failed: it is closed, and the error kept for the end of the run. The error
+    /// returned stops the capture.
+    fn events_failed(&mut self, source: io::Error) -> io::Error {
+        self.events = None;
+        self.fail(Error::Output {
+            path: "--events".into(),
+            source,
+        })
+    }
+
+    /// `--parquet` failed: as `events_failed`.
+    fn export_failed(&mut self, e: Error) -> io::Error {
+        self.exporter = None;
+        self.fail(e)
+    }
+
+    fn fail(&mut self, e: Error) -> io::Error {
+        let kind = match &e {
+            Error::Output { source, .. } => source.kind(),
+            _ => io::ErrorKind::Other,
+        };
+        let shown = io::Error::new(kind, e.to_string());
+        self.failed.get_or_insert(e);
+        shown
+    }
+
+    /// Writes what is buffered of the events.
+    fn flush_events(&mut self) -> io::Result<()> {
+        match self.events.as_mut().map(EventWriter::flush) {
+            Some(Err(e)) => Err(self.events_failed(e)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Findings that first hold, to the outputs that tell them.
+    fn tell_outputs(&mut self, new: &NewFindings) -> io::Result<()> {
+        if let Some(Err(e)) = self
+            .events
+            .as_mut()
+            .map(|e| e.findings(new.ts_ns, &new.findings))
+        {
+            return Err(self.events_failed(e));
+        }
+        let exported = self
+            .exporter
+            .as_mut()
+            .map(|x| x.findings(new.ts_ns, &new.findings));
+        match exported {
+            Some(Err(e)) => Err(self.export_failed(e)),
+            _ => Ok(()),
+        }
+    }
+}
+
 impl ReportSink {
     pub fn new(analysis: AnalysisConfig, expect: Expectations, decode: DecodeOptions) -> Self {
         ReportSink {
             analyzer: Analyzer::new(analysis),
             verifier: expect.any().then(|| Verifier::new(expect)),
             decode,
-            exporter: None,
-            events: None,
+            out: Outputs::default(),
             watch: None,
             ended_for_metrics: None,
             told_findings: None,
         }
     }
 
+    /// The output that failed while the capture ran, if one did.
+    pub fn take_failure(&mut self) -> Option<Error> {
+        self.out.failed.take()
+    }
+
+    /// The kernel's drop counters rose: a `drops` event.
+    pub fn tell_drops(&mut self, now: u64, dropped: u64, if_dropped: u64) -> io::Result<()> {
+        let out = &mut self.out;
+        match out
+            .events
+            .as_mut()
+            .map(|e| e.drops(now, dropped, if_dropped))
+        {
+            Some(Err(e)) => Err(out.events_failed(e)),
+            _ => Ok(()),
+        }
+    }
+
     /// The analysis tells the flows that end, with their report entries when an output
     /// writes them (events, a rolling export).
     fn want_ended(&mut self) {
-        let reports = self.events.is_some()
+        let reports = self.out.events.is_some()
             || self
+                .out
                 .exporter
                 .as_ref()
                 .is_some_and(Exporter::wants_ended_reports);
@@ -117,13 +199,15 @@ impl ReportSink {
         {
             self.tell_findings(&new)?;
         }
-        if let Some(x) = self.exporter.as_mut() {
-            x.clock(now, &self.analyzer).map_err(io::Error::other)?;
+        if let Some(Err(e)) = self
+            .out
+            .exporter
+            .as_mut()
+            .map(|x| x.clock(now, &self.analyzer))
+        {
+            return Err(self.out.export_failed(e));
         }
-        match self.events.as_mut() {
-            Some(e) => e.flush(),
-            None => Ok(()),
-        }
+        self.out.flush_events()
     }
 
     /// Hands the flows that just ended to the outputs that tell them.
@@ -132,13 +216,16 @@ impl ReportSink {
             return Ok(());
         }
         for mut e in self.analyzer.take_ended() {
-            if let (Some(ev), Some(r)) = (self.events.as_mut(), &e.report) {
-                ev.flow_end(e.ended_ns, r)?;
+            if let (Some(ev), Some(r)) = (self.out.events.as_mut(), &e.report) {
+                if let Err(err) = ev.flow_end(e.ended_ns, r) {
+                    return Err(self.out.events_failed(err));
+                }
             }
-            if let Some(x) = self.exporter.as_mut() {
+            if let Some(x) = self.out.exporter.as_mut() {
                 // The entry is the export's now: the events are done with it.
-                x.flow_ended(e.flow.id as usize, e.report.take())
-                    .map_err(io::Error::other)?;
+                if let Err(err) = x.flow_ended(e.flow.id as usize, e.report.take()) {
+                    return Err(self.out.export_failed(err));
+                }
             }
             if let Some(m) = self.ended_for_metrics.as_mut() {
                 m.push((e.flow.id, QpCounts::of(&e.flow)));
@@ -149,7 +236,7 @@ impl ReportSink {
 
     /// Findings that first hold, to the outputs that tell them and the metrics.
     fn tell_findings(&mut self, new: &NewFindings) -> io::Result<()> {
-        tell_findings(self.events.as_mut(), self.exporter.as_mut(), new)?;
+        self.out.tell_outputs(new)?;
         if let Some(m) = self.told_findings.as_mut() {
             m.extend(new.told());
         }
@@ -158,19 +245,14 @@ impl ReportSink {
 
     /// Writes the events of the capture too.
     pub fn with_events(mut self, events: EventWriter) -> Self {
-        self.events = Some(events);
+        self.out.events = Some(events);
         self.want_ended();
         self
     }
 
-    /// The events, to tell the live capture's drops.
-    pub fn events_mut(&mut self) -> Option<&mut EventWriter> {
-        self.events.as_mut()
-    }
-
     /// Exports the capture as Parquet tables too.
     pub fn with_export(mut self, exporter: Exporter) -> Self {
-        self.exporter = Some(exporter);
+        self.out.exporter = Some(exporter);
         self.want_ended();
         self
     }
@@ -194,10 +276,6 @@ impl ReportSink {
         ctx: &CaptureContext,
         origins: Option<&FrameOrigins>,
     ) -> Result<SinkEnd, Error> {
-        let events_error = |source| Error::Output {
-            path: "--events".into(),
-            source,
-        };
         let last_ts = meta.counts.last_ts;
         // The flows not evaluated yet (open, or ended since the last evaluation), as every
         // second evaluates them: each flow's findings are told as flows first told together
@@ -211,7 +289,8 @@ impl ReportSink {
             if let Some(o) = origins {
                 add_frame_refs(&mut new.findings, o);
             }
-            self.tell_findings(&new).map_err(events_error)?;
+            // An output that fails is kept in `failed`: the report is made all the same.
+            let _ = self.tell_findings(&new);
         }
         let mut told_at_end = self.take_told_findings();
         let end = self.analyzer.finish_all(meta);
@@ -219,27 +298,30 @@ impl ReportSink {
         if let Some(o) = origins {
             add_frame_refs(&mut report.findings, o);
         }
-        report.verify = self.verifier.map(|v| v.finish(ctx));
+        report.verify = self.verifier.take().map(|v| v.finish(ctx));
         let last = self
             .watch
             .as_mut()
             .and_then(|w| w.untold(last_ts, &report.findings));
         if let Some(new) = &last {
-            tell_findings(self.events.as_mut(), self.exporter.as_mut(), new)
-                .map_err(events_error)?;
+            let _ = self.out.tell_outputs(new);
             told_at_end.extend(new.told());
         }
-        if let Some(mut e) = self.events {
-            e.finish(&report, &end.order, &end.open_ids, last_ts)
-                .map_err(events_error)?;
+        if let Some(mut e) = self.out.events.take() {
+            if let Err(err) = e.finish(&report, &end.order, &end.open_ids, last_ts) {
+                self.out.events_failed(err);
+            }
         }
-        if let Some(e) = self.exporter {
-            e.finish(&report, &end.order, &end.open_ids, &end.pauses)?;
+        if let Some(e) = self.out.exporter.take() {
+            if let Err(err) = e.finish(&report, &end.order, &end.open_ids, &end.pauses) {
+                self.out.export_failed(err);
+            }
         }
         Ok(SinkEnd {
             report,
             plots: end.plots,
             told_at_end,
+            failed: self.out.failed,
         })
     }
 }
@@ -250,6 +332,8 @@ pub struct SinkEnd {
     pub report: Report,
     pub plots: Option<PlotData>,
     pub told_at_end: Vec<Told>,
+    /// An output that failed (`--events`, `--parquet`): the report is whole, the run fails.
+    pub failed: Option<Error>,
 }
 
 /// Each finding's frames (and its group members') named in their own files.
@@ -300,40 +384,26 @@ impl Sink for ReportSink {
             {
                 self.tell_findings(&new)?;
             }
-            if let Some(x) = self.exporter.as_mut() {
-                x.clock(s.ts_ns, &self.analyzer).map_err(io::Error::other)?;
+            if let Some(Err(e)) = self
+                .out
+                .exporter
+                .as_mut()
+                .map(|x| x.clock(s.ts_ns, &self.analyzer))
+            {
+                return Err(self.out.export_failed(e));
             }
             self.analyzer.feed(s);
             self.tell_ended()?;
             if let Some(v) = self.verifier.as_mut() {
                 v.feed(s);
             }
-            if let Some(e) = self.exporter.as_mut() {
-                e.frame(s, self.analyzer.last_outcome())
-                    .map_err(io::Error::other)?;
+            let outcome = self.analyzer.last_outcome();
+            if let Some(Err(e)) = self.out.exporter.as_mut().map(|x| x.frame(s, outcome)) {
+                return Err(self.out.export_failed(e));
             }
         }
-        if let Some(e) = self.events.as_mut() {
-            e.flush()?;
-        }
-        Ok(())
+        self.out.flush_events()
     }
-}
-
-/// Findings that first hold, to the outputs that tell them.
-fn tell_findings(
-    events: Option<&mut EventWriter>,
-    exporter: Option<&mut Exporter>,
-    new: &NewFindings,
-) -> io::Result<()> {
-    if let Some(e) = events {
-        e.findings(new.ts_ns, &new.findings)?;
-    }
-    if let Some(x) = exporter {
-        x.findings(new.ts_ns, &new.findings)
-            .map_err(io::Error::other)?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -364,3 +364,25 @@ fn only_one_output_may_have_standard_output() {
     let out = run_path(&testdata("sample.pcap"), &["--packets", "--events=x"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// An events output that fails (a full disk: `/dev/full`) fails the run naming it, with the
+/// report written all the same. It once left an empty report file.
+#[test]
+fn a_full_disk_under_the_events_fails_the_run_with_the_report_written() {
+    let json = std::env::temp_dir().join(format!("roce-sniff-full-{}.json", std::process::id()));
+    let json_arg = format!("--json={}", json.display());
+    let capture = testdata("sample.pcap");
+    let out = run_path(&capture, &["--events=/dev/full", &json_arg]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out).lines().last(),
+        Some("roce-sniff: --events: no space left on the device"),
+        "{}",
+        stderr(&out)
+    );
+    let written: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&json);
+    let whole = report("sample.pcap");
+    assert_eq!(written["flows"], whole["flows"]);
+    assert_eq!(written["findings"], whole["findings"]);
+}

@@ -287,6 +287,7 @@ fn live_capture_matches_offline_analysis() {
     }
     vlan_subinterface_cannot_show_pcp(&n);
     ctrl_c_ends_with_the_report(&n);
+    an_output_that_fails_stops_the_capture_with_the_report_written(&n, &dir);
     status_lines_go_on_after_the_hint(&n);
     the_view_shows_the_troubled_qps_while_the_capture_runs(&n);
     a_closed_terminal_ends_the_view_with_its_outputs_written(&n, &dir);
@@ -690,6 +691,46 @@ fn ctrl_c_ends_with_the_report(n: &Netns) {
 /// Started before the traffic, with standard output not a terminal: the no-RoCE hint is
 /// printed and the status lines go on, with running totals, the worst QP and the kernel's
 /// counters.
+/// A monitor whose events' disk fills (`/dev/full`) stops capturing, writes the report of
+/// what it captured, and fails naming the output: a systemd unit restarts it, a script sees it.
+fn an_output_that_fails_stops_the_capture_with_the_report_written(n: &Netns, dir: &Path) {
+    let json = dir.join("full-disk.json");
+    let json_arg = format!("--json={}", json.display());
+    let args = [
+        "-i",
+        &n.host_end,
+        "--no-tui",
+        "--events=/dev/full",
+        &json_arg,
+    ];
+    let child = start_capture(&args);
+    replay_into(n, &testdata("sample.pcap"), Some("10"));
+    // The events are flushed at least every second: the capture stops on its own.
+    let started = std::time::Instant::now();
+    let mut child = child;
+    while child.try_wait().unwrap().is_none() && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    if child.try_wait().unwrap().is_none() {
+        sh(&["kill", "-INT", &child.id().to_string()]).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.lines()
+            .last()
+            .is_some_and(|l| l == "roce-sniff: --events: no space left on the device"),
+        "{err}"
+    );
+    assert!(err.contains("capture stopped: --events"), "{err}");
+    let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert!(
+        report["capture"]["roce_packets"].as_u64().unwrap() > 0,
+        "the report holds what was captured"
+    );
+}
+
 fn status_lines_go_on_after_the_hint(n: &Netns) {
     let child = start_capture(&["-i", &n.host_end, "--json=/dev/null"]);
     std::thread::sleep(Duration::from_millis(5_800));

@@ -237,13 +237,14 @@ impl LiveSource {
     /// frames `decoder` decoded, in capture order, with how many frames each holds, at least
     /// every `BATCH_AGE`. The capture and the decoding run on a thread of their own (a busy
     /// analysis must not keep it from emptying the kernel's buffer); `consume` runs on this
-    /// one. At most `QUEUED_BATCHES` chunks wait between them.
+    /// one. At most `QUEUED_BATCHES` chunks wait between them. When `consume` fails (an
+    /// output that cannot be written), the capture stops: the end, with the consumer's error.
     pub fn for_each_chunk<D: FrameDecode>(
         self,
         stop: &AtomicBool,
         decoder: D,
         mut consume: impl FnMut(&mut D::Chunk, usize, &SourceStatus) -> io::Result<()>,
-    ) -> Result<SourceEnd, Error> {
+    ) -> (SourceEnd, io::Result<()>) {
         let (tx, rx) = mpsc::sync_channel::<Handed<D::Chunk>>(QUEUED_BATCHES);
         // Chunks go back to be filled again.
         let (recycle_tx, recycle_rx) = mpsc::channel::<D::Chunk>();
@@ -270,11 +271,11 @@ impl LiveSource {
             let (source, failure) = capture.join().expect("the capture thread panicked");
             (source, failure, consumed)
         });
-        consumed.map_err(|source| Error::Output {
-            path: "<output>".into(),
-            source,
-        })?;
-        Ok(source.end(failure))
+        let failure = match &consumed {
+            Err(e) => failure.or_else(|| Some(format!("capture stopped: {e}"))),
+            Ok(()) => failure,
+        };
+        (source.end(failure), consumed)
     }
 
     /// The capture thread: frames decoded into chunks sent to `tx`; what stopped the
