@@ -73,31 +73,32 @@ impl Outputs {
         shown
     }
 
-    /// Writes what is buffered of the events.
-    fn flush_events(&mut self) -> io::Result<()> {
-        match self.events.as_mut().map(EventWriter::flush) {
+    /// Writes to the events, if on; their failure is kept (`events_failed`).
+    fn write_events(
+        &mut self,
+        write: impl FnOnce(&mut EventWriter) -> io::Result<()>,
+    ) -> io::Result<()> {
+        match self.events.as_mut().map(write) {
             Some(Err(e)) => Err(self.events_failed(e)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Writes to the Parquet export, if on; its failure is kept (`export_failed`).
+    fn write_export(
+        &mut self,
+        write: impl FnOnce(&mut Exporter) -> Result<(), Error>,
+    ) -> io::Result<()> {
+        match self.exporter.as_mut().map(write) {
+            Some(Err(e)) => Err(self.export_failed(e)),
             _ => Ok(()),
         }
     }
 
     /// Findings that first hold, to the outputs that tell them.
     fn tell_outputs(&mut self, new: &NewFindings) -> io::Result<()> {
-        if let Some(Err(e)) = self
-            .events
-            .as_mut()
-            .map(|e| e.findings(new.ts_ns, &new.findings))
-        {
-            return Err(self.events_failed(e));
-        }
-        let exported = self
-            .exporter
-            .as_mut()
-            .map(|x| x.findings(new.ts_ns, &new.findings));
-        match exported {
-            Some(Err(e)) => Err(self.export_failed(e)),
-            _ => Ok(()),
-        }
+        self.write_events(|e| e.findings(new.ts_ns, &new.findings))?;
+        self.write_export(|x| x.findings(new.ts_ns, &new.findings))
     }
 }
 
@@ -121,15 +122,7 @@ impl ReportSink {
 
     /// The kernel's drop counters rose: a `drops` event.
     pub fn tell_drops(&mut self, now: u64, dropped: u64, if_dropped: u64) -> io::Result<()> {
-        let out = &mut self.out;
-        match out
-            .events
-            .as_mut()
-            .map(|e| e.drops(now, dropped, if_dropped))
-        {
-            Some(Err(e)) => Err(out.events_failed(e)),
-            _ => Ok(()),
-        }
+        self.out.write_events(|e| e.drops(now, dropped, if_dropped))
     }
 
     /// The analysis tells the flows that end, with their report entries when an output
@@ -199,15 +192,8 @@ impl ReportSink {
         {
             self.tell_findings(&new)?;
         }
-        if let Some(Err(e)) = self
-            .out
-            .exporter
-            .as_mut()
-            .map(|x| x.clock(now, &self.analyzer))
-        {
-            return Err(self.out.export_failed(e));
-        }
-        self.out.flush_events()
+        self.out.write_export(|x| x.clock(now, &self.analyzer))?;
+        self.out.write_events(EventWriter::flush)
     }
 
     /// Hands the flows that just ended to the outputs that tell them.
@@ -216,17 +202,12 @@ impl ReportSink {
             return Ok(());
         }
         for mut e in self.analyzer.take_ended() {
-            if let (Some(ev), Some(r)) = (self.out.events.as_mut(), &e.report) {
-                if let Err(err) = ev.flow_end(e.ended_ns, r) {
-                    return Err(self.out.events_failed(err));
-                }
+            if let Some(r) = &e.report {
+                self.out.write_events(|ev| ev.flow_end(e.ended_ns, r))?;
             }
-            if let Some(x) = self.out.exporter.as_mut() {
-                // The entry is the export's now: the events are done with it.
-                if let Err(err) = x.flow_ended(e.flow.id as usize, e.report.take()) {
-                    return Err(self.out.export_failed(err));
-                }
-            }
+            // The entry is the export's now: the events are done with it.
+            let (id, report) = (e.flow.id as usize, e.report.take());
+            self.out.write_export(|x| x.flow_ended(id, report))?;
             if let Some(m) = self.ended_for_metrics.as_mut() {
                 m.push((e.flow.id, QpCounts::of(&e.flow)));
             }
@@ -384,25 +365,17 @@ impl Sink for ReportSink {
             {
                 self.tell_findings(&new)?;
             }
-            if let Some(Err(e)) = self
-                .out
-                .exporter
-                .as_mut()
-                .map(|x| x.clock(s.ts_ns, &self.analyzer))
-            {
-                return Err(self.out.export_failed(e));
-            }
+            self.out
+                .write_export(|x| x.clock(s.ts_ns, &self.analyzer))?;
             self.analyzer.feed(s);
             self.tell_ended()?;
             if let Some(v) = self.verifier.as_mut() {
                 v.feed(s);
             }
             let outcome = self.analyzer.last_outcome();
-            if let Some(Err(e)) = self.out.exporter.as_mut().map(|x| x.frame(s, outcome)) {
-                return Err(self.out.export_failed(e));
-            }
+            self.out.write_export(|x| x.frame(s, outcome))?;
         }
-        self.out.flush_events()
+        self.out.write_events(EventWriter::flush)
     }
 }
 
