@@ -1057,10 +1057,9 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
                 Ok(())
             });
             display.finish()?;
-            // An output the sink writes that failed (kept by the sink) ends the capture with
-            // the report written all the same; another failure ends it here.
-            let failed = pipeline.sink_mut().take_failure();
-            if let (Err(source), None) = (consumed, &failed) {
+            // An output the sink writes that failed (kept by the sink, told at its end) ends
+            // the capture with the report written all the same; another failure ends it here.
+            if let (Err(source), false) = (consumed, pipeline.sink().has_failed()) {
                 return Err(Error::Output {
                     path: "<output>".into(),
                     source,
@@ -1086,7 +1085,7 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
                 report,
                 plots,
                 told_at_end,
-                failed: failed_at_end,
+                failed,
             } = finish_report(finished, end, name, &ctx, None)?;
             if let Some(m) = metrics.as_mut() {
                 // The last scrape before the exit sees the findings told at the end.
@@ -1094,7 +1093,7 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
                 m.server.publish(m.metrics.text());
             }
             let code = render(&report, plots.as_ref(), opts, &mut out)?;
-            failed.or(failed_at_end).map_or(Ok(code), Err)
+            failed.map_or(Ok(code), Err)
         }
         Mode::Correlate { .. } => Err(Error::Usage(
             "--correlate reads capture files (-r), one per point".into(),

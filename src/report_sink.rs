@@ -120,6 +120,11 @@ impl ReportSink {
         self.out.failed.take()
     }
 
+    /// Whether an output failed while the capture ran (`SinkEnd::failed` tells which).
+    pub fn has_failed(&self) -> bool {
+        self.out.failed.is_some()
+    }
+
     /// The kernel's drop counters rose: a `drops` event.
     pub fn tell_drops(&mut self, now: u64, dropped: u64, if_dropped: u64) -> io::Result<()> {
         self.out.write_events(|e| e.drops(now, dropped, if_dropped))

@@ -34,14 +34,14 @@ const IDLE_SLEEP: Duration = Duration::from_millis(1);
 const IDLE_SLEEP_MAX: Duration = Duration::from_millis(10);
 /// A chunk is handed on at least this often, even when small or empty, so that the status
 /// view and -c/--duration stay responsive at low rates.
-const BATCH_AGE: Duration = Duration::from_millis(50);
+const CHUNK_AGE: Duration = Duration::from_millis(50);
 /// Frames decoded into one chunk (about 1 MB of summaries).
 const CHUNK_FRAMES: usize = 4096;
 /// Chunks waiting between the capture thread and the analysis. Few: when the analysis lags,
 /// frames wait in the kernel's ring (allocated once) rather than in chunks allocated for the
 /// burst (8 batches of copied frames put a monitor with every output at 143-148 MiB, over its
 /// 150 MB).
-const QUEUED_BATCHES: usize = 4;
+const QUEUED_CHUNKS: usize = 4;
 /// Most frames taken from the ring in one call, between looks at the clock (the chunk's
 /// age, --duration) and at Ctrl-C.
 const FRAMES_PER_CALL: usize = 64;
@@ -235,9 +235,9 @@ impl LiveSource {
 
     /// Captures until -c, --duration or `stop` (Ctrl-C), calling `consume` with chunks of
     /// frames `decoder` decoded, in capture order, with how many frames each holds, at least
-    /// every `BATCH_AGE`. The capture and the decoding run on a thread of their own (a busy
+    /// every `CHUNK_AGE`. The capture and the decoding run on a thread of their own (a busy
     /// analysis must not keep it from emptying the kernel's buffer); `consume` runs on this
-    /// one. At most `QUEUED_BATCHES` chunks wait between them. When `consume` fails (an
+    /// one. At most `QUEUED_CHUNKS` chunks wait between them. When `consume` fails (an
     /// output that cannot be written), the capture stops: the end, with the consumer's error.
     pub fn for_each_chunk<D: FrameDecode>(
         self,
@@ -245,7 +245,7 @@ impl LiveSource {
         decoder: D,
         mut consume: impl FnMut(&mut D::Chunk, usize, &SourceStatus) -> io::Result<()>,
     ) -> (SourceEnd, io::Result<()>) {
-        let (tx, rx) = mpsc::sync_channel::<Handed<D::Chunk>>(QUEUED_BATCHES);
+        let (tx, rx) = mpsc::sync_channel::<Handed<D::Chunk>>(QUEUED_CHUNKS);
         // Chunks go back to be filled again.
         let (recycle_tx, recycle_rx) = mpsc::channel::<D::Chunk>();
         // Set when the consumer failed (an output that cannot be written): capturing stops.
@@ -310,7 +310,7 @@ impl LiveSource {
                 || self.duration.is_some_and(|d| now - started >= d)
                 || stop.load(Ordering::Relaxed)
                 || consumer_failed.load(Ordering::Relaxed);
-            if done || in_chunk >= CHUNK_FRAMES || now - last_handed >= BATCH_AGE {
+            if done || in_chunk >= CHUNK_FRAMES || now - last_handed >= CHUNK_AGE {
                 let full = std::mem::replace(&mut chunk, next_chunk(&decoder));
                 if tx.send((full, in_chunk, self.status())).is_err() {
                     return None;
