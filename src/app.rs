@@ -22,7 +22,7 @@ use crate::select::{SelectConfig, Selection};
 use crate::source::file::{FileSource, ReadMethod};
 use crate::source::live::{self, LiveConfig, LiveSource};
 use crate::source::Input;
-use crate::source::SourceEnd;
+use crate::source::{consumed, consumer_failed, SourceEnd};
 use crate::verify::CaptureContext;
 use crate::{exit, report};
 
@@ -164,7 +164,7 @@ fn with_finding_selection(
         finding: None,
         ..config.select.clone()
     };
-    let mut end = feed(source, &mut pipeline, &first_pass, None)?;
+    let mut end = feed(source, &mut pipeline, &first_pass, None).and_then(consumed)?;
     let finished = pipeline.finish().map_err(output_error(None))?;
     let origins = end.origins.take();
     let ctx = CaptureContext::default();
@@ -446,7 +446,7 @@ fn packets_from_file<W: Write + Send>(
         printer = printer.with_export(crate::analysis::Analyzer::new(analysis), exporter);
     }
     let mut pipeline = Pipeline::new(printer, diagnostics, run.threads);
-    let end = feed(source, &mut pipeline, &run.select, None)?;
+    let end = feed(source, &mut pipeline, &run.select, None).and_then(consumed)?;
     let finished = pipeline.finish().map_err(output_error(None))?;
     let (counts, mut diagnostics) = (finished.counts, finished.diagnostics);
     let (format, snaplen) = (end.format, end.snaplen);
@@ -528,15 +528,16 @@ fn report_from_file(
     };
     let mut track = annotate.as_ref().map(|_| FeedTrack::default());
     let mut pipeline = Pipeline::new(sink, diagnostics, run.threads);
-    let end = feed(source, &mut pipeline, &run.select, track.as_mut());
-    let mut end = match end {
-        Ok(end) => end,
-        Err(e) => {
+    let (mut end, fed) = feed(source, &mut pipeline, &run.select, track.as_mut())?;
+    if let Err(e) = fed.and(pipeline.drain()) {
+        // An output the sink writes that failed (kept by the sink, told at its end) ends the
+        // read with the report written all the same; another failure ends the run here.
+        if !pipeline.sink().has_failed() {
             let _ = out.flush();
-            // An output of the sink that failed while the file was read names itself.
-            return Err(pipeline.sink_mut().take_failure().unwrap_or(e));
+            return Err(consumer_failed(e));
         }
-    };
+        end.output_failed("reading", &e);
+    }
     let mut finished = pipeline
         .finish()
         .map_err(output_error(opts.json.as_ref()))?;
@@ -706,14 +707,15 @@ impl FeedTrack {
 }
 
 /// Feeds every record of `source` (or those selected) to the pipeline; `track` learns which.
+/// A failure of the pipeline ends the read: it comes back beside what the read learned.
 fn feed<S: crate::pipeline::Sink>(
     source: Input,
     pipeline: &mut Pipeline<S>,
     select: &SelectConfig,
     mut track: Option<&mut FeedTrack>,
-) -> Result<SourceEnd, Error> {
+) -> Result<(SourceEnd, io::Result<()>), Error> {
     if !select.any() {
-        return source.for_each_batch(|batch, status| {
+        return source.read(|batch, status| {
             if let Some(t) = track.as_deref_mut() {
                 t.read(batch);
                 t.kept(batch);
@@ -723,7 +725,7 @@ fn feed<S: crate::pipeline::Sink>(
     }
     let mut selection = Selection::new(select.clone())?;
     let mut failure = None;
-    let end = source.for_each_batch(|batch, status| {
+    let read = source.read(|batch, status| {
         if let Some(first) = batch.first() {
             pipeline.capture_starts_at(first.ts_ns);
         }
@@ -744,10 +746,10 @@ fn feed<S: crate::pipeline::Sink>(
     if let Some(e) = failure {
         return Err(e);
     }
-    let mut end = end?;
+    let (mut end, fed) = read?;
     end.selection = Some(selection.stats());
     selection.finish()?;
-    Ok(end)
+    Ok((end, fed))
 }
 
 /// Each problem the source met becomes a warning.
@@ -1001,7 +1003,7 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
             let mut snapshots = Snapshots::new(&iface, &shown_filter);
             let mut last_snapshot = Instant::now();
             let decoder = pipeline.frame_decoder(LiveSource::NANOSECOND_TIMES);
-            let (end, consumed) = source.for_each_chunk(stop, decoder, |chunk, frames, src| {
+            let (mut end, fed) = source.for_each_chunk(stop, decoder, |chunk, frames, src| {
                 pipeline.decoded(chunk)?;
                 // On an idle link (an empty chunk: the capture had nothing waiting) the clock
                 // goes on with wall time, less a margin, so that idle flows end without a
@@ -1059,11 +1061,11 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
             display.finish()?;
             // An output the sink writes that failed (kept by the sink, told at its end) ends
             // the capture with the report written all the same; another failure ends it here.
-            if let (Err(source), false) = (consumed, pipeline.sink().has_failed()) {
-                return Err(Error::Output {
-                    path: "<output>".into(),
-                    source,
-                });
+            if let Err(e) = fed {
+                if !pipeline.sink().has_failed() {
+                    return Err(consumer_failed(e));
+                }
+                end.output_failed("capture", &e);
             }
             let mut finished = pipeline
                 .finish()

@@ -770,12 +770,18 @@ pub enum WarningKind {
     Notice,
     /// The read was stopped (Ctrl-C): the report covers what was read.
     Interrupted,
+    /// An output (`--events`, `--parquet`) could not be written: the capture stopped there,
+    /// and the report covers what came before (the run fails, naming the output).
+    OutputFailed,
 }
 
 impl WarningKind {
     /// Whether frames are missing from the capture, so PSN gaps may be the capture's.
     pub fn frames_missing(self) -> bool {
-        !matches!(self, WarningKind::Notice | WarningKind::Interrupted)
+        !matches!(
+            self,
+            WarningKind::Notice | WarningKind::Interrupted | WarningKind::OutputFailed
+        )
     }
 }
 

@@ -119,6 +119,17 @@ impl<S: Sink> Consumer<S> {
     }
 }
 
+/// Consumes every chunk, even after one failed (the frames were read: an output that
+/// failed must not lose them from the report); the first failure.
+fn take_all<S: Sink>(consumer: &mut Consumer<S>, chunks: Vec<S::Chunk>) -> std::io::Result<()> {
+    let mut taken = Ok(());
+    for mut chunk in chunks {
+        let result = consumer.take(&mut chunk);
+        taken = taken.and(result);
+    }
+    taken
+}
+
 /// Decodes frames one at a time where they are read; see `Pipeline::frame_decoder`.
 pub struct FrameDecoder<S: Sink> {
     decoder: S::Decoder,
@@ -241,11 +252,7 @@ impl<S: Sink> Pipeline<S> {
                         .map(|records| S::decode(decoder, at, records))
                         .collect::<Vec<_>>()
                 },
-                || {
-                    previous
-                        .into_iter()
-                        .try_for_each(|mut chunk| consumer.take(&mut chunk))
-                },
+                || take_all(consumer, previous),
             )
         });
         *pending = decoded;
@@ -264,20 +271,19 @@ impl<S: Sink> Pipeline<S> {
 
     /// A chunk a `FrameDecoder` made, in capture order.
     pub fn decoded(&mut self, chunk: &mut S::Chunk) -> std::io::Result<()> {
-        self.consume_pending()?;
+        self.drain()?;
         self.consumer.take(chunk)
     }
 
-    fn consume_pending(&mut self) -> std::io::Result<()> {
-        for mut chunk in std::mem::take(&mut self.pending) {
-            self.consumer.take(&mut chunk)?;
-        }
-        Ok(())
+    /// Consumes what was decoded ahead (`finish` does too): a sink whose output failed (kept
+    /// by the sink) still analyses every frame that was read; its failure is returned.
+    pub fn drain(&mut self) -> std::io::Result<()> {
+        take_all(&mut self.consumer, std::mem::take(&mut self.pending))
     }
 
     /// Consumes what was decoded ahead and hands back the sink, the counts and the diagnostics.
     pub fn finish(mut self) -> std::io::Result<Finished<S>> {
-        self.consume_pending()?;
+        self.drain()?;
         Ok(Finished {
             sink: self.consumer.sink,
             counts: self.consumer.counts,

@@ -47,58 +47,54 @@ struct Outputs {
 }
 
 impl Outputs {
-    /// `--events` failed: it is closed, and the error kept for the end of the run. The error
-    /// returned stops the capture.
-    fn events_failed(&mut self, source: io::Error) -> io::Error {
+    /// `--events` failed: it is closed, and the error kept for the end of the run.
+    fn events_failed(&mut self, source: io::Error) {
         self.events = None;
-        self.fail(Error::Output {
+        self.failed.get_or_insert(Error::Output {
             path: "--events".into(),
             source,
-        })
+        });
     }
 
     /// `--parquet` failed: as `events_failed`.
-    fn export_failed(&mut self, e: Error) -> io::Error {
+    fn export_failed(&mut self, e: Error) {
         self.exporter = None;
-        self.fail(e)
-    }
-
-    fn fail(&mut self, e: Error) -> io::Error {
-        let kind = match &e {
-            Error::Output { source, .. } => source.kind(),
-            _ => io::ErrorKind::Other,
-        };
-        let shown = io::Error::new(kind, e.to_string());
         self.failed.get_or_insert(e);
-        shown
     }
 
     /// Writes to the events, if on; their failure is kept (`events_failed`).
-    fn write_events(
-        &mut self,
-        write: impl FnOnce(&mut EventWriter) -> io::Result<()>,
-    ) -> io::Result<()> {
-        match self.events.as_mut().map(write) {
-            Some(Err(e)) => Err(self.events_failed(e)),
-            _ => Ok(()),
+    fn write_events(&mut self, write: impl FnOnce(&mut EventWriter) -> io::Result<()>) {
+        if let Some(Err(e)) = self.events.as_mut().map(write) {
+            self.events_failed(e);
         }
     }
 
     /// Writes to the Parquet export, if on; its failure is kept (`export_failed`).
-    fn write_export(
-        &mut self,
-        write: impl FnOnce(&mut Exporter) -> Result<(), Error>,
-    ) -> io::Result<()> {
-        match self.exporter.as_mut().map(write) {
-            Some(Err(e)) => Err(self.export_failed(e)),
-            _ => Ok(()),
+    fn write_export(&mut self, write: impl FnOnce(&mut Exporter) -> Result<(), Error>) {
+        if let Some(Err(e)) = self.exporter.as_mut().map(write) {
+            self.export_failed(e);
         }
     }
 
     /// Findings that first hold, to the outputs that tell them.
-    fn tell_outputs(&mut self, new: &NewFindings) -> io::Result<()> {
-        self.write_events(|e| e.findings(new.ts_ns, &new.findings))?;
-        self.write_export(|x| x.findings(new.ts_ns, &new.findings))
+    fn tell_outputs(&mut self, new: &NewFindings) {
+        self.write_events(|e| e.findings(new.ts_ns, &new.findings));
+        self.write_export(|x| x.findings(new.ts_ns, &new.findings));
+    }
+
+    /// Whether the capture goes on: an error, naming the output, once one failed (the
+    /// capture stops; the frames it already handed over are still analysed).
+    fn go_on(&self) -> io::Result<()> {
+        match &self.failed {
+            None => Ok(()),
+            Some(e) => {
+                let kind = match e {
+                    Error::Output { source, .. } => source.kind(),
+                    _ => io::ErrorKind::Other,
+                };
+                Err(io::Error::new(kind, e.to_string()))
+            }
+        }
     }
 }
 
@@ -115,11 +111,6 @@ impl ReportSink {
         }
     }
 
-    /// The output that failed while the capture ran, if one did.
-    pub fn take_failure(&mut self) -> Option<Error> {
-        self.out.failed.take()
-    }
-
     /// Whether an output failed while the capture ran (`SinkEnd::failed` tells which).
     pub fn has_failed(&self) -> bool {
         self.out.failed.is_some()
@@ -127,7 +118,8 @@ impl ReportSink {
 
     /// The kernel's drop counters rose: a `drops` event.
     pub fn tell_drops(&mut self, now: u64, dropped: u64, if_dropped: u64) -> io::Result<()> {
-        self.out.write_events(|e| e.drops(now, dropped, if_dropped))
+        self.out.write_events(|e| e.drops(now, dropped, if_dropped));
+        self.out.go_on()
     }
 
     /// The analysis tells the flows that end, with their report entries when an output
@@ -189,44 +181,43 @@ impl ReportSink {
     /// longer than the flow timeout end.
     pub fn advance_clock(&mut self, now: u64) -> io::Result<()> {
         self.analyzer.sweep(now);
-        self.tell_ended()?;
+        self.tell_ended();
         if let Some(new) = self
             .watch
             .as_mut()
             .and_then(|w| w.clock(now, &mut self.analyzer))
         {
-            self.tell_findings(&new)?;
+            self.tell_findings(&new);
         }
-        self.out.write_export(|x| x.clock(now, &self.analyzer))?;
-        self.out.write_events(EventWriter::flush)
+        self.out.write_export(|x| x.clock(now, &self.analyzer));
+        self.out.write_events(EventWriter::flush);
+        self.out.go_on()
     }
 
     /// Hands the flows that just ended to the outputs that tell them.
-    fn tell_ended(&mut self) -> io::Result<()> {
+    fn tell_ended(&mut self) {
         if !self.analyzer.has_ended() {
-            return Ok(());
+            return;
         }
         for mut e in self.analyzer.take_ended() {
             if let Some(r) = &e.report {
-                self.out.write_events(|ev| ev.flow_end(e.ended_ns, r))?;
+                self.out.write_events(|ev| ev.flow_end(e.ended_ns, r));
             }
             // The entry is the export's now: the events are done with it.
             let (id, report) = (e.flow.id as usize, e.report.take());
-            self.out.write_export(|x| x.flow_ended(id, report))?;
+            self.out.write_export(|x| x.flow_ended(id, report));
             if let Some(m) = self.ended_for_metrics.as_mut() {
                 m.push((e.flow.id, QpCounts::of(&e.flow)));
             }
         }
-        Ok(())
     }
 
     /// Findings that first hold, to the outputs that tell them and the metrics.
-    fn tell_findings(&mut self, new: &NewFindings) -> io::Result<()> {
-        self.out.tell_outputs(new)?;
+    fn tell_findings(&mut self, new: &NewFindings) {
+        self.out.tell_outputs(new);
         if let Some(m) = self.told_findings.as_mut() {
             m.extend(new.told());
         }
-        Ok(())
     }
 
     /// Writes the events of the capture too.
@@ -276,7 +267,7 @@ impl ReportSink {
                 add_frame_refs(&mut new.findings, o);
             }
             // An output that fails is kept in `failed`: the report is made all the same.
-            let _ = self.tell_findings(&new);
+            self.tell_findings(&new);
         }
         let mut told_at_end = self.take_told_findings();
         let end = self.analyzer.finish_all(meta);
@@ -290,7 +281,7 @@ impl ReportSink {
             .as_mut()
             .and_then(|w| w.untold(last_ts, &report.findings));
         if let Some(new) = &last {
-            let _ = self.out.tell_outputs(new);
+            self.out.tell_outputs(new);
             told_at_end.extend(new.told());
         }
         if let Some(mut e) = self.out.events.take() {
@@ -361,6 +352,8 @@ impl Sink for ReportSink {
         chunk.clear();
     }
 
+    /// Every frame of the chunk is analysed, even after an output failed: the capture stops
+    /// at the error returned, and the report covers every frame counted.
     fn consume(&mut self, chunk: &mut Vec<PacketSummary>) -> io::Result<()> {
         for s in chunk.iter() {
             if let Some(new) = self
@@ -368,19 +361,19 @@ impl Sink for ReportSink {
                 .as_mut()
                 .and_then(|w| w.frame(s, &mut self.analyzer))
             {
-                self.tell_findings(&new)?;
+                self.tell_findings(&new);
             }
-            self.out
-                .write_export(|x| x.clock(s.ts_ns, &self.analyzer))?;
+            self.out.write_export(|x| x.clock(s.ts_ns, &self.analyzer));
             self.analyzer.feed(s);
-            self.tell_ended()?;
+            self.tell_ended();
             if let Some(v) = self.verifier.as_mut() {
                 v.feed(s);
             }
             let outcome = self.analyzer.last_outcome();
-            self.out.write_export(|x| x.frame(s, outcome))?;
+            self.out.write_export(|x| x.frame(s, outcome));
         }
-        self.out.write_events(EventWriter::flush)
+        self.out.write_events(EventWriter::flush);
+        self.out.go_on()
     }
 }
 

@@ -386,3 +386,59 @@ fn a_full_disk_under_the_events_fails_the_run_with_the_report_written() {
     assert_eq!(written["flows"], whole["flows"]);
     assert_eq!(written["findings"], whole["findings"]);
 }
+
+/// A full disk under the events while a long capture is read (flows end under
+/// `--flow-timeout` from its first frames): the read stops there, and the report is that of
+/// the frames read, whole, as `-c` of them reads them; the run fails naming the output. The
+/// read once ended with no report at all, then with frames counted but not analysed.
+#[test]
+fn a_full_disk_while_the_file_is_read_stops_the_read_with_its_report_written() {
+    use roce_testgen::churn::{write_churn, ChurnConfig};
+    let cfg = ChurnConfig {
+        qps: 20_000,
+        ..ChurnConfig::default()
+    };
+    let dir = std::env::temp_dir().join(format!("roce-sniff-full-read-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let capture = dir.join("churn.pcap");
+    write_churn(std::fs::File::create(&capture).unwrap(), cfg).unwrap();
+    let capture_arg = capture.to_string_lossy().to_string();
+    let inputs: [&[&str]; 2] = [&[], &["-r", &capture_arg]];
+    for (threads, more_inputs) in [("1", inputs[0]), ("2", inputs[0]), ("2", inputs[1])] {
+        let json = dir.join(format!("full-{threads}-{}.json", more_inputs.len()));
+        let json_arg = format!("--json={}", json.display());
+        let args = [
+            &["--flow-timeout", "5ms", "--threads", threads],
+            more_inputs,
+            &["--events=/dev/full", &json_arg],
+        ]
+        .concat();
+        let out = run_path(&capture, &args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert_eq!(
+            err.lines().last(),
+            Some("roce-sniff: --events: no space left on the device"),
+            "{err}"
+        );
+        let written: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        let c = &written["capture"];
+        assert_eq!(
+            c["warnings"],
+            serde_json::json!(["reading stopped: --events: no space left on the device"]),
+            "{err}"
+        );
+        let read = c["packets"].as_u64().unwrap();
+        let all = 4 * u64::from(cfg.qps) * (1 + more_inputs.len() as u64 / 2);
+        assert!(read > 0 && read < all, "{read} of {all} frames read");
+        assert!(!written["findings"].to_string().contains("capture_damaged"));
+        if more_inputs.is_empty() {
+            // Every frame read is analysed: the report of the first `read` frames.
+            let count = read.to_string();
+            let first = report_of(&capture, &["--flow-timeout", "5ms", "-c", &count]);
+            assert_eq!(written["flows"], first["flows"], "threads {threads}");
+            assert_eq!(c["flows_ended"], first["capture"]["flows_ended"]);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

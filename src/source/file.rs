@@ -7,14 +7,15 @@
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::unix::fs::FileExt;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use roce_parsers::capture::{CaptureParser, Next, Record};
 
 use super::blocks::{Feed, WINDOW};
 use super::framing::{self, Framed, FramingInput, Message};
 use super::mapped::MIN_MAPPED_BYTES;
-use super::{SourceEnd, SourceStatus};
+use super::{consumed, SourceEnd, SourceStatus};
 use crate::error::Error;
 
 /// Most records handed to the consumer at once.
@@ -55,6 +56,9 @@ pub struct FileSource {
     progress: Option<indicatif::ProgressBar>,
     /// Set by Ctrl-C: the read ends there, and what was read is reported.
     stop: &'static AtomicBool,
+    /// Set when the consumer fails: the read ends at the next block (shared by the files of
+    /// a merge, so that all of them end).
+    halt: Arc<AtomicBool>,
 }
 
 impl FileSource {
@@ -107,7 +111,14 @@ impl FileSource {
             feed,
             progress: None,
             stop: &NEVER,
+            halt: Arc::default(),
         }
+    }
+
+    /// Ends the read at the next block when `halt` is set, by this read's consumer or another.
+    pub fn halt_with(mut self, halt: Arc<AtomicBool>) -> Self {
+        self.halt = halt;
+        self
     }
 
     /// Ends the read early when `stop` is set (Ctrl-C).
@@ -152,28 +163,45 @@ impl FileSource {
 
     /// Reads the whole input, calling `consume` with batches of records in capture order.
     /// A header that is not a capture is an error; damage after a good header ends the read
-    /// with the damage described in the outcome, after every good record was delivered.
+    /// with the damage described in the outcome, after every good record was delivered. A
+    /// failure of `consume` is an output error.
     pub fn for_each_batch(
         self,
-        mut consume: impl FnMut(&[Record<'_>], &SourceStatus) -> io::Result<()>,
+        consume: impl FnMut(&[Record<'_>], &SourceStatus) -> io::Result<()>,
     ) -> Result<SourceEnd, Error> {
+        self.read(consume).and_then(consumed)
+    }
+
+    /// `for_each_batch`, but a failure of `consume` ends the read as its end would, with what
+    /// the read learned (format, snap length, damage before it) handed back beside it: the
+    /// report of what was read can still be written.
+    pub fn read(
+        self,
+        mut consume: impl FnMut(&[Record<'_>], &SourceStatus) -> io::Result<()>,
+    ) -> Result<(SourceEnd, io::Result<()>), Error> {
         let name = self.name.clone();
+        let halt = self.halt.clone();
         let (framed, done) = framing::spawn(FramingInput {
             name: self.name,
             feed: self.feed,
             progress: self.progress,
             stop: self.stop,
+            halt: self.halt,
         });
+        let mut delivered = Ok(());
         for message in framed {
             match message {
                 Message::Framed(block) => {
-                    deliver(&block, &mut consume).map_err(|source| Error::Output {
-                        path: "<output>".into(),
-                        source,
-                    })?;
+                    // Blocks framed before the framer saw `halt` are given back unread.
+                    if delivered.is_ok() {
+                        delivered = deliver(&block, &mut consume);
+                        if delivered.is_err() {
+                            halt.store(true, Ordering::Relaxed);
+                        }
+                    }
                     let _ = done.send(block);
                 }
-                Message::End(end) => return end,
+                Message::End(end) => return end.map(|end| (end, delivered)),
             }
         }
         Err(Error::Input {

@@ -6,8 +6,8 @@
 //! A block's records are sent with the block, by their place in it; a record that straddles
 //! two blocks is copied and sent alone.
 
-use std::sync::atomic::AtomicBool;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 
 use roce_parsers::capture::{CaptureError, CaptureParser, Format, Next, Record, PCAP_HEADER_LEN};
 
@@ -74,6 +74,9 @@ pub struct FramingInput {
     pub progress: Option<indicatif::ProgressBar>,
     /// Set by Ctrl-C: the read ends there, and what was read is reported.
     pub stop: &'static AtomicBool,
+    /// Set when the consumer failed (an output): the read ends at the next block, with no
+    /// warning of its own (the consumer tells why).
+    pub halt: Arc<AtomicBool>,
 }
 
 /// Frames `input` on a thread. Blocks sent come back on the returned sender once their records
@@ -102,6 +105,8 @@ struct Framer {
     offset: u64,
     stop_flag: &'static AtomicBool,
     interrupted: bool,
+    halt: Arc<AtomicBool>,
+    halted: bool,
     /// Bytes read while looking for the header, with the bytes of them already used and their
     /// length.
     pending: Option<(Bytes, usize, usize)>,
@@ -156,6 +161,8 @@ impl Framer {
             records: 0,
             interrupted: false,
             stop_flag: input.stop,
+            halt: input.halt,
+            halted: false,
             spare: Vec::new(),
         })
     }
@@ -178,6 +185,10 @@ impl Framer {
             out.send(Message::Framed(framed)).is_ok()
         };
         while self.stop.is_none() {
+            if self.halt.load(Ordering::Relaxed) {
+                self.halted = true;
+                break;
+            }
             let Some((block, start, n)) = self.next_block()? else {
                 break;
             };
@@ -350,7 +361,7 @@ impl Framer {
                 message: format!("{msg}; reading stopped there"),
                 hint: format!("{} frames read before it", self.records),
             });
-        } else if !self.carry.is_empty() {
+        } else if !self.carry.is_empty() && !self.halted {
             problems.push(SourceProblem {
                 kind: WarningKind::FileDamaged,
                 message: format!(

@@ -238,7 +238,8 @@ impl LiveSource {
     /// every `CHUNK_AGE`. The capture and the decoding run on a thread of their own (a busy
     /// analysis must not keep it from emptying the kernel's buffer); `consume` runs on this
     /// one. At most `QUEUED_CHUNKS` chunks wait between them. When `consume` fails (an
-    /// output that cannot be written), the capture stops: the end, with the consumer's error.
+    /// output that cannot be written), the capture stops: the end, with the consumer's error
+    /// (which the caller tells).
     pub fn for_each_chunk<D: FrameDecode>(
         self,
         stop: &AtomicBool,
@@ -271,10 +272,6 @@ impl LiveSource {
             let (source, failure) = capture.join().expect("the capture thread panicked");
             (source, failure, consumed)
         });
-        let failure = match &consumed {
-            Err(e) => failure.or_else(|| Some(format!("capture stopped: {e}"))),
-            Ok(()) => failure,
-        };
         (source.end(failure), consumed)
     }
 

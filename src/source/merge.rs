@@ -8,14 +8,15 @@
 //! same frames in one file).
 
 use std::io;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 
 use roce_parsers::capture::Record;
 
 use super::batch::CopiedBatch;
 use super::file::FileSource;
 use super::origins::FrameOrigins;
-use super::{SourceEnd, SourceProblem, SourceStatus};
+use super::{consumed, SourceEnd, SourceProblem, SourceStatus};
 use crate::error::Error;
 
 enum Message {
@@ -83,14 +84,24 @@ impl MergedFiles {
         self,
         consume: impl FnMut(&[Record<'_>], &SourceStatus) -> io::Result<()>,
     ) -> Result<SourceEnd, Error> {
-        self.merge(consume).map(|(end, _)| end)
+        self.read(consume).and_then(consumed)
     }
 
-    /// `for_each_batch`, telling also the most files that were being read at once.
+    /// `for_each_batch`, but a failure of `consume` ends the read of every file, with what
+    /// the files learned handed back beside it (`FileSource::read`).
+    pub fn read(
+        self,
+        consume: impl FnMut(&[Record<'_>], &SourceStatus) -> io::Result<()>,
+    ) -> Result<(SourceEnd, io::Result<()>), Error> {
+        self.merge(consume).map(|(end, merged, _)| (end, merged))
+    }
+
+    /// `read`, telling also the most files that were being read at once.
     fn merge(
         self,
         mut consume: impl FnMut(&[Record<'_>], &SourceStatus) -> io::Result<()>,
-    ) -> Result<(SourceEnd, usize), Error> {
+    ) -> Result<(SourceEnd, io::Result<()>, usize), Error> {
+        let halt = Arc::new(AtomicBool::new(false));
         let mut cursors: Vec<Option<Cursor>> = self.files.iter().map(|_| None).collect();
         // Files not started yet, the earliest last.
         let mut nanosecond = false;
@@ -98,7 +109,7 @@ impl MergedFiles {
         for (i, f) in self.files.into_iter().enumerate() {
             let first = f.first_timestamp();
             nanosecond |= first.is_some_and(|(_, ns)| ns);
-            waiting.push((first.map_or(0, |(ts, _)| ts), i, f));
+            waiting.push((first.map_or(0, |(ts, _)| ts), i, f.halt_with(halt.clone())));
         }
         waiting.sort_by_key(|&(ts, i, _)| std::cmp::Reverse((ts, i)));
         // The files started and not ended.
@@ -106,11 +117,8 @@ impl MergedFiles {
         let mut most_open = 0;
         let mut out = CopiedBatch::default();
         let mut origins = FrameOrigins::new(self.names.clone());
-        let output_err = |source| Error::Output {
-            path: "<output>".into(),
-            source,
-        };
-        loop {
+        let mut merged = Ok(());
+        while merged.is_ok() {
             let mut next = earliest(&mut cursors, &mut reading);
             // A file whose first frame comes no later than the next one starts now.
             while let Some(&(first, j, _)) = waiting.last() {
@@ -147,13 +155,23 @@ impl MergedFiles {
             c.at += 1;
             c.last_ts = ts;
             if out.is_full() {
-                hand_on(&mut out, &cursors, nanosecond, &mut consume).map_err(output_err)?;
+                merged = hand_on(&mut out, &cursors, nanosecond, &mut consume);
             }
         }
-        hand_on(&mut out, &cursors, nanosecond, &mut consume).map_err(output_err)?;
+        if merged.is_ok() {
+            merged = hand_on(&mut out, &cursors, nanosecond, &mut consume);
+        } else {
+            // Every file being read ends at its next block; their ends say what they learned.
+            halt.store(true, Ordering::Relaxed);
+            for c in cursors.iter_mut().flatten() {
+                while c.head().is_some() {
+                    c.at = c.batch.len();
+                }
+            }
+        }
         let mut end = combine(cursors, &self.names)?;
         end.origins = Some(origins);
-        Ok((end, most_open))
+        Ok((end, merged, most_open))
     }
 }
 
@@ -220,7 +238,7 @@ fn spawn_reader(file: FileSource) -> Cursor {
     std::thread::spawn(move || {
         let mut batch = CopiedBatch::default();
         let mut last_status = SourceStatus::default();
-        let end = file.for_each_batch(|records, status| {
+        let end = file.read(|records, status| {
             last_status = *status;
             for r in records {
                 batch.push(r);
@@ -233,7 +251,8 @@ fn spawn_reader(file: FileSource) -> Cursor {
             Ok(())
         });
         let _ = tx.send(Message::Batch(batch, last_status));
-        let _ = tx.send(Message::End(end));
+        // Its consumer fails only when the merge is gone: no one to tell.
+        let _ = tx.send(Message::End(end.map(|(end, _)| end)));
     });
     Cursor {
         rx,
@@ -307,7 +326,7 @@ mod tests {
             .map(|f| FileSource::open(f, ReadMethod::Auto).unwrap())
             .collect();
         let mut seen = Vec::new();
-        let (_, most_open) = MergedFiles::new(sources)
+        let (_, _, most_open) = MergedFiles::new(sources)
             .merge(|batch, _| {
                 seen.extend(batch.iter().map(|r| (r.ts_ns, r.len)));
                 Ok(())

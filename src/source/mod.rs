@@ -59,14 +59,39 @@ impl Input {
         }
     }
 
+    /// Reads every record, calling `consume` with batches in capture order; a failure of
+    /// `consume` is an output error.
     pub fn for_each_batch(
         self,
         consume: impl FnMut(&[Record<'_>], &SourceStatus) -> io::Result<()>,
     ) -> Result<SourceEnd, Error> {
+        self.read(consume).and_then(consumed)
+    }
+
+    /// `for_each_batch`, but a failure of `consume` ends the read with what it learned
+    /// handed back beside the failure (`FileSource::read`).
+    pub fn read(
+        self,
+        consume: impl FnMut(&[Record<'_>], &SourceStatus) -> io::Result<()>,
+    ) -> Result<(SourceEnd, io::Result<()>), Error> {
         match self {
-            Input::One(f) => f.for_each_batch(consume),
-            Input::Merged(m) => m.for_each_batch(consume),
+            Input::One(f) => f.read(consume),
+            Input::Merged(m) => m.read(consume),
         }
+    }
+}
+
+/// The end of a read whose consumer did not fail; else the consumer's failure.
+pub fn consumed((end, consumed): (SourceEnd, io::Result<()>)) -> Result<SourceEnd, Error> {
+    consumed.map_err(consumer_failed)?;
+    Ok(end)
+}
+
+/// A consumer's failure: its output's.
+pub fn consumer_failed(source: io::Error) -> Error {
+    Error::Output {
+        path: "<output>".into(),
+        source,
     }
 }
 
@@ -83,6 +108,18 @@ pub struct SourceEnd {
     pub origins: Option<origins::FrameOrigins>,
     /// A selection on a file: what it read.
     pub selection: Option<crate::model::SelectionStats>,
+}
+
+impl SourceEnd {
+    /// An output failed (`consumed`'s error, kept by the sink): the read stopped there.
+    /// `what`: "capture" or "reading".
+    pub fn output_failed(&mut self, what: &str, e: &io::Error) {
+        self.problems.push(SourceProblem {
+            kind: WarningKind::OutputFailed,
+            message: format!("{what} stopped: {e}"),
+            hint: "everything before it is analysed".into(),
+        });
+    }
 }
 
 #[derive(Debug)]
