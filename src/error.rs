@@ -48,6 +48,7 @@ pub fn describe(e: &io::Error) -> String {
         io::ErrorKind::IsADirectory => "is a directory".into(),
         io::ErrorKind::NotADirectory => "a part of the path is not a directory".into(),
         io::ErrorKind::StorageFull => "no space left on the device".into(),
+        io::ErrorKind::BrokenPipe => "its reader went away (broken pipe)".into(),
         _ => {
             let text = e.to_string();
             match text.find(" (os error") {

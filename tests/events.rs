@@ -387,21 +387,34 @@ fn a_full_disk_under_the_events_fails_the_run_with_the_report_written() {
     assert_eq!(written["findings"], whole["findings"]);
 }
 
+/// A churn of 20,000 QPs (80,000 frames, 22 MB) in a directory of its own: its flows'
+/// `flow_end` lines, under `--flow-timeout 5ms`, fill a disk or a pipe long before it is read.
+fn long_churn(
+    name: &str,
+) -> (
+    std::path::PathBuf,
+    std::path::PathBuf,
+    roce_testgen::churn::ChurnConfig,
+) {
+    use roce_testgen::churn::{write_churn, ChurnConfig};
+    let cfg = ChurnConfig {
+        qps: 20_000,
+        ..ChurnConfig::default()
+    };
+    let dir = std::env::temp_dir().join(format!("roce-sniff-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let capture = dir.join("churn.pcap");
+    write_churn(std::fs::File::create(&capture).unwrap(), cfg).unwrap();
+    (dir, capture, cfg)
+}
+
 /// A full disk under the events while a long capture is read (flows end under
 /// `--flow-timeout` from its first frames): the read stops there, and the report is that of
 /// the frames read, whole, as `-c` of them reads them; the run fails naming the output. The
 /// read once ended with no report at all, then with frames counted but not analysed.
 #[test]
 fn a_full_disk_while_the_file_is_read_stops_the_read_with_its_report_written() {
-    use roce_testgen::churn::{write_churn, ChurnConfig};
-    let cfg = ChurnConfig {
-        qps: 20_000,
-        ..ChurnConfig::default()
-    };
-    let dir = std::env::temp_dir().join(format!("roce-sniff-full-read-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let capture = dir.join("churn.pcap");
-    write_churn(std::fs::File::create(&capture).unwrap(), cfg).unwrap();
+    let (dir, capture, cfg) = long_churn("full-read");
     let capture_arg = capture.to_string_lossy().to_string();
     let inputs: [&[&str]; 2] = [&[], &["-r", &capture_arg]];
     for (threads, more_inputs) in [("1", inputs[0]), ("2", inputs[0]), ("2", inputs[1])] {
@@ -440,5 +453,40 @@ fn a_full_disk_while_the_file_is_read_stops_the_read_with_its_report_written() {
             assert_eq!(c["flows_ended"], first["capture"]["flows_ended"]);
         }
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--events | head`: once the reader goes away, the read stops with the report written, and
+/// the run succeeds (a broken pipe is not an error).
+#[test]
+fn events_piped_into_head_stop_the_read_with_the_report_written() {
+    use std::io::Read;
+    let (dir, capture, _) = long_churn("events-head");
+    let json = dir.join("report.json");
+    let mut child = std::process::Command::new(bin())
+        .args([
+            "-r",
+            capture.to_str().unwrap(),
+            "--flow-timeout",
+            "5ms",
+            "--events",
+        ])
+        .arg(format!("--json={}", json.display()))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut head = [0u8; 4096];
+    child.stdout.take().unwrap().read_exact(&mut head).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let written: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(
+        written["capture"]["warnings"],
+        serde_json::json!(["reading stopped: --events: its reader went away (broken pipe)"]),
+        "{err}"
+    );
+    assert!(written["capture"]["packets"].as_u64().unwrap() < 80_000);
     let _ = std::fs::remove_dir_all(&dir);
 }
