@@ -960,13 +960,14 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
             consumed.map_err(output_error(Some(out)))?;
             let finished = pipeline.finish().map_err(output_error(Some(out)))?;
             let mut diagnostics = finished.diagnostics;
+            let device_failure = end.device_failure().map(|e| format!("{iface}: {e}"));
             record_problems(&mut diagnostics, end);
             diagnostics.finish();
             finished
                 .sink
                 .into_parts()
                 .map_err(output_error(Some(out)))?;
-            Ok(exit::OK)
+            device_failure.map_or(Ok(exit::OK), |e| Err(Error::Live(e)))
         }
         Mode::Report(opts) => {
             let mut out = output::open(opts.json.as_ref())?;
@@ -1083,6 +1084,7 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
                 m.update_from(&finished.counts, &mut finished.sink, &status);
             }
             let name = format!("live capture on {iface}");
+            let device_failure = end.device_failure().map(|e| format!("{iface}: {e}"));
             let SinkEnd {
                 report,
                 plots,
@@ -1095,7 +1097,11 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
                 m.server.publish(m.metrics.text());
             }
             let code = render(&report, plots.as_ref(), opts, &mut out)?;
-            failed.map_or(Ok(code), Err)
+            // An output or the device that failed fails the run once everything is written,
+            // so that a service manager restarts the monitor.
+            failed
+                .or(device_failure.map(Error::Live))
+                .map_or(Ok(code), Err)
         }
         Mode::Correlate { .. } => Err(Error::Usage(
             "--correlate reads capture files (-r), one per point".into(),

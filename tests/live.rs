@@ -294,6 +294,7 @@ fn live_capture_matches_offline_analysis() {
     a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs(&n, &dir);
     a_monitor_feeds_prometheus_and_a_rolling_dataset_as_the_offline_report_tells(&n, &dir);
     down_interface_and_permissions(&n);
+    an_interface_that_disappears_fails_the_run_with_the_outputs_written(&dir);
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -887,6 +888,50 @@ fn a_closed_terminal_ends_the_view_with_its_outputs_written(n: &Netns, dir: &Pat
         .filter(|e| e["event"] == "flow_end")
         .count();
     assert_eq!(flow_ends, 8);
+}
+
+/// The captured interface is deleted under a running monitor (a NIC reset, a VLAN
+/// interface recreated): the report and the events are written, and the run fails naming the
+/// interface, so that `Restart=on-failure` restarts the monitor. It once exited 0: systemd
+/// left it stopped.
+fn an_interface_that_disappears_fails_the_run_with_the_outputs_written(dir: &Path) {
+    let id = std::process::id();
+    let (host, peer) = (format!("rsx{id}"), format!("rsy{id}"));
+    sh(&[
+        "ip", "link", "add", &host, "type", "veth", "peer", "name", &peer,
+    ])
+    .unwrap();
+    for end in [&host, &peer] {
+        sh(&["ip", "link", "set", end, "mtu", "9000", "up"]).unwrap();
+    }
+    let (json, events) = (dir.join("gone.json"), dir.join("gone.ndjson"));
+    let json_arg = format!("--json={}", json.display());
+    let events_arg = format!("--events={}", events.display());
+    let child = start_capture(&["-i", &host, "--no-tui", &json_arg, &events_arg]);
+    let st = Command::new("tcpreplay")
+        .args(["-q", "-x", "10", "-i", &peer])
+        .arg(testdata("sample.pcap"))
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::thread::sleep(Duration::from_millis(500));
+    sh(&["ip", "link", "del", &host]).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with(&format!("roce-sniff: {host}: capture stopped: ")),
+        "{err}"
+    );
+    let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert!(report["capture"]["roce_packets"].as_u64().unwrap() > 0);
+    let flow_ends = json_lines(&events)
+        .iter()
+        .filter(|e| e["event"] == "flow_end")
+        .count();
+    assert_eq!(flow_ends, 8, "every flow still open is told at the end");
 }
 
 /// A down interface and a user without capture rights get one line each, and exit code 2.

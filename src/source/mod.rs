@@ -111,6 +111,16 @@ pub struct SourceEnd {
 }
 
 impl SourceEnd {
+    /// Why a live capture's device stopped it (the interface disappeared), if it did: the
+    /// run fails once its report and outputs are written, so that a service manager restarts
+    /// the monitor.
+    pub fn device_failure(&self) -> Option<&str> {
+        self.problems
+            .iter()
+            .find(|p| p.kind == WarningKind::CaptureStopped)
+            .map(|p| p.message.as_str())
+    }
+
     /// An output failed (`consumed`'s error, kept by the sink): the read stopped there.
     /// `what`: "capture" or "reading".
     pub fn output_failed(&mut self, what: &str, e: &io::Error) {
