@@ -589,12 +589,12 @@ fn report_from_file(
 /// `--events`: its output opened before any work, written line by line.
 fn events_writer(out: &Output) -> Result<crate::monitor::events::EventWriter, Error> {
     let w: Box<dyn Write + Send> = match out {
-        Output::File(path) => {
-            Box::new(std::fs::File::create(path).map_err(|source| Error::Output {
+        Output::File(path) => Box::new(crate::monitor::events::create_file(path).map_err(
+            |source| Error::Output {
                 path: path.clone(),
                 source,
-            })?)
-        }
+            },
+        )?),
         Output::Stdout => Box::new(io::stdout()),
     };
     Ok(crate::monitor::events::EventWriter::new(w))

@@ -42,6 +42,14 @@ enum Event<'a> {
     },
 }
 
+/// The events file: emptied, then written in append mode, so that logrotate's
+/// `copytruncate` works (once it empties the file, the next line goes to its start; written at
+/// the old offset, the file would begin with a hole of zero bytes as long as all it held).
+pub fn create_file(path: &std::path::Path) -> io::Result<std::fs::File> {
+    std::fs::File::create(path)?;
+    std::fs::OpenOptions::new().append(true).open(path)
+}
+
 /// Bytes gathered before they are handed to the file.
 const BUFFERED: usize = 1 << 16;
 
@@ -163,6 +171,35 @@ impl Drop for EventWriter {
 #[cfg(test)]
 mod tests {
     use super::{Event, EventWriter};
+
+    /// logrotate's `copytruncate` empties the file under the monitor: the lines written
+    /// after it start the file, with no hole of zero bytes before them.
+    #[test]
+    fn an_events_file_emptied_under_the_writer_starts_with_the_next_line() {
+        let path =
+            std::env::temp_dir().join(format!("roce-sniff-copytruncate-{}", std::process::id()));
+        std::fs::write(&path, "stale\n").unwrap();
+        let mut w = EventWriter::new(Box::new(super::create_file(&path).unwrap()));
+        w.drops(1, 5, 0).unwrap();
+        assert!(std::fs::read_to_string(&path)
+            .unwrap()
+            .starts_with("{\"event\":\"drops\""));
+        // What copytruncate does once it has copied the file.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(0)
+            .unwrap();
+        w.drops(2, 7, 0).unwrap();
+        drop(w);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(
+            text,
+            "{\"event\":\"drops\",\"ts_ns\":2,\"dropped\":7,\"if_dropped\":0}\n"
+        );
+    }
 
     fn sample_report() -> crate::model::Report {
         let data = std::fs::read("testdata/sample.pcap").unwrap();
