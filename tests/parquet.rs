@@ -275,3 +275,70 @@ fn a_rotated_export_holds_what_its_events_and_report_tell() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A dataset whose disk fills while a churn is read with --rotate (a 1 MB tmpfs): the run
+/// fails naming the file with the report written; the parts published before stay whole
+/// (DuckDB reads them all), and no temporary part is left. The message once read "External:
+/// No space left on device", and the set being opened when the disk filled stayed behind.
+#[test]
+fn a_full_disk_under_a_rolling_dataset_leaves_whole_parts_and_the_report() {
+    let base = std::env::temp_dir().join(format!("roce-sniff-pq-full-{}", std::process::id()));
+    let disk = base.join("disk");
+    std::fs::create_dir_all(&disk).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        .arg(&disk)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !mounted {
+        eprintln!("SKIPPED full-disk dataset test: cannot mount a tmpfs here (needs root)");
+        let _ = std::fs::remove_dir_all(&base);
+        return;
+    }
+    use roce_testgen::churn::{write_churn, ChurnConfig};
+    let capture = base.join("churn.pcap");
+    let cfg = ChurnConfig {
+        qps: 20_000,
+        ..ChurnConfig::default()
+    };
+    write_churn(std::fs::File::create(&capture).unwrap(), cfg).unwrap();
+    let (dataset, json) = (disk.join("ds"), base.join("report.json"));
+    let out = run_path(
+        &capture,
+        &[
+            "--flow-timeout",
+            "5ms",
+            "--parquet",
+            dataset.to_str().unwrap(),
+            "--rotate",
+            "10ms",
+            &format!("--json={}", json.display()),
+        ],
+    );
+    let err = stderr(&out);
+    let published = parts(&dataset, "packets", "churn");
+    let parts_hold = duckdb_rows(&format!(
+        "select count(*) from read_parquet('{}/*/*/*.parquet')",
+        dataset.display()
+    ));
+    let leftovers: Vec<String> = ["flows", "timeline", "findings", "pfc"]
+        .iter()
+        .flat_map(|t| std::fs::read_dir(dataset.join(t).join("capture=churn")).unwrap())
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    let _ = Command::new("umount").arg(&disk).status();
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let _ = std::fs::remove_dir_all(&base);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.ends_with(".parquet.tmp: no space left on the device"),
+        "{err}"
+    );
+    let warning = report["capture"]["warnings"][0].as_str().unwrap();
+    assert!(warning.starts_with("reading stopped: "), "{warning}");
+    assert!(!published.is_empty(), "some parts were published before");
+    assert!(parts_hold[0][0].as_u64().unwrap() > 0);
+    assert_eq!(leftovers, Vec::<String>::new());
+}

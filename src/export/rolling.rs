@@ -252,12 +252,11 @@ impl PartWriter {
     /// Writes what comes until the export hangs up; stops at the first error.
     fn run(mut self, rows: Receiver<Vec<Row>>) -> Result<(), Error> {
         let written = rows.iter().flatten().try_for_each(|row| self.write(row));
-        // The set begun after the last one published (or the one an error cut short) is
-        // never published: its temporary files go.
+        // The set begun after the last one published, and any an error cut short (the one
+        // being published, the next one being opened), is never published: its temporary
+        // files go.
         drop(self.part);
-        for table in TABLES {
-            let _ = std::fs::remove_file(temp_path(&self.cfg, table, self.seq));
-        }
+        remove_temporary_parts(&self.cfg);
         written
     }
 
@@ -355,9 +354,27 @@ fn next_id_path(cfg: &ExportConfig) -> PathBuf {
         .join(format!(".capture={}.next-flow-id", cfg.capture))
 }
 
+/// Removes the temporary parts in the capture's partitions: a run that did not end left
+/// them, or this one's writer stopped on an error.
+fn remove_temporary_parts(cfg: &ExportConfig) {
+    for table in TABLES {
+        let Ok(entries) = std::fs::read_dir(cfg.partition(table)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with(".part-") && name.ends_with(".parquet.tmp") {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+}
+
 /// The number after the highest part already in the capture's partitions; temporary parts a
 /// run that did not end left behind are removed.
 fn next_part(cfg: &ExportConfig) -> Result<u64, Error> {
+    remove_temporary_parts(cfg);
     let mut next = 0;
     for table in TABLES {
         let dir = cfg.partition(table);
@@ -367,9 +384,7 @@ fn next_part(cfg: &ExportConfig) -> Result<u64, Error> {
         for entry in entries.flatten() {
             let name = entry.file_name();
             let name = name.to_string_lossy();
-            if name.starts_with(".part-") && name.ends_with(".parquet.tmp") {
-                let _ = std::fs::remove_file(entry.path());
-            } else if let Some(n) = name
+            if let Some(n) = name
                 .strip_prefix("part-")
                 .and_then(|n| n.strip_suffix(".parquet"))
                 .and_then(|n| n.parse::<u64>().ok())

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::data_type::{BoolType, ByteArray, ByteArrayType, DoubleType, Int32Type, Int64Type};
+use parquet::errors::ParquetError;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::file::writer::SerializedFileWriter;
@@ -100,15 +101,15 @@ fn schema_text(name: &str, columns: &[Column]) -> String {
 impl Table {
     /// Creates `path` (its directory too) for a table of `columns`.
     pub fn create(path: &Path, name: &str, columns: &'static [Column]) -> Result<Table, Error> {
-        let out_err = |e: String| Error::Output {
+        let io_err = |source| Error::Output {
             path: path.to_path_buf(),
-            source: std::io::Error::other(e),
+            source,
         };
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| out_err(e.to_string()))?;
+            std::fs::create_dir_all(dir).map_err(io_err)?;
         }
         let schema =
-            parse_message_type(&schema_text(name, columns)).map_err(|e| out_err(e.to_string()))?;
+            parse_message_type(&schema_text(name, columns)).map_err(|e| out_err(path, e))?;
         let mut props = WriterProperties::builder();
         // Min/max of strings cost a comparison of every value and rarely prune anything.
         for c in columns.iter().filter(|c| c.kind == Kind::Str) {
@@ -128,9 +129,9 @@ impl Table {
                 super::PARQUET_SCHEMA.to_string(),
             )]))
             .build();
-        let file = File::create(path).map_err(|e| out_err(e.to_string()))?;
+        let file = File::create(path).map_err(io_err)?;
         let writer = SerializedFileWriter::new(file, Arc::new(schema), Arc::new(props))
-            .map_err(|e| out_err(e.to_string()))?;
+            .map_err(|e| out_err(path, e))?;
         let buffers = columns
             .iter()
             .map(|c| Buffer {
@@ -231,10 +232,19 @@ pub fn static_bytes(s: &'static str) -> ByteArray {
     ByteArray::from(bytes::Bytes::from_static(s.as_bytes()))
 }
 
-fn out_err(path: &Path, e: impl std::fmt::Display) -> Error {
+/// A Parquet error as an output's: an I/O error underneath (a full disk) keeps its kind, so
+/// that it reads as any output's does ("no space left on the device", not "External: ...").
+fn out_err(path: &Path, e: ParquetError) -> Error {
+    let source = match e {
+        ParquetError::External(inner) => match inner.downcast::<std::io::Error>() {
+            Ok(io) => *io,
+            Err(other) => std::io::Error::other(other),
+        },
+        e => std::io::Error::other(e),
+    };
     Error::Output {
         path: path.to_path_buf(),
-        source: std::io::Error::other(e.to_string()),
+        source,
     }
 }
 
