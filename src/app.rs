@@ -529,15 +529,12 @@ fn report_from_file(
     let mut track = annotate.as_ref().map(|_| FeedTrack::default());
     let mut pipeline = Pipeline::new(sink, diagnostics, run.threads);
     let (mut end, fed) = feed(source, &mut pipeline, &run.select, track.as_mut())?;
-    if let Err(e) = fed.and(pipeline.drain()) {
-        // An output the sink writes that failed (kept by the sink, told at its end) ends the
-        // read with the report written all the same; another failure ends the run here.
-        if !pipeline.sink().has_failed() {
-            let _ = out.flush();
-            return Err(consumer_failed(e));
-        }
-        end.output_failed("reading", &e);
-    }
+    stopped_by_output(
+        &mut end,
+        fed.and(pipeline.drain()),
+        pipeline.sink(),
+        "reading",
+    )?;
     let mut finished = pipeline
         .finish()
         .map_err(output_error(opts.json.as_ref()))?;
@@ -584,6 +581,24 @@ fn report_from_file(
         m.serve_final(&report);
     }
     Ok(code)
+}
+
+/// How feeding the report sink ended (`fed`): an output the sink writes that failed (kept by
+/// the sink, told at its end) stops the `what` ("reading", "capture") with the report written
+/// all the same, and a warning; any other failure ends the run here.
+fn stopped_by_output(
+    end: &mut SourceEnd,
+    fed: io::Result<()>,
+    sink: &ReportSink,
+    what: &str,
+) -> Result<(), Error> {
+    match fed {
+        Err(e) if sink.has_failed() => {
+            end.output_failed(what, &e);
+            Ok(())
+        }
+        fed => fed.map_err(consumer_failed),
+    }
 }
 
 /// `--events`: its output opened before any work, written line by line.
@@ -1060,14 +1075,7 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
                 Ok(())
             });
             display.finish()?;
-            // An output the sink writes that failed (kept by the sink, told at its end) ends
-            // the capture with the report written all the same; another failure ends it here.
-            if let Err(e) = fed {
-                if !pipeline.sink().has_failed() {
-                    return Err(consumer_failed(e));
-                }
-                end.output_failed("capture", &e);
-            }
+            stopped_by_output(&mut end, fed, pipeline.sink(), "capture")?;
             let mut finished = pipeline
                 .finish()
                 .map_err(output_error(opts.json.as_ref()))?;

@@ -15,7 +15,7 @@ use roce_parsers::capture::{CaptureParser, Next, Record};
 use super::blocks::{Feed, WINDOW};
 use super::framing::{self, Framed, FramingInput, Message};
 use super::mapped::MIN_MAPPED_BYTES;
-use super::{consumed, SourceEnd, SourceStatus};
+use super::{SourceEnd, SourceStatus};
 use crate::error::Error;
 
 /// Most records handed to the consumer at once.
@@ -164,17 +164,9 @@ impl FileSource {
     /// Reads the whole input, calling `consume` with batches of records in capture order.
     /// A header that is not a capture is an error; damage after a good header ends the read
     /// with the damage described in the outcome, after every good record was delivered. A
-    /// failure of `consume` is an output error.
-    pub fn for_each_batch(
-        self,
-        consume: impl FnMut(&[Record<'_>], &SourceStatus) -> io::Result<()>,
-    ) -> Result<SourceEnd, Error> {
-        self.read(consume).and_then(consumed)
-    }
-
-    /// `for_each_batch`, but a failure of `consume` ends the read as its end would, with what
-    /// the read learned (format, snap length, damage before it) handed back beside it: the
-    /// report of what was read can still be written.
+    /// failure of `consume` ends the read as its end would, with what the read learned
+    /// (format, snap length, damage before it) handed back beside it: the report of what was
+    /// read can still be written.
     pub fn read(
         self,
         mut consume: impl FnMut(&[Record<'_>], &SourceStatus) -> io::Result<()>,
@@ -278,7 +270,7 @@ mod tests {
 
     fn read_all(source: FileSource) -> Read {
         let mut records = Vec::new();
-        let end = source.for_each_batch(|batch, _| {
+        let end = source.read(|batch, _| {
             records.extend(
                 batch
                     .iter()
@@ -286,7 +278,7 @@ mod tests {
             );
             Ok(())
         });
-        let end = match end {
+        let end = match end.and_then(crate::source::consumed) {
             Ok(end) => end.problems.into_iter().map(|p| p.message).collect(),
             Err(e) => vec![e.to_string()],
         };

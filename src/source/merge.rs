@@ -16,7 +16,7 @@ use roce_parsers::capture::Record;
 use super::batch::CopiedBatch;
 use super::file::FileSource;
 use super::origins::FrameOrigins;
-use super::{consumed, SourceEnd, SourceProblem, SourceStatus};
+use super::{SourceEnd, SourceProblem, SourceStatus};
 use crate::error::Error;
 
 enum Message {
@@ -79,16 +79,9 @@ impl MergedFiles {
     }
 
     /// Reads every file, calling `consume` with batches of records in timestamp order (the
-    /// order of the inputs breaks ties); each record's `input` says which file it is from.
-    pub fn for_each_batch(
-        self,
-        consume: impl FnMut(&[Record<'_>], &SourceStatus) -> io::Result<()>,
-    ) -> Result<SourceEnd, Error> {
-        self.read(consume).and_then(consumed)
-    }
-
-    /// `for_each_batch`, but a failure of `consume` ends the read of every file, with what
-    /// the files learned handed back beside it (`FileSource::read`).
+    /// order of the inputs breaks ties); each record's `input` says which file it is from. A
+    /// failure of `consume` ends the read of every file, with what the files learned handed
+    /// back beside it (`FileSource::read`).
     pub fn read(
         self,
         consume: impl FnMut(&[Record<'_>], &SourceStatus) -> io::Result<()>,
