@@ -4,8 +4,9 @@
 //! that `report` renders; `annotate` copies the frames read, with comments. `app` wires them together; `cli` turns flags into a configuration.
 //!
 //! The only `unsafe` code is the memory map of a capture file (`source::mapped`, with its
-//! contract and guards; `--no-mmap` reads files in blocks instead) and one call that returns
-//! freed heap pages to the system (`memory`).
+//! contract and guards; `--no-mmap` reads files in blocks instead), one call that returns
+//! freed heap pages to the system (`memory`) and the `poll` that waits for the kernel's capture
+//! ring (`source::live`).
 #![deny(unsafe_code)]
 
 /// `eprintln!` that never panics: once the terminal is gone (a closed SSH session), writing

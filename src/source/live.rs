@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use pcap::{Active, Capture, Device, Precision, Savefile};
 use roce_parsers::capture::Record;
 
+use super::pace::{Pacer, Wait};
 use super::{SourceEnd, SourceProblem, SourceStatus};
 use crate::diagnostics::Diagnostics;
 use crate::error::Error;
@@ -26,12 +27,9 @@ const DEFAULT_FILTER: &str = "(udp dst port 4791 or ether proto 0x8915 or ether 
 const DEFAULT_FILTER_COOKED: &str = "udp dst port 4791 or ether proto 0x8915 or ether proto 0x8808";
 /// The kernel's capture buffer without -B.
 const DEFAULT_BUFFER_BYTES: i32 = 64 << 20;
-/// Pause when the capture buffer is empty (the kernel keeps buffering meanwhile), doubled
-/// while it stays empty up to `IDLE_SLEEP_MAX`: an idle capture wakes 100 times a second, not
-/// 1,000 (that polling was most of the CPU of a quiet capture), and a burst after a pause waits
-/// at most 10 ms in the kernel's ring.
-const IDLE_SLEEP: Duration = Duration::from_millis(1);
-const IDLE_SLEEP_MAX: Duration = Duration::from_millis(10);
+/// The kernel's counters are read at most this often: libpcap opens and reads two sysfs files
+/// for each reading (the interface's drops), 4% of a live analysis's CPU when read per chunk.
+const STATS_EVERY: Duration = Duration::from_millis(250);
 /// A chunk is handed on at least this often, even when small or empty, so that the status
 /// view and -c/--duration stay responsive at low rates.
 const CHUNK_AGE: Duration = Duration::from_millis(50);
@@ -154,6 +152,10 @@ pub struct LiveSource {
     savefile: Option<Savefile>,
     count: Option<u64>,
     duration: Option<Duration>,
+    /// The ring's size, for pacing.
+    ring_bytes: u64,
+    /// The kernel's counters as last read, and when.
+    kernel: Option<(super::KernelCounters, Instant)>,
 }
 
 /// A captured packet as frame `frame` of this capture (frames are numbered from 1, as in the
@@ -217,20 +219,47 @@ impl LiveSource {
             savefile,
             count: live.count,
             duration: live.duration,
+            ring_bytes: buffer as u64,
+            kernel: None,
         })
     }
 
-    fn status(&mut self) -> SourceStatus {
-        let kernel = self.cap.stats().ok().map(|s| super::KernelCounters {
-            received: u64::from(s.received),
-            dropped: u64::from(s.dropped),
-            if_dropped: u64::from(s.if_dropped),
-        });
+    /// The source's counters; the kernel's are read again when `fresh` or `STATS_EVERY` old.
+    fn status(&mut self, now: Instant, fresh: bool) -> SourceStatus {
+        let stale = self
+            .kernel
+            .is_none_or(|(_, read)| fresh || now.duration_since(read) >= STATS_EVERY);
+        if stale {
+            if let Ok(s) = self.cap.stats() {
+                let counters = super::KernelCounters {
+                    received: u64::from(s.received),
+                    dropped: u64::from(s.dropped),
+                    if_dropped: u64::from(s.if_dropped),
+                };
+                self.kernel = Some((counters, now));
+            }
+        }
+        let kernel = self.kernel.map(|(k, _)| k);
         SourceStatus {
             nanosecond_times: Self::NANOSECOND_TIMES,
             capture_drops: kernel.map(|k| k.dropped + k.if_dropped),
             kernel,
         }
+    }
+
+    /// Blocks until the kernel hands a block of frames over, `timeout` at most.
+    #[allow(unsafe_code)]
+    fn poll_ring(&self, timeout: Duration) {
+        use std::os::fd::AsRawFd;
+        let mut fd = libc::pollfd {
+            fd: self.cap.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let millis = timeout.as_millis().clamp(1, 1000) as libc::c_int;
+        // SAFETY: one valid pollfd, for the call's duration. An error (EINTR at Ctrl-C) only
+        // ends the wait early; the next dispatch reports a broken capture.
+        unsafe { libc::poll(&mut fd, 1, millis) };
     }
 
     /// Captures until -c, --duration or `stop` (Ctrl-C), calling `consume` with chunks of
@@ -299,7 +328,7 @@ impl LiveSource {
         let mut in_chunk = 0;
         let mut last_handed = started;
         let mut captured = 0u64;
-        let mut idle_sleep = IDLE_SLEEP;
+        let mut pacer = Pacer::new(self.ring_bytes, started);
         loop {
             let now = Instant::now();
             let left = self.count.map_or(u64::MAX, |n| n.saturating_sub(captured));
@@ -309,7 +338,7 @@ impl LiveSource {
                 || consumer_failed.load(Ordering::Relaxed);
             if done || in_chunk >= CHUNK_FRAMES || now - last_handed >= CHUNK_AGE {
                 let full = std::mem::replace(&mut chunk, next_chunk(&decoder));
-                if tx.send((full, in_chunk, self.status())).is_err() {
+                if tx.send((full, in_chunk, self.status(now, done))).is_err() {
                     return None;
                 }
                 in_chunk = 0;
@@ -331,17 +360,19 @@ impl LiveSource {
                     sf.write(&packet);
                 }
                 captured += 1;
+                pacer.taken(u64::from(packet.header.caplen));
                 decoder.decode(&record_of(&packet, *linktype, captured), &mut chunk);
                 in_chunk += 1;
             });
             match taken {
-                Ok(0) => {
-                    std::thread::sleep(idle_sleep);
-                    idle_sleep = (idle_sleep * 2).min(IDLE_SLEEP_MAX);
-                }
-                Ok(_) => idle_sleep = IDLE_SLEEP,
+                // Fewer than asked for: the ring is empty.
+                Ok(n) if n < want => match pacer.wait(Instant::now()) {
+                    Wait::Sleep(pause) => std::thread::sleep(pause),
+                    Wait::Poll => self.poll_ring(CHUNK_AGE.saturating_sub(last_handed.elapsed())),
+                },
+                Ok(_) => {}
                 Err(e) => {
-                    let _ = tx.send((chunk, in_chunk, self.status()));
+                    let _ = tx.send((chunk, in_chunk, self.status(Instant::now(), true)));
                     return Some(format!("capture stopped: {e}"));
                 }
             }

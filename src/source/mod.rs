@@ -10,6 +10,7 @@ pub mod live;
 pub mod mapped;
 pub mod merge;
 pub mod origins;
+pub mod pace;
 
 use std::io;
 
