@@ -41,7 +41,8 @@ impl Pacer {
         }
     }
 
-    /// `bytes` more were taken from the ring (their size in it, headers included).
+    /// `bytes` more were taken from the ring (captured lengths: the ring's own headers are
+    /// left out, a few percent of a RoCE frame).
     pub fn taken(&mut self, bytes: u64) {
         self.bytes += bytes;
     }
