@@ -21,6 +21,7 @@ use roce_sniff::export::{ExportConfig, Exporter, DEFAULT_BIN_NS};
 use roce_sniff::monitor::events::EventWriter;
 use roce_sniff::pipeline::Sink;
 use roce_sniff::report_sink::ReportSink;
+use roce_sniff::summary::PacketSummary;
 use roce_sniff::verify::CaptureContext;
 use roce_testgen::churn::{write_churn, ChurnConfig};
 
@@ -66,22 +67,29 @@ fn run(capture: &[u8], mut sink: ReportSink) {
     loop {
         match parser.next(&capture[at..], at as u64).expect("whole") {
             Next::Record(rec, used) => {
-                let s = summarize(meta.counts.frames + 1, &rec, DecodeOptions::default());
-                meta.counts.add(&s);
-                batch.push(s);
+                let frame_no = meta.counts.frames + batch.len() as u64 + 1;
+                batch.push(summarize(frame_no, &rec, DecodeOptions::default()));
                 at += used;
             }
             Next::Skip(used) => at += used,
             Next::Incomplete { .. } => break,
         }
         if batch.len() == BATCH {
-            sink.consume(&mut batch).expect("to a sink");
-            batch.clear();
+            consume(&mut sink, &mut batch, &mut meta);
         }
     }
-    sink.consume(&mut batch).expect("to a sink");
+    consume(&mut sink, &mut batch, &mut meta);
     sink.finish(meta, &CaptureContext::default(), None)
         .expect("the outputs written");
+}
+
+/// Hands `batch` to `sink` with the frames counted before it, then counts it.
+fn consume(sink: &mut ReportSink, batch: &mut Vec<PacketSummary>, meta: &mut CaptureMeta) {
+    sink.consume(batch, &meta.counts).expect("to a sink");
+    for s in batch.iter() {
+        meta.counts.add(s);
+    }
+    batch.clear();
 }
 
 /// The CPU time of the whole process so far: every thread's, the Parquet writer's too.

@@ -1026,7 +1026,8 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
                 // frame to tell the time. A busy link's frames tell it.
                 if frames == 0 {
                     let wall = crate::live::now_ns().saturating_sub(IDLE_CLOCK_SLACK_NS);
-                    pipeline.sink_mut().advance_clock(wall)?;
+                    let (sink, counts) = pipeline.sink_and_counts();
+                    sink.advance_clock(wall, counts)?;
                 }
                 let told = pipeline.sink_mut().take_told_findings();
                 if !told.is_empty() {

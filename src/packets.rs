@@ -16,7 +16,7 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
 use crate::analysis::Analyzer;
-use crate::decode::decode;
+use crate::decode::{decode, FrameCounts};
 use crate::export::Exporter;
 use crate::pipeline::{Position, Sink};
 use crate::summary::PacketSummary;
@@ -900,7 +900,7 @@ impl<W: Write + Send> Sink for PacketPrinter<W> {
         chunk.text.clear();
     }
 
-    fn consume(&mut self, chunk: &mut PrintedChunk) -> io::Result<()> {
+    fn consume(&mut self, chunk: &mut PrintedChunk, _counted: &FrameCounts) -> io::Result<()> {
         self.out.write_all(&chunk.text)?;
         if let Some((analyzer, exporter)) = self.export.as_mut() {
             for s in &chunk.summaries {

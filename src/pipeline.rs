@@ -54,8 +54,8 @@ pub trait Sink: Send {
     }
     /// The frames of a decoded chunk, for the counters and the diagnostics.
     fn summaries(chunk: &Self::Chunk) -> &[PacketSummary];
-    /// Takes a decoded chunk, in capture order.
-    fn consume(&mut self, chunk: &mut Self::Chunk) -> std::io::Result<()>;
+    /// Takes a decoded chunk, in capture order; `counted` holds the frames before it.
+    fn consume(&mut self, chunk: &mut Self::Chunk, counted: &FrameCounts) -> std::io::Result<()>;
     /// Empties a consumed chunk, its room kept for the next.
     fn clear(chunk: &mut Self::Chunk);
 }
@@ -107,6 +107,8 @@ impl<S: Sink> Consumer<S> {
     }
 
     fn take(&mut self, chunk: &mut S::Chunk) -> std::io::Result<()> {
+        // The sink is told the counts before the chunk, so that one counter serves both.
+        let consumed = self.sink.consume(chunk, &self.counts);
         for s in S::summaries(chunk) {
             self.check_time(s);
             self.check_mirror_clock(s);
@@ -115,7 +117,7 @@ impl<S: Sink> Consumer<S> {
                 self.diagnostics.frame_problem(s.frame_no, e, s.malformed);
             }
         }
-        self.sink.consume(chunk)
+        consumed
     }
 }
 
@@ -208,6 +210,11 @@ impl<S: Sink> Pipeline<S> {
 
     pub fn sink_mut(&mut self) -> &mut S {
         &mut self.consumer.sink
+    }
+
+    /// The sink, and the frames counted so far.
+    pub fn sink_and_counts(&mut self) -> (&mut S, &FrameCounts) {
+        (&mut self.consumer.sink, &self.consumer.counts)
     }
 
     /// The frames counted so far (those consumed).

@@ -8,7 +8,7 @@ use roce_parsers::DecodeOptions;
 
 use crate::analysis::report_build::CaptureMeta;
 use crate::analysis::{AnalysisConfig, Analyzer};
-use crate::decode::summarize;
+use crate::decode::{summarize, FrameCounts};
 use crate::error::Error;
 use crate::export::Exporter;
 use crate::model::{Expectations, Finding, PlotData, Report};
@@ -179,13 +179,13 @@ impl ReportSink {
 
     /// The capture's clock moved to `now` with no frame (an idle live link): connections idle
     /// longer than the flow timeout end.
-    pub fn advance_clock(&mut self, now: u64) -> io::Result<()> {
+    pub fn advance_clock(&mut self, now: u64, counted: &FrameCounts) -> io::Result<()> {
         self.analyzer.sweep(now);
         self.tell_ended();
         if let Some(new) = self
             .watch
             .as_mut()
-            .and_then(|w| w.clock(now, &mut self.analyzer))
+            .and_then(|w| w.clock(now, &mut self.analyzer, counted))
         {
             self.tell_findings(&new);
         }
@@ -323,6 +323,15 @@ fn add_frame_refs(findings: &mut [Finding], origins: &FrameOrigins) {
     }
 }
 
+/// `counted` and then `frames`.
+fn counted_through(counted: &FrameCounts, frames: &[PacketSummary]) -> FrameCounts {
+    let mut counts = counted.clone();
+    for s in frames {
+        counts.add(s);
+    }
+    counts
+}
+
 impl Sink for ReportSink {
     type Chunk = Vec<PacketSummary>;
     type Decoder = DecodeOptions;
@@ -354,12 +363,14 @@ impl Sink for ReportSink {
 
     /// Every frame of the chunk is analysed, even after an output failed: the capture stops
     /// at the error returned, and the report covers every frame counted.
-    fn consume(&mut self, chunk: &mut Vec<PacketSummary>) -> io::Result<()> {
-        for s in chunk.iter() {
+    fn consume(&mut self, chunk: &mut Vec<PacketSummary>, counted: &FrameCounts) -> io::Result<()> {
+        for (k, s) in chunk.iter().enumerate() {
+            // The frames before `s`, counted only when findings are evaluated (rarely).
+            let before = || counted_through(counted, &chunk[..k]);
             if let Some(new) = self
                 .watch
                 .as_mut()
-                .and_then(|w| w.frame(s, &mut self.analyzer))
+                .and_then(|w| w.frame(s, &mut self.analyzer, before))
             {
                 self.tell_findings(&new);
             }
@@ -418,8 +429,8 @@ mod tests {
         let mut meta = CaptureMeta::default();
         while let Next::Record(rec, used) = parser.next(&data[at..], at as u64).unwrap() {
             let s = summarize(meta.counts.frames + 1, &rec, DecodeOptions::default());
+            sink.consume(&mut vec![s], &meta.counts).unwrap();
             meta.counts.add(&s);
-            sink.consume(&mut vec![s]).unwrap();
             at += used;
         }
         meta

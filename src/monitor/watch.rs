@@ -25,8 +25,6 @@ pub struct FindingWatch {
     /// The size of `told` at which the ended flows are forgotten.
     forget_at: usize,
     next_evaluation_ns: Option<u64>,
-    /// The frames so far, for the capture-wide findings of an evaluation.
-    counts: FrameCounts,
 }
 
 /// What a finding is told of, with its code: the same code may hold of several.
@@ -89,8 +87,14 @@ const FORGET_SLACK: usize = 1_024;
 impl FindingWatch {
     /// Called before `s` is analysed: when `s` starts a new second of capture time, the
     /// findings of what came before it are evaluated; those not told before are returned.
-    pub fn frame(&mut self, s: &PacketSummary, an: &mut Analyzer) -> Option<NewFindings> {
-        let new = match self.next_evaluation_ns {
+    /// `before` counts the frames before `s` (called only for an evaluation).
+    pub fn frame(
+        &mut self,
+        s: &PacketSummary,
+        an: &mut Analyzer,
+        before: impl FnOnce() -> FrameCounts,
+    ) -> Option<NewFindings> {
+        match self.next_evaluation_ns {
             None => {
                 self.next_evaluation_ns = Some(s.ts_ns + EVALUATE_EVERY_NS);
                 None
@@ -98,38 +102,46 @@ impl FindingWatch {
             Some(next) if s.ts_ns >= next => {
                 // The next second after this frame (a quiet stretch has nothing to tell).
                 self.next_evaluation_ns = Some(s.ts_ns + EVALUATE_EVERY_NS);
-                self.evaluate(an)
+                self.evaluate(an, before())
             }
             // Noteworthy flows end faster than a second would hold them (a live churn of lossy
             // QPs): evaluated now, the second going on.
-            Some(_) if an.recent_ended_full() => self.evaluate(an),
+            Some(_) if an.recent_ended_full() => self.evaluate(an, before()),
             Some(_) => None,
-        };
-        self.counts.add(s);
-        new
+        }
     }
 
     /// The capture's clock moved to `now` with no frame (an idle live link): what came before
     /// is evaluated once when a second has passed, so that the last burst's findings are told
     /// without waiting for the next frame.
-    pub fn clock(&mut self, now: u64, an: &mut Analyzer) -> Option<NewFindings> {
+    /// `counted`: the frames so far.
+    pub fn clock(
+        &mut self,
+        now: u64,
+        an: &mut Analyzer,
+        counted: &FrameCounts,
+    ) -> Option<NewFindings> {
         let next = self.next_evaluation_ns?;
         if now < next {
-            return an.recent_ended_full().then(|| self.evaluate(an)).flatten();
+            return an
+                .recent_ended_full()
+                .then(|| self.evaluate(an, counted.clone()))
+                .flatten();
         }
         // Nothing new until a frame comes; the first one starts the next second.
         self.next_evaluation_ns = None;
-        self.evaluate(an)
+        self.evaluate(an, counted.clone())
     }
 
     /// Evaluates the findings of the traffic so far, the flows that ended since the last
-    /// evaluation included (then forgotten); those not told before are returned.
-    pub fn evaluate(&mut self, an: &mut Analyzer) -> Option<NewFindings> {
+    /// evaluation included (then forgotten); those not told before are returned. `counts`:
+    /// the frames so far.
+    pub fn evaluate(&mut self, an: &mut Analyzer, counts: FrameCounts) -> Option<NewFindings> {
         let meta = CaptureMeta {
             file: String::new(),
             format: None,
             snaplen: 0,
-            counts: self.counts.clone(),
+            counts,
             warnings: Vec::new(),
             selection: None,
         };
