@@ -267,6 +267,10 @@ pub struct Analyzer {
     /// Flow lookup on every packet: FxHash, as SipHash showed in profiles (a capture is not an
     /// adversary that can pick keys to collide: flows are bounded by --max-flows anyway).
     pub(crate) index: FxHashMap<FlowKey, usize>,
+    /// The open flow the latest RoCE packet went to: a QP's packets come in runs (3 on
+    /// average on a busy link), and an open flow's key is its own, so a flow at this index
+    /// with the packet's key is the one `index` holds, found without hashing.
+    last_flow_index: usize,
     /// Hosts' names shared by report entries.
     host_names: report_build::HostNames,
     /// CM requests and what came of them.
@@ -341,6 +345,7 @@ impl Analyzer {
             next_sweep_ns: 0,
             ended_rtt: Vec::new(),
             index: FxHashMap::default(),
+            last_flow_index: usize::MAX,
             host_names: Default::default(),
             cm_requests: HashMap::new(),
             cm_pairs: HashMap::new(),
@@ -483,9 +488,16 @@ impl Analyzer {
     }
 
     fn flow_index(&mut self, key: FlowKey, p: &PacketSummary) -> Option<usize> {
-        if let Some(&i) = self.index.get(&key) {
+        let last = self.last_flow_index;
+        let open = if self.flows.get(last).is_some_and(|f| f.key == key) {
+            Some(last)
+        } else {
+            self.index.get(&key).copied()
+        };
+        if let Some(i) = open {
             // A QP used again after its connection timed out starts a new flow.
             if !self.end_if_idle(i, p.ts_ns) {
+                self.last_flow_index = i;
                 return Some(i);
             }
         }
@@ -503,6 +515,7 @@ impl Analyzer {
         }
         self.flows.push(Box::new(flow));
         self.index.insert(key, i);
+        self.last_flow_index = i;
         if let Some(&j) = cm_pair.and_then(|(peer_key, ..)| self.index.get(&peer_key)) {
             self.pair(i, j, PairingMethod::RdmaCm);
         }
