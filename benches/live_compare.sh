@@ -16,6 +16,7 @@
 #
 #   benches/live_compare.sh [LONG_LIVED_CAPTURE]
 #   RATE=300000 ROUNDS=2   # frames/s of the replays (where tcpdump drops nothing here); rounds
+#   LONG_ONLY=1            # the long-lived replays only (the churn takes minutes a round)
 #
 # Needs root, network namespaces, tcpreplay and perf (falls back to /usr/bin/time without perf).
 set -euo pipefail
@@ -88,10 +89,11 @@ print(r['capture']['packets'], l['dropped'] + l['if_dropped'])"
 }
 
 # One row per command: CPU (least of the rounds), dropped (most), captured, peak MiB, rate.
-declare -A CPU DROP CAPT MIB PPS
+declare -A CPU DROP CAPT MIB PPS EVERY_CPU
 ROWS=()
 keep() { # NAME CPU CAPTURED DROPPED KIB RATE
     local name=$1
+    EVERY_CPU[$name]+="$2 "
     if [ -z "${CPU[$name]:-}" ]; then
         ROWS+=("$name"); CPU[$name]=$2; CAPT[$name]=$3; DROP[$name]=$4; MIB[$name]=$(($5 / 1024)); PPS[$name]=$6
         return
@@ -133,6 +135,12 @@ run_view() {
     keep "$name" "$(cpu_seconds)" $(captured_dropped "$DIR/live.err") "$(cat "$DIR/live.mem")" "$rate"
 }
 
+# median NAME: the median CPU of NAME's rounds (the least can be one lucky round)
+median() {
+    echo "${EVERY_CPU[$1]}" | tr ' ' '\n' | grep . | sort -g | awk '{v[NR] = $1}
+        END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+}
+
 # table BASE ANALYSIS: the rows so far, each against the BASE row's CPU (tcpdump) and, for the
 # outputs, what they add to the ANALYSIS row's
 table() {
@@ -156,10 +164,13 @@ for _ in $(seq "$ROUNDS"); do
 done
 echo "live, long-lived QPs: $LONG ($LONG_FRAMES frames) replayed at $RATE frames/s into a veth pair; CPU: $CLOCK, least of $ROUNDS"
 table "$TCPDUMP" "$ANALYSIS"
-LONG_RATIO=$(awk "BEGIN{printf \"%.1f\", ${CPU[$ANALYSIS]} / ${CPU[$TCPDUMP]}}")
+LONG_RATIO=$(awk "BEGIN{printf \"%.2f\", ${CPU[$ANALYSIS]} / ${CPU[$TCPDUMP]}}")
 echo "  target: nothing dropped; the analysis alone at most 2x tcpdump's CPU (${LONG_RATIO}x)"
+MEDIAN_RATIO=$(awk "BEGIN{printf \"%.2f\", $(median "$ANALYSIS") / $(median "$TCPDUMP")}")
+echo "  medians of the rounds: tcpdump $(median "$TCPDUMP") s, the analysis $(median "$ANALYSIS") s (${MEDIAN_RATIO}x)"
+[ -z "${LONG_ONLY:-}" ] || exit 0
 
-ROWS=(); CPU=(); DROP=(); CAPT=(); MIB=(); PPS=()
+ROWS=(); CPU=(); DROP=(); CAPT=(); MIB=(); PPS=(); EVERY_CPU=()
 LIVE=("$BIN" -i "$HOST" --no-tui --flow-timeout 5ms --json="$DIR/live.json")
 for _ in $(seq "$ROUNDS"); do
     rm -rf "$DIR/live-dataset" "$DIR/live.ndjson"

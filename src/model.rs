@@ -110,6 +110,9 @@ pub struct LiveStats {
     pub received: u64,
     pub dropped: u64,
     pub if_dropped: u64,
+    /// The first frame captured and decoded on a thread of its own (1 with --capture-thread;
+    /// later when the thread that analyses fell behind; `None`: one thread did all).
+    pub capture_thread_from_frame: Option<u64>,
 }
 
 /// A flow's report entry. `--events` writes it by hand (`monitor::flow_json`, 3x faster): a

@@ -99,6 +99,12 @@ pub struct Args {
     #[arg(long, help_heading = "Live capture")]
     pub no_tui: bool,
 
+    /// Capture and decode on a thread of their own from the start, the analysis on another.
+    /// Without it one thread does all while it keeps up (it costs least), and the second
+    /// starts once the kernel's buffer is not emptied for 250 ms or frames are dropped.
+    #[arg(long, help_heading = "Live capture")]
+    pub capture_thread: bool,
+
     /// Also write the frames to this pcap file: what a live capture sees, or what is kept of
     /// a file (with a filter or --qp: one connection to hand to Wireshark).
     #[arg(
@@ -664,6 +670,9 @@ impl Args {
         if self.no_tui && self.interface.is_none() {
             return Err(usage("--no-tui applies to live capture (-i)"));
         }
+        if self.capture_thread && self.interface.is_none() {
+            return Err(usage("--capture-thread applies to live capture (-i)"));
+        }
         if self.no_mmap && self.read.is_empty() {
             return Err(usage(
                 "--no-mmap applies to reading capture files (-r FILE)",
@@ -683,6 +692,7 @@ impl Args {
                 write: self.write.clone(),
                 buffer_kib: self.buffer_size,
                 no_tui: self.no_tui,
+                capture_thread: self.capture_thread,
             }))
         } else if self.list_interfaces {
             Ok(Source::ListDevices)
@@ -1108,6 +1118,7 @@ mod tests {
                 write: None,
                 buffer_kib: None,
                 no_tui: false,
+                capture_thread: false,
             })
         );
         // -c, -w and a filter select from a file too; --duration is live only.

@@ -193,7 +193,7 @@ impl FileSource {
                     }
                     let _ = done.send(block);
                 }
-                Message::End(end) => return end.map(|end| (end, delivered)),
+                Message::End(end) => return (*end).map(|end| (end, delivered)),
             }
         }
         Err(Error::Input {

@@ -23,7 +23,8 @@ const SPARE_LISTS: usize = 4;
 /// What the framing thread sends: blocks with their records, then how the read ended.
 pub enum Message {
     Framed(Framed),
-    End(Result<SourceEnd, Error>),
+    /// Boxed: sent once, and as large as five blocks' messages.
+    End(Box<Result<SourceEnd, Error>>),
 }
 
 /// The records framed in one block of bytes.
@@ -86,7 +87,7 @@ pub fn spawn(input: FramingInput) -> (mpsc::Receiver<Message>, mpsc::Sender<Fram
     let (done, done_rx) = mpsc::channel::<Framed>();
     std::thread::spawn(move || {
         let end = Framer::start(input).and_then(|framer| framer.run(&framed_tx, &done_rx));
-        let _ = framed_tx.send(Message::End(end));
+        let _ = framed_tx.send(Message::End(Box::new(end)));
     });
     (framed, done)
 }

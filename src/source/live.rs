@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use pcap::{Active, Capture, Device, Precision, Savefile};
 use roce_parsers::capture::Record;
 
-use super::pace::{Pacer, Wait};
+use super::pace::{Backlog, Pacer, Wait};
 use super::{SourceEnd, SourceProblem, SourceStatus};
 use crate::diagnostics::Diagnostics;
 use crate::error::Error;
@@ -74,6 +74,8 @@ pub struct LiveConfig {
     pub buffer_kib: Option<u32>,
     /// --no-tui: status lines even on a terminal.
     pub no_tui: bool,
+    /// --capture-thread: capture and decode on a thread of their own from the start.
+    pub capture_thread: bool,
 }
 
 /// `-D`: the interfaces libpcap can open, numbered like `tcpdump -D`.
@@ -156,6 +158,22 @@ pub struct LiveSource {
     ring_bytes: u64,
     /// The kernel's counters as last read, and when.
     kernel: Option<(super::KernelCounters, Instant)>,
+    /// When the capture started (for --duration), and the frames captured so far.
+    started: Instant,
+    captured: u64,
+    /// The capture and the decoding run on a thread of their own (else once one thread
+    /// falls behind).
+    capture_thread: bool,
+    /// The first frame they did so for.
+    capture_thread_from_frame: Option<u64>,
+}
+
+/// Why the capture loop returned.
+enum LoopEnd {
+    /// The capture ended (-c, --duration, Ctrl-C, a consumer that failed), or failed: why.
+    Stopped(Option<String>),
+    /// The thread that also consumes fell behind: the capture goes on on a thread of its own.
+    Behind,
 }
 
 /// A captured packet as frame `frame` of this capture (frames are numbered from 1, as in the
@@ -221,6 +239,10 @@ impl LiveSource {
             duration: live.duration,
             ring_bytes: buffer as u64,
             kernel: None,
+            started: Instant::now(),
+            captured: 0,
+            capture_thread: live.capture_thread,
+            capture_thread_from_frame: None,
         })
     }
 
@@ -264,31 +286,64 @@ impl LiveSource {
 
     /// Captures until -c, --duration or `stop` (Ctrl-C), calling `consume` with chunks of
     /// frames `decoder` decoded, in capture order, with how many frames each holds, at least
-    /// every `CHUNK_AGE`. The capture and the decoding run on a thread of their own (a busy
-    /// analysis must not keep it from emptying the kernel's buffer); `consume` runs on this
-    /// one. At most `QUEUED_CHUNKS` chunks wait between them. When `consume` fails (an
-    /// output that cannot be written), the capture stops: the end, with the consumer's error
-    /// (which the caller tells).
+    /// every `CHUNK_AGE`. When `consume` fails (an output that cannot be written), the capture
+    /// stops: the end, with the consumer's error (which the caller tells).
+    ///
+    /// One thread captures, decodes and consumes while it keeps up (the kernel's ring is the
+    /// buffer), as it costs least. Once it falls behind (see `Backlog`), or from the start with
+    /// `capture_thread`, the capture and the decoding go on on a thread of their own, so that a
+    /// busy analysis does not keep the ring from being emptied; at most `QUEUED_CHUNKS` chunks
+    /// wait between the two.
     pub fn for_each_chunk<D: FrameDecode>(
-        self,
+        mut self,
         stop: &AtomicBool,
-        decoder: D,
+        mut decoder: D,
         mut consume: impl FnMut(&mut D::Chunk, usize, &SourceStatus) -> io::Result<()>,
     ) -> (SourceEnd, io::Result<()>) {
+        let mut consumed = Ok(());
+        let consumer_failed = AtomicBool::new(false);
+        if !self.capture_thread {
+            let backlog = Backlog::new(Instant::now());
+            let end = self.capture_loop(
+                stop,
+                &consumer_failed,
+                &mut decoder,
+                Some(backlog),
+                |mut handed| {
+                    let (chunk, frames, status) = &mut handed;
+                    consumed = consume(chunk, *frames, status);
+                    if consumed.is_err() {
+                        consumer_failed.store(true, Ordering::SeqCst);
+                        return None;
+                    }
+                    Some(handed.0)
+                },
+            );
+            match end {
+                LoopEnd::Stopped(failure) => return (self.end(failure), consumed),
+                LoopEnd::Behind => self.capture_thread = true,
+            }
+        }
+        self.capture_thread_from_frame = Some(self.captured + 1);
         let (tx, rx) = mpsc::sync_channel::<Handed<D::Chunk>>(QUEUED_CHUNKS);
         // Chunks go back to be filled again.
         let (recycle_tx, recycle_rx) = mpsc::channel::<D::Chunk>();
-        // Set when the consumer failed (an output that cannot be written): capturing stops.
-        let consumer_failed = AtomicBool::new(false);
         let (source, failure, consumed) = std::thread::scope(|scope| {
             let failed = &consumer_failed;
             let capture = scope.spawn(move || {
                 let mut source = self;
-                let failure = source.capture_loop(stop, failed, decoder, &tx, &recycle_rx);
+                let hand = |handed| {
+                    tx.send(handed).ok()?;
+                    recycle_rx.try_recv().ok()
+                };
+                let end = source.capture_loop(stop, failed, &mut decoder, None, hand);
                 drop(tx);
+                let failure = match end {
+                    LoopEnd::Stopped(failure) => failure,
+                    LoopEnd::Behind => None,
+                };
                 (source, failure)
             });
-            let mut consumed = Ok(());
             for (mut chunk, frames, status) in rx.iter() {
                 if consumed.is_ok() {
                     consumed = consume(&mut chunk, frames, &status);
@@ -304,48 +359,58 @@ impl LiveSource {
         (source.end(failure), consumed)
     }
 
-    /// The capture thread: frames decoded into chunks sent to `tx`; what stopped the
-    /// capture, if it failed. Frames are taken with `pcap_dispatch`, which hands each one
-    /// where it lies in the ring: `pcap_next_ex` copies every frame first (libpcap's
-    /// one-shot buffer), 6-14% of a live analysis's CPU.
+    /// Captures and decodes frames into chunks handed on with `hand`, which gives back an
+    /// emptied chunk to fill when it has one. Frames are taken with `pcap_dispatch`, which
+    /// hands each one where it lies in the ring: `pcap_next_ex` copies every frame first
+    /// (libpcap's one-shot buffer), 6-14% of a live analysis's CPU. With a `backlog`, it
+    /// returns `Behind` (its frames all handed on) once it falls behind.
     fn capture_loop<D: FrameDecode>(
         &mut self,
         stop: &AtomicBool,
         consumer_failed: &AtomicBool,
-        mut decoder: D,
-        tx: &mpsc::SyncSender<Handed<D::Chunk>>,
-        recycled: &mpsc::Receiver<D::Chunk>,
-    ) -> Option<String> {
-        let started = Instant::now();
-        let next_chunk = |decoder: &D| match recycled.try_recv() {
-            Ok(mut chunk) => {
-                D::clear(&mut chunk);
-                chunk
-            }
-            Err(_) => decoder.chunk(CHUNK_FRAMES),
-        };
-        let mut chunk = next_chunk(&decoder);
+        decoder: &mut D,
+        mut backlog: Option<Backlog>,
+        mut hand: impl FnMut(Handed<D::Chunk>) -> Option<D::Chunk>,
+    ) -> LoopEnd {
+        let resumed = Instant::now();
+        let mut chunk = decoder.chunk(CHUNK_FRAMES);
         let mut in_chunk = 0;
-        let mut last_handed = started;
-        let mut captured = 0u64;
-        let mut pacer = Pacer::new(self.ring_bytes, started);
+        let mut last_handed = resumed;
+        let mut pacer = Pacer::new(self.ring_bytes, resumed);
         loop {
             let now = Instant::now();
-            let left = self.count.map_or(u64::MAX, |n| n.saturating_sub(captured));
+            let left = self
+                .count
+                .map_or(u64::MAX, |n| n.saturating_sub(self.captured));
             let done = left == 0
-                || self.duration.is_some_and(|d| now - started >= d)
+                || self.duration.is_some_and(|d| now - self.started >= d)
                 || stop.load(Ordering::Relaxed)
                 || consumer_failed.load(Ordering::Relaxed);
             if done || in_chunk >= CHUNK_FRAMES || now - last_handed >= CHUNK_AGE {
-                let full = std::mem::replace(&mut chunk, next_chunk(&decoder));
-                if tx.send((full, in_chunk, self.status(now, done))).is_err() {
-                    return None;
+                let status = self.status(now, done);
+                let drops = status.capture_drops;
+                let full = std::mem::replace(&mut chunk, decoder.chunk(0));
+                match hand((full, in_chunk, status)) {
+                    Some(mut back) => {
+                        D::clear(&mut back);
+                        chunk = back;
+                    }
+                    None if consumer_failed.load(Ordering::Relaxed) => {
+                        return LoopEnd::Stopped(None)
+                    }
+                    None => chunk = decoder.chunk(CHUNK_FRAMES),
                 }
                 in_chunk = 0;
                 last_handed = now;
-            }
-            if done {
-                return None;
+                if done {
+                    return LoopEnd::Stopped(None);
+                }
+                if backlog
+                    .as_mut()
+                    .is_some_and(|b| b.behind(Instant::now(), drops))
+                {
+                    return LoopEnd::Behind;
+                }
             }
             let want = (CHUNK_FRAMES - in_chunk).min(FRAMES_PER_CALL);
             let want = want.min(usize::try_from(left).unwrap_or(usize::MAX));
@@ -353,27 +418,36 @@ impl LiveSource {
                 cap,
                 savefile,
                 linktype,
+                captured,
                 ..
             } = self;
             let taken = cap.dispatch(Some(want), |packet| {
                 if let Some(sf) = savefile.as_mut() {
                     sf.write(&packet);
                 }
-                captured += 1;
+                *captured += 1;
                 pacer.taken(u64::from(packet.header.caplen));
-                decoder.decode(&record_of(&packet, *linktype, captured), &mut chunk);
+                decoder.decode(&record_of(&packet, *linktype, *captured), &mut chunk);
                 in_chunk += 1;
             });
             match taken {
                 // Fewer than asked for: the ring is empty.
-                Ok(n) if n < want => match pacer.wait(Instant::now()) {
-                    Wait::Sleep(pause) => std::thread::sleep(pause),
-                    Wait::Poll => self.poll_ring(CHUNK_AGE.saturating_sub(last_handed.elapsed())),
-                },
+                Ok(n) if n < want => {
+                    let now = Instant::now();
+                    if let Some(b) = backlog.as_mut() {
+                        b.emptied(now);
+                    }
+                    match pacer.wait(now) {
+                        Wait::Sleep(pause) => std::thread::sleep(pause),
+                        Wait::Poll => {
+                            self.poll_ring(CHUNK_AGE.saturating_sub(last_handed.elapsed()))
+                        }
+                    }
+                }
                 Ok(_) => {}
                 Err(e) => {
-                    let _ = tx.send((chunk, in_chunk, self.status(Instant::now(), true)));
-                    return Some(format!("capture stopped: {e}"));
+                    let _ = hand((chunk, in_chunk, self.status(Instant::now(), true)));
+                    return LoopEnd::Stopped(Some(format!("capture stopped: {e}")));
                 }
             }
         }
@@ -389,6 +463,7 @@ impl LiveSource {
             received: u64::from(s.received),
             dropped: u64::from(s.dropped),
             if_dropped: u64::from(s.if_dropped),
+            capture_thread_from_frame: self.capture_thread_from_frame,
         });
         let mut problems = Vec::new();
         if let Some(message) = failure {

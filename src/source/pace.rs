@@ -67,6 +67,43 @@ impl Pacer {
     }
 }
 
+/// One thread captures, decodes and analyses while it keeps up: a second thread costs 10%
+/// more CPU (the decoded frames cross cores, and two threads wake where one would), so it is
+/// started only once the ring has not been emptied for this long.
+const BEHIND_AFTER: Duration = Duration::from_millis(250);
+
+/// Whether the capture, done on the thread that analyses, falls behind the traffic: the ring
+/// not emptied for `BEHIND_AFTER`, or frames dropped.
+#[derive(Debug)]
+pub struct Backlog {
+    emptied: Instant,
+    drops: Option<u64>,
+}
+
+impl Backlog {
+    pub fn new(now: Instant) -> Backlog {
+        Backlog {
+            emptied: now,
+            drops: None,
+        }
+    }
+
+    /// The ring ran empty at `now`.
+    pub fn emptied(&mut self, now: Instant) {
+        self.emptied = now;
+    }
+
+    /// Whether one thread is behind at `now`, with the kernel's drop count as last read.
+    pub fn behind(&mut self, now: Instant, drops: Option<u64>) -> bool {
+        let dropped = match (self.drops, drops) {
+            (Some(before), Some(after)) => after > before,
+            _ => false,
+        };
+        self.drops = drops.or(self.drops);
+        dropped || now.saturating_duration_since(self.emptied) >= BEHIND_AFTER
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,5 +158,35 @@ mod tests {
         assert!(matches!(pacer.wait(later), Wait::Sleep(_)));
         // the traffic stopped: nothing since
         assert_eq!(pacer.wait(later + Duration::from_millis(10)), Wait::Poll);
+    }
+
+    #[test]
+    fn one_thread_keeps_up_while_the_ring_runs_empty() {
+        let start = Instant::now();
+        let mut b = Backlog::new(start);
+        let mut now = start;
+        for _ in 0..100 {
+            now += Duration::from_millis(50);
+            b.emptied(now - Duration::from_millis(10));
+            assert!(!b.behind(now, Some(0)));
+        }
+    }
+
+    #[test]
+    fn a_ring_never_emptied_for_a_quarter_second_is_behind() {
+        let start = Instant::now();
+        let mut b = Backlog::new(start);
+        assert!(!b.behind(start + Duration::from_millis(249), None));
+        assert!(b.behind(start + BEHIND_AFTER, None));
+    }
+
+    #[test]
+    fn frames_dropped_are_behind_at_once() {
+        let start = Instant::now();
+        let mut b = Backlog::new(start);
+        // Drops before the first reading (none here) are not this thread's doing.
+        assert!(!b.behind(start, Some(3)));
+        assert!(!b.behind(start, Some(3)));
+        assert!(b.behind(start, Some(4)));
     }
 }
