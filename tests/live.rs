@@ -300,6 +300,7 @@ fn live_capture_matches_offline_analysis() {
     the_view_shows_the_troubled_qps_while_the_capture_runs(&n);
     a_closed_terminal_ends_the_view_with_its_outputs_written(&n, &dir);
     a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs(&n, &dir);
+    a_blocked_analysis_moves_the_capture_to_a_thread_of_its_own(&n, &dir);
     a_monitor_feeds_prometheus_and_a_rolling_dataset_as_the_offline_report_tells(&n, &dir);
     down_interface_and_permissions(&n);
     an_interface_that_disappears_fails_the_run_with_the_outputs_written(&dir);
@@ -436,6 +437,76 @@ fn a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs(n: &Netns, dir: 
         report["findings"].as_array().unwrap().is_empty(),
         "{}",
         report["findings"]
+    );
+}
+
+/// One thread captures, decodes and analyses until it falls behind: here the events go to a
+/// pipe nobody reads for 1.5 s, so writing them blocks the analysis while a churn is
+/// replayed. The capture then moves to a thread of its own, and nothing is lost: every frame
+/// captured, every flow ended and told once.
+fn a_blocked_analysis_moves_the_capture_to_a_thread_of_its_own(n: &Netns, dir: &Path) {
+    use roce_testgen::churn::{write_churn, ChurnConfig};
+    let cfg = ChurnConfig {
+        qps: 3_000,
+        concurrent: 8,
+        ..ChurnConfig::default()
+    };
+    let roce_packets = 4 * u64::from(cfg.qps);
+    let capture = dir.join("blocked-churn.pcap");
+    write_churn(std::fs::File::create(&capture).unwrap(), cfg).unwrap();
+    let json = dir.join("blocked-churn.json");
+    let mut child = start_capture(&[
+        "-i",
+        &n.host_end,
+        "--flow-timeout",
+        "100ms",
+        "--events",
+        &format!("--json={}", json.display()),
+    ]);
+    let mut events_out = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1_500));
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut events_out, &mut text).unwrap();
+        text
+    });
+    // 12,000 frames in 0.6 s: flows end (and their events fill the pipe) while frames come.
+    let st = Command::new("ip")
+        .args(["netns", "exec", &n.ns, "tcpreplay", "-q", "--pps", "20000"])
+        .args(["-i", &n.ns_end])
+        .arg(&capture)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::thread::sleep(Duration::from_millis(2_000));
+    sh(&["kill", "-INT", &child.id().to_string()]).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let c = &report["capture"];
+    assert_eq!(c["live"]["dropped"], 0);
+    let from = c["live"]["capture_thread_from_frame"].as_u64();
+    assert!(
+        from.is_some_and(|f| f > 1 && f <= roce_packets),
+        "{}",
+        c["live"]
+    );
+    assert_eq!(c["roce_packets"].as_u64(), Some(roce_packets));
+    assert_eq!(c["flows_ended"].as_u64(), Some(cfg.flows()));
+    let ends: Vec<u64> = reader
+        .join()
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["event"] == "flow_end")
+        .map(|e| e["flow"]["id"].as_u64().unwrap())
+        .collect();
+    let ids: std::collections::BTreeSet<&u64> = ends.iter().collect();
+    assert_eq!(
+        (ends.len() as u64, ids.len() as u64),
+        (cfg.flows(), cfg.flows()),
+        "every flow told once"
     );
 }
 

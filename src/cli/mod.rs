@@ -1133,6 +1133,10 @@ mod tests {
         let c = Config::from_args(["roce-sniff", "-i", "eth0", "-B", "4096"]).unwrap();
         assert!(matches!(c.source, Source::Live(ref l) if l.buffer_kib == Some(4096)));
         assert!(Config::from_args(["roce-sniff", "-i", "eth0", "-B", "0"]).is_err());
+        // --capture-thread is live only.
+        assert!(Config::from_args(["roce-sniff", "-r", "x", "--capture-thread"]).is_err());
+        let c = Config::from_args(["roce-sniff", "-i", "eth0", "--capture-thread"]).unwrap();
+        assert!(matches!(c.source, Source::Live(ref l) if l.capture_thread));
         assert!(Config::from_args(["roce-sniff", "-i", "eth0", "--qp", "5"]).is_err());
         assert!(Config::from_args(["roce-sniff", "-r", "x", "-i", "eth0"]).is_err());
         assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
