@@ -33,8 +33,11 @@ const STATS_EVERY: Duration = Duration::from_millis(250);
 /// A chunk is handed on at least this often, even when small or empty, so that the status
 /// view and -c/--duration stay responsive at low rates.
 const CHUNK_AGE: Duration = Duration::from_millis(50);
-/// Frames decoded into one chunk (about 1 MB of summaries).
+/// Frames decoded into one chunk handed to another thread (about 1 MB of summaries).
 const CHUNK_FRAMES: usize = 4096;
+/// Frames decoded into one chunk analysed by the thread that decoded them: few enough that
+/// the summaries are still in the core's cache when analysed (128 KB).
+const INLINE_CHUNK_FRAMES: usize = 512;
 /// Chunks waiting between the capture thread and the analysis. Few: when the analysis lags,
 /// frames wait in the kernel's ring (allocated once) rather than in chunks allocated for the
 /// burst (8 batches of copied frames put a monitor with every output at 143-148 MiB, over its
@@ -308,6 +311,7 @@ impl LiveSource {
                 stop,
                 &consumer_failed,
                 &mut decoder,
+                INLINE_CHUNK_FRAMES,
                 Some(backlog),
                 |mut handed| {
                     let (chunk, frames, status) = &mut handed;
@@ -336,7 +340,7 @@ impl LiveSource {
                     tx.send(handed).ok()?;
                     recycle_rx.try_recv().ok()
                 };
-                let end = source.capture_loop(stop, failed, &mut decoder, None, hand);
+                let end = source.capture_loop(stop, failed, &mut decoder, CHUNK_FRAMES, None, hand);
                 drop(tx);
                 let failure = match end {
                     LoopEnd::Stopped(failure) => failure,
@@ -369,11 +373,12 @@ impl LiveSource {
         stop: &AtomicBool,
         consumer_failed: &AtomicBool,
         decoder: &mut D,
+        chunk_frames: usize,
         mut backlog: Option<Backlog>,
         mut hand: impl FnMut(Handed<D::Chunk>) -> Option<D::Chunk>,
     ) -> LoopEnd {
         let resumed = Instant::now();
-        let mut chunk = decoder.chunk(CHUNK_FRAMES);
+        let mut chunk = decoder.chunk(chunk_frames);
         let mut in_chunk = 0;
         let mut last_handed = resumed;
         let mut pacer = Pacer::new(self.ring_bytes, resumed);
@@ -386,7 +391,7 @@ impl LiveSource {
                 || self.duration.is_some_and(|d| now - self.started >= d)
                 || stop.load(Ordering::Relaxed)
                 || consumer_failed.load(Ordering::Relaxed);
-            if done || in_chunk >= CHUNK_FRAMES || now - last_handed >= CHUNK_AGE {
+            if done || in_chunk >= chunk_frames || now - last_handed >= CHUNK_AGE {
                 let status = self.status(now, done);
                 let drops = status.capture_drops;
                 let full = std::mem::replace(&mut chunk, decoder.chunk(0));
@@ -398,7 +403,7 @@ impl LiveSource {
                     None if consumer_failed.load(Ordering::Relaxed) => {
                         return LoopEnd::Stopped(None)
                     }
-                    None => chunk = decoder.chunk(CHUNK_FRAMES),
+                    None => chunk = decoder.chunk(chunk_frames),
                 }
                 in_chunk = 0;
                 last_handed = now;
@@ -412,7 +417,7 @@ impl LiveSource {
                     return LoopEnd::Behind;
                 }
             }
-            let want = (CHUNK_FRAMES - in_chunk).min(FRAMES_PER_CALL);
+            let want = (chunk_frames - in_chunk).min(FRAMES_PER_CALL);
             let want = want.min(usize::try_from(left).unwrap_or(usize::MAX));
             let LiveSource {
                 cap,
