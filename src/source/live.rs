@@ -164,10 +164,10 @@ pub struct LiveSource {
     /// When the capture started (for --duration), and the frames captured so far.
     started: Instant,
     captured: u64,
-    /// The capture and the decoding run on a thread of their own (else once one thread
-    /// falls behind).
+    /// --capture-thread: the capture and the decoding run on a thread of their own from the
+    /// start (else once the one thread falls behind).
     capture_thread: bool,
-    /// The first frame they did so for.
+    /// The first frame captured on that thread, if one ran.
     capture_thread_from_frame: Option<u64>,
 }
 
@@ -323,9 +323,8 @@ impl LiveSource {
                     Some(handed.0)
                 },
             );
-            match end {
-                LoopEnd::Stopped(failure) => return (self.end(failure), consumed),
-                LoopEnd::Behind => self.capture_thread = true,
+            if let LoopEnd::Stopped(failure) = end {
+                return (self.end(failure), consumed);
             }
         }
         self.capture_thread_from_frame = Some(self.captured + 1);
@@ -342,6 +341,7 @@ impl LiveSource {
                 };
                 let end = source.capture_loop(stop, failed, &mut decoder, CHUNK_FRAMES, None, hand);
                 drop(tx);
+                // Without a backlog to watch, the loop only stops.
                 let failure = match end {
                     LoopEnd::Stopped(failure) => failure,
                     LoopEnd::Behind => None,
