@@ -75,7 +75,12 @@ impl<T: Empty> std::ops::DerefMut for Rare<T> {
 
 impl<T: Empty + PartialEq> PartialEq for Rare<T> {
     fn eq(&self, other: &Self) -> bool {
-        **self == **other
+        // Two empty ones are equal without comparing the default with itself (`Rare::of` of a
+        // struct of `Rare`s, once per flow, compared every field's default: 12% of a churn).
+        match (&self.0, &other.0) {
+            (None, None) => true,
+            _ => **self == **other,
+        }
     }
 }
 
@@ -108,5 +113,18 @@ mod tests {
         assert_eq!(written, Rare::of(Counts { a: 1 }));
         some.a = 1;
         assert_eq!(some, written);
+    }
+
+    #[test]
+    fn an_empty_one_equals_one_written_back_to_the_default_and_no_other() {
+        let empty = Rare::<Counts>::default();
+        let mut reset = Rare::of(Counts { a: 2 });
+        assert_ne!(empty, reset);
+        assert_ne!(reset, empty);
+        reset.a = 0;
+        assert!(reset.is_set());
+        assert_eq!(empty, reset);
+        assert_eq!(reset, empty);
+        assert_eq!(empty, Rare::default());
     }
 }
