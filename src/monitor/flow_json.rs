@@ -261,26 +261,9 @@ impl Json<'_> {
             return self.str(&l.to_string());
         }
         self.raw("\"");
-        self.raw(&l.src);
-        self.raw(" > ");
-        self.raw(&l.dst);
-        self.raw(" qp 0x");
-        self.hex6(l.dqpn);
-        if let Some(v) = l.vlan {
-            self.raw(" vlan ");
-            self.u64(u64::from(v));
-        }
+        l.write_plain(self.0);
         self.raw("\"");
         Ok(())
-    }
-
-    /// Lower-case hex, at least 6 digits (`{:#08x}` without its `0x`).
-    fn hex6(&mut self, v: u32) {
-        let digits = (8 - v.leading_zeros() as usize / 4).max(6);
-        for i in (0..digits).rev() {
-            self.0
-                .push(b"0123456789abcdef"[(v >> (i * 4) & 0xf) as usize]);
-        }
     }
 
     fn tally<K: TallyKey>(&mut self, t: &Tally<K>) -> io::Result<()> {
