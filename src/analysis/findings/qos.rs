@@ -283,9 +283,10 @@ pub(super) fn gid_findings(
         ));
     }
     for (r, f) in flows.iter().zip(evidence) {
+        // fe80::/10 is written "fe80:..." to "febf:...": no other address need be parsed.
         let link_local = [&r.src, &r.dst]
             .iter()
-            .any(|h| h.parse().is_ok_and(|ip| is_link_local(&ip)));
+            .any(|h| h.starts_with("fe") && h.parse().is_ok_and(|ip| is_link_local(&ip)));
         if link_local && !f.rocev1 && !f.native_ib && r.role == FlowRole::Data {
             out.push(finding(
                 Severity::Warning,
