@@ -1,7 +1,7 @@
 //! What limits throughput when the network does not: hosts that cannot keep up, and a path
 //! MTU that spends the link on headers.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::finding;
 use crate::analysis::flow::FlowEvidence;
@@ -33,7 +33,7 @@ pub(super) fn largest_payloads<'a>(
     flows: &[&'a FlowReport],
     evidence: &[&FlowEvidence],
 ) -> LargestPayloads<'a> {
-    let mut by_hosts: LargestPayloads = HashMap::new();
+    let mut by_hosts: LargestPayloads = HashMap::default();
     for (i, (r, f)) in flows.iter().zip(evidence).enumerate() {
         if f.max_payload == 0 {
             continue;

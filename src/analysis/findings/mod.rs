@@ -1,7 +1,9 @@
 //! Findings: what looks wrong, ranked, each with its evidence and likely cause. They are
 //! computed from the report model and each flow's evidence frames, after the analysis ended.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::net::IpAddr;
 
 use roce_parsers::link::{is_cooked, LINKTYPE_ETHERNET};
@@ -549,7 +551,7 @@ const INCAST_TROUBLED_MIN_SENDERS: usize = 2;
 /// each of 600,000 kept flows), each spelling parsed once: entries share their hosts' names,
 /// and parsing two addresses a flow at every evaluation was a tenth of a churn's events.
 #[derive(Default)]
-struct HostAddrs(rustc_hash::FxHashMap<*const u8, Option<IpAddr>>);
+struct HostAddrs(HashMap<*const u8, Option<IpAddr>>);
 
 impl HostAddrs {
     fn of(&mut self, r: &FlowReport) -> Option<(IpAddr, IpAddr)> {
@@ -596,7 +598,7 @@ fn incast(
         events.sort_by_key(|&(ts, start, _)| (ts, !start));
         // Active flows per sender, and the senders with at least one: kept as a running
         // count (counting the map at every event made 100,000 flows take 20 s).
-        let mut active: HashMap<IpAddr, u32> = HashMap::new();
+        let mut active: HashMap<IpAddr, u32> = HashMap::default();
         let mut senders = 0usize;
         for (ts, start, src) in events {
             let n = active.entry(src).or_default();

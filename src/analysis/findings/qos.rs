@@ -2,7 +2,9 @@
 //! between the two directions of a connection; CNPs below their data; one host on two VLANs;
 //! RoCEv1 and link-local GIDs; other traffic in RoCE's class.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::net::IpAddr;
 
 use super::{finding, CaptureFacts};
