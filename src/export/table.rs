@@ -313,3 +313,66 @@ impl Table {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::record::Field;
+
+    const COLUMNS: &[Column] = &[
+        col("a", Kind::I64, false),
+        col("b", Kind::I32, true),
+        col("c", Kind::Str, true),
+    ];
+
+    #[test]
+    fn delta_encoded_integers_read_back_across_their_whole_range() {
+        let path =
+            std::env::temp_dir().join(format!("roce-sniff-table-{}.parquet", std::process::id()));
+        let a = [i64::MIN, i64::MAX, 0, -1, i64::MAX, 1 << 47, i64::MIN + 1];
+        let b = [
+            Some(i32::MAX),
+            None,
+            Some(i32::MIN),
+            Some(0),
+            Some(-7),
+            None,
+            Some(i32::MAX),
+        ];
+        // Row groups of 3: deltas restart in each, and wrap within them.
+        let mut t = Table::create(&path, "t", COLUMNS)
+            .unwrap()
+            .with_row_group(3);
+        for (i, (&a, &b)) in a.iter().zip(&b).enumerate() {
+            t.i64(0, Some(a));
+            t.i32(1, b);
+            t.str(2, (i % 2 == 0).then_some("x"));
+            t.end_row().unwrap();
+        }
+        t.close().unwrap();
+        let reader = SerializedFileReader::new(File::open(&path).unwrap()).unwrap();
+        let encodings: Vec<Encoding> = reader
+            .metadata()
+            .row_group(0)
+            .column(0)
+            .encodings()
+            .collect();
+        assert!(
+            encodings.contains(&Encoding::DELTA_BINARY_PACKED),
+            "{encodings:?}"
+        );
+        let rows: Vec<_> = reader
+            .get_row_iter(None)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(rows.len(), a.len());
+        for (i, row) in rows.iter().enumerate() {
+            let fields: Vec<&Field> = row.get_column_iter().map(|(_, f)| f).collect();
+            assert_eq!(fields[0], &Field::Long(a[i]), "row {i}");
+            assert_eq!(fields[1], &b[i].map_or(Field::Null, Field::Int), "row {i}");
+        }
+        let _ = std::fs::remove_file(&path);
+    }
+}
