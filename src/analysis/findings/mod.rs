@@ -2,9 +2,9 @@
 //! computed from the report model and each flow's evidence frames, after the analysis ended.
 
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 
 use rustc_hash::FxHashMap as HashMap;
-use std::net::IpAddr;
 
 use roce_parsers::link::{is_cooked, LINKTYPE_ETHERNET};
 

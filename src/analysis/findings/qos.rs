@@ -3,9 +3,9 @@
 //! RoCEv1 and link-local GIDs; other traffic in RoCE's class.
 
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 
 use rustc_hash::FxHashMap as HashMap;
-use std::net::IpAddr;
 
 use super::{finding, CaptureFacts};
 use crate::analysis::flow::FlowEvidence;
