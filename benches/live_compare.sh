@@ -12,7 +12,9 @@
 # Each row: frames captured and dropped (kernel and interface), the CPU of the whole process (perf
 # task-clock; /usr/bin/time's 10 ms ticks hide tcpdump's cost), that CPU against tcpdump's on the
 # same replay, what an output adds to the analysis alone, and the peak resident memory. Each
-# command runs ROUNDS times and keeps its least CPU (the machine's speed drifts) and its most drops.
+# command runs ROUNDS times and keeps its least CPU (the machine's speed drifts) and its most drops;
+# the medians follow, and the median of the ratios to tcpdump round by round (the two run within
+# seconds of each other, so the drift between rounds cancels out).
 #
 #   benches/live_compare.sh [LONG_LIVED_CAPTURE]
 #   RATE=300000 ROUNDS=2   # frames/s of the replays (where tcpdump drops nothing here); rounds
@@ -141,6 +143,14 @@ median() {
         END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
 }
 
+# paired NAME BASE: the median of NAME's CPU over BASE's, round by round (each round runs both
+# within seconds of each other, so the machine's drift between rounds cancels out)
+paired() {
+    paste <(echo "${EVERY_CPU[$1]}" | tr ' ' '\n' | grep .) <(echo "${EVERY_CPU[$2]}" | tr ' ' '\n' | grep .) |
+        awk '{print $1 / $2}' | sort -g | awk '{v[NR] = $1}
+        END {printf "%.2f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+}
+
 # table BASE ANALYSIS: the rows so far, each against the BASE row's CPU (tcpdump) and, for the
 # outputs, what they add to the ANALYSIS row's
 table() {
@@ -168,6 +178,7 @@ LONG_RATIO=$(awk "BEGIN{printf \"%.2f\", ${CPU[$ANALYSIS]} / ${CPU[$TCPDUMP]}}")
 echo "  target: nothing dropped; the analysis alone at most 2x tcpdump's CPU (${LONG_RATIO}x)"
 MEDIAN_RATIO=$(awk "BEGIN{printf \"%.2f\", $(median "$ANALYSIS") / $(median "$TCPDUMP")}")
 echo "  medians of the rounds: tcpdump $(median "$TCPDUMP") s, the analysis $(median "$ANALYSIS") s (${MEDIAN_RATIO}x)"
+echo "  round by round, the median of the analysis over tcpdump: $(paired "$ANALYSIS" "$TCPDUMP")x"
 [ -z "${LONG_ONLY:-}" ] || exit 0
 
 ROWS=(); CPU=(); DROP=(); CAPT=(); MIB=(); PPS=(); EVERY_CPU=()
@@ -189,3 +200,4 @@ table "$TCPDUMP" "roce-sniff -i --flow-timeout 5ms (analysis)"
 EVERY="  + every output"
 ALL_RATIO=$(awk "BEGIN{printf \"%.1f\", ${CPU[$EVERY]} / ${CPU[$TCPDUMP]}}")
 echo "  targets: nothing dropped; memory < 150 MB (143 MiB); every output at most 4x tcpdump's CPU (${ALL_RATIO}x)"
+echo "  round by round, the median of every output over tcpdump: $(paired "$EVERY" "$TCPDUMP")x"
