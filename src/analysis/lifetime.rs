@@ -43,12 +43,15 @@ const MAX_SWEEP_INTERVAL_NS: u64 = 1_000_000_000;
 impl Analyzer {
     /// Whether the connection of flow `i` (it and its peer) has been idle longer than the
     /// timeout at `now`.
+    #[inline]
     fn connection_idle(&self, i: usize, now: u64, timeout: u64) -> bool {
         let idle = |f: &Flow| now.saturating_sub(f.active_ts()) > timeout;
         idle(&self.flows[i]) && self.flows[i].peer.is_none_or(|j| idle(&self.flows[j]))
     }
 
     /// Ends the connection of flow `i` when it has been idle too long at `now`; whether it did.
+    /// Inlined: every packet asks, and its flow is almost always active.
+    #[inline]
     pub(super) fn end_if_idle(&mut self, i: usize, now: u64) -> bool {
         match self.cfg.flow_timeout_ns {
             Some(t) if self.connection_idle(i, now, t) => {
@@ -60,14 +63,20 @@ impl Analyzer {
     }
 
     /// Ends every connection idle longer than the timeout at `now` (a packet's time, or the
-    /// wall clock on an idle live link). Cheap between sweeps.
+    /// wall clock on an idle live link). Inlined to the check every packet makes: a sweep is
+    /// due once per eighth of the timeout.
+    #[inline]
     pub fn sweep(&mut self, now: u64) {
+        if self.cfg.flow_timeout_ns.is_some() && now >= self.next_sweep_ns {
+            self.sweep_now(now);
+        }
+    }
+
+    #[cold]
+    fn sweep_now(&mut self, now: u64) {
         let Some(timeout) = self.cfg.flow_timeout_ns else {
             return;
         };
-        if now < self.next_sweep_ns {
-            return;
-        }
         let interval = (timeout / SWEEPS_PER_TIMEOUT).clamp(1, MAX_SWEEP_INTERVAL_NS);
         self.next_sweep_ns = now.saturating_add(interval);
         let idle: Vec<FlowKey> = (0..self.flows.len())
