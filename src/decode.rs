@@ -105,7 +105,11 @@ impl FrameCounts {
     pub fn add(&mut self, p: &PacketSummary) {
         self.frames += 1;
         self.bytes += u64::from(p.len);
-        *self.linktypes.entry(p.linktype).or_default() += 1;
+        // A capture has one link type, or a few: found without a search, as a rule.
+        match self.linktypes.last_entry() {
+            Some(mut last) if *last.key() == p.linktype => *last.get_mut() += 1,
+            _ => *self.linktypes.entry(p.linktype).or_default() += 1,
+        }
         self.first_ts.get_or_insert(p.ts_ns);
         self.last_ts = self.last_ts.max(p.ts_ns);
         self.last_frame_ts = Some(p.ts_ns);

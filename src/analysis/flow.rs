@@ -86,7 +86,16 @@ pub enum SmallTally {
 }
 
 impl SmallTally {
+    /// Inlined to its common case, the key the flow's packets all carry.
+    #[inline]
     pub fn add(&mut self, key: u8) {
+        match self {
+            SmallTally::One((k, n)) if *k == key => *n += 1,
+            _ => self.add_other(key),
+        }
+    }
+
+    fn add_other(&mut self, key: u8) {
         match self {
             SmallTally::Empty => *self = SmallTally::One((key, 1)),
             SmallTally::One((k, n)) if *k == key => *n += 1,
