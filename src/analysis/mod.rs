@@ -280,6 +280,9 @@ pub struct Analyzer {
     cm_pairs: HashMap<FlowKey, (FlowKey, Option<u32>, u64)>,
     /// PFC per (source MAC, priority); 802.3x PAUSE per source MAC.
     pub(crate) pfc: BTreeMap<(MacAddr, u8), PauseTracker>,
+    /// No PFC pause lasts past this (the latest end any pause had): a frame after it needs no
+    /// look at the pauses to know none holds it back.
+    pfc_pauses_until: u64,
     pub(crate) pause: BTreeMap<MacAddr, PauseTracker>,
     pub(crate) state: CaptureState,
     pub(crate) timelines: Option<Timelines>,
@@ -350,6 +353,7 @@ impl Analyzer {
             cm_requests: HashMap::new(),
             cm_pairs: HashMap::new(),
             pfc: BTreeMap::new(),
+            pfc_pauses_until: 0,
             pause: BTreeMap::new(),
             state: CaptureState::default(),
             ud_senders: FxHashMap::default(),
@@ -459,12 +463,11 @@ impl Analyzer {
                         if q > 0 {
                             self.totals.pfc_xoff[prio] += 1;
                         }
-                        self.pfc.entry((mac, prio as u8)).or_default().frame(
-                            &self.cfg.pfc,
-                            p.frame_no,
-                            p.ts_ns,
-                            q,
-                        );
+                        let tracker = self.pfc.entry((mac, prio as u8)).or_default();
+                        tracker.frame(&self.cfg.pfc, p.frame_no, p.ts_ns, q);
+                        if let Some(end) = tracker.pause_end() {
+                            self.pfc_pauses_until = self.pfc_pauses_until.max(end);
+                        }
                     }
                 }
             }
@@ -633,7 +636,7 @@ impl Analyzer {
             }
             f.rocev1 |= r.v1;
             f.native_ib |= r.ib;
-            if !self.pfc.is_empty() {
+            if p.ts_ns < self.pfc_pauses_until {
                 check_pause_honoured(&self.pfc, &mut self.state, p);
             }
             if op == Opcode::CNP {

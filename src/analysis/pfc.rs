@@ -159,6 +159,11 @@ impl PauseTracker {
         }
     }
 
+    /// When the pause in force ends, if one is.
+    pub fn pause_end(&self) -> Option<u64> {
+        self.interval.as_ref().map(|iv| iv.end)
+    }
+
     /// Whether the pause in force at `ts` began at least `grace_ns` earlier: a sender that
     /// still sends then does not honour it.
     pub fn pauses_at(&self, ts: u64, grace_ns: u64) -> bool {
