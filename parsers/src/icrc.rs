@@ -86,6 +86,10 @@ const HEAD_MAX: usize = 8 + 60 + 8 + BTH_LEN;
 ///
 /// The masked headers are assembled in one stack buffer and hashed in one call: CRC-32 of many
 /// small pieces costs more than of one buffer (this showed in profiles).
+/// A new hasher, made once and cloned: `Hasher::new` asks which CPU features there are every
+/// time, about 30 instructions a frame.
+static HASHER: std::sync::LazyLock<Hasher> = std::sync::LazyLock::new(Hasher::new);
+
 pub fn compute(net: NetHeader<'_>, udp_header: &[u8], transport: &[u8]) -> u32 {
     let mut head = [0u8; HEAD_MAX];
     // RoCE: eight bytes of ones stand for the LRH; native IB has the LRH itself, VL masked.
@@ -115,7 +119,7 @@ pub fn compute(net: NetHeader<'_>, udp_header: &[u8], transport: &[u8]) -> u32 {
         NetHeader::Grh(grh) => n += mask_ipv6_like(grh, &mut head[n..]),
         NetHeader::Lrh(_) => {}
     }
-    let mut h = Hasher::new();
+    let mut h = HASHER.clone();
     if !ipv6_exts.is_empty() {
         // Extension headers sit between the IPv6 header and UDP: hash in order.
         h.update(&head[..n]);
