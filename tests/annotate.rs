@@ -4,21 +4,19 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use common::*;
 use serde_json::Value;
 
-fn tmp(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("roce-sniff-annotate-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(tag)
+fn tmp(name: &str) -> Scratch {
+    Scratch::file("annotate", name)
 }
 
 /// Runs `roce-sniff ARGS --annotate=OUT` and returns OUT; the run must succeed (exit 0 or
 /// 1: findings and verification do not stop the copy).
-fn annotate(args: &[&str], tag: &str) -> PathBuf {
+fn annotate(args: &[&str], tag: &str) -> Scratch {
     let out = tmp(&format!("{tag}.pcapng"));
     let flag = format!("--annotate={}", out.display());
     // Before the arguments: words after a filter are the filter's.
@@ -125,7 +123,7 @@ fn assert_same_frames(input: &Path, copy: &Path) {
 }
 
 /// Native ERF records (what a DAG card writes), from the ERF records of a real capture.
-fn native_erf() -> PathBuf {
+fn native_erf() -> Scratch {
     use roce_parsers::capture::{CaptureParser, Next};
     let pcap = std::fs::read(real_capture("srinivas_infiniband.pcap")).unwrap();
     let (mut parser, mut at) = CaptureParser::new(&pcap).unwrap();
@@ -160,7 +158,8 @@ fn every_frame_of_crafted_and_real_captures_survives_byte_for_byte() {
     assert!(status.success());
     let mut inputs = testdata_captures();
     inputs.extend(real_captures());
-    inputs.push(native_erf());
+    let erf = native_erf();
+    inputs.push(erf.to_path_buf());
     // Two at a time: tshark takes most of the time, and the machine has two cores.
     let (even, odd): (Vec<_>, Vec<_>) = inputs.iter().enumerate().partition(|(k, _)| k % 2 == 0);
     std::thread::scope(|s| {

@@ -14,13 +14,7 @@ fn events(capture: &str, extra: &[&str]) -> Vec<Value> {
 }
 
 fn events_of(capture: &std::path::Path, extra: &[&str]) -> Vec<Value> {
-    let dir = std::env::temp_dir().join(format!("roce-sniff-events-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    // Tests run in parallel, some on the same capture: a file of its own for each call.
-    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let name = capture.file_name().unwrap().to_string_lossy();
-    let file = dir.join(format!("{name}-{call}.ndjson"));
+    let file = Scratch::file("events", "events.ndjson");
     let mut args = vec![
         format!("--events={}", file.display()),
         "--json=/dev/null".to_string(),
@@ -38,7 +32,6 @@ fn events_of(capture: &std::path::Path, extra: &[&str]) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let _ = std::fs::remove_file(&file);
     lines
 }
 
@@ -105,9 +98,7 @@ fn a_churn_of_lossy_qps_is_told_every_second_it_brings_new_ones() {
         lossy_every: 10,
         ..ChurnConfig::default()
     };
-    let dir = std::env::temp_dir().join(format!("roce-sniff-events-churn-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let capture = dir.join("lossy-churn.pcap");
+    let capture = Scratch::file("events-churn", "lossy-churn.pcap");
     write_churn(std::fs::File::create(&capture).unwrap(), cfg).unwrap();
     // The default timeout keeps the QPs open; a short one ends them between evaluations.
     for timeout in [&[][..], &["--flow-timeout", "50ms"]] {
@@ -128,7 +119,6 @@ fn a_churn_of_lossy_qps_is_told_every_second_it_brings_new_ones() {
             "{told:?}"
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -169,9 +159,7 @@ fn a_finding_is_told_when_it_first_holds_not_at_the_end() {
 #[test]
 fn requests_still_waiting_for_a_slow_ack_are_not_told_unanswered_while_the_capture_runs() {
     use roce_testgen::bulk::{write_bulk, BulkConfig};
-    let dir = std::env::temp_dir().join(format!("roce-sniff-events-slow-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let capture = dir.join("slow-acks.pcap");
+    let capture = Scratch::file("events-slow", "slow-acks.pcap");
     let cfg = BulkConfig {
         frames: 20_000,
         gap_ns: 200_000,
@@ -202,7 +190,6 @@ fn requests_still_waiting_for_a_slow_ack_are_not_told_unanswered_while_the_captu
         !in_report.contains("unacknowledged_requests"),
         "{in_report:?}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// An RDMA-CM request accepted 200 ms after it was sent (its REQ said its sender would wait
@@ -369,7 +356,7 @@ fn only_one_output_may_have_standard_output() {
 /// report written all the same. It once left an empty report file.
 #[test]
 fn a_full_disk_under_the_events_fails_the_run_with_the_report_written() {
-    let json = std::env::temp_dir().join(format!("roce-sniff-full-{}.json", std::process::id()));
+    let json = Scratch::file("full", "report.json");
     let json_arg = format!("--json={}", json.display());
     let capture = testdata("sample.pcap");
     let out = run_path(&capture, &["--events=/dev/full", &json_arg]);
@@ -381,7 +368,6 @@ fn a_full_disk_under_the_events_fails_the_run_with_the_report_written() {
         stderr(&out)
     );
     let written: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let _ = std::fs::remove_file(&json);
     let whole = report("sample.pcap");
     assert_eq!(written["flows"], whole["flows"]);
     assert_eq!(written["findings"], whole["findings"]);
@@ -392,7 +378,7 @@ fn a_full_disk_under_the_events_fails_the_run_with_the_report_written() {
 fn long_churn(
     name: &str,
 ) -> (
-    std::path::PathBuf,
+    Scratch,
     std::path::PathBuf,
     roce_testgen::churn::ChurnConfig,
 ) {
@@ -401,8 +387,7 @@ fn long_churn(
         qps: 20_000,
         ..ChurnConfig::default()
     };
-    let dir = std::env::temp_dir().join(format!("roce-sniff-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::dir(name);
     let capture = dir.join("churn.pcap");
     write_churn(std::fs::File::create(&capture).unwrap(), cfg).unwrap();
     (dir, capture, cfg)
@@ -453,7 +438,6 @@ fn a_full_disk_while_the_file_is_read_stops_the_read_with_its_report_written() {
             assert_eq!(c["flows_ended"], first["capture"]["flows_ended"]);
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `--events | head`: once the reader goes away, the read stops with the report written, and
@@ -488,5 +472,4 @@ fn events_piped_into_head_stop_the_read_with_the_report_written() {
         "{err}"
     );
     assert!(written["capture"]["packets"].as_u64().unwrap() < 80_000);
-    let _ = std::fs::remove_dir_all(&dir);
 }

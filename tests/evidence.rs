@@ -167,10 +167,7 @@ fn a_filter_and_qp_keep_the_files_frame_numbers() {
 }
 
 /// sample.pcap cut into files of 5,000 frames (a rotated set), in a directory of its own.
-fn rotated_sample(tag: &str) -> Vec<std::path::PathBuf> {
-    let dir =
-        std::env::temp_dir().join(format!("roce-sniff-evidence-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+fn rotated_sample(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let data = std::fs::read(testdata("sample.pcap")).unwrap();
     let (head, mut at) = (&data[..24], 24);
     let mut parts: Vec<Vec<u8>> = Vec::new();
@@ -200,7 +197,8 @@ fn rotated_sample(tag: &str) -> Vec<std::path::PathBuf> {
 
 #[test]
 fn several_files_name_each_finding_frame_in_its_own_file() {
-    let parts = rotated_sample("refs");
+    let dir = Scratch::dir("evidence-refs");
+    let parts = rotated_sample(&dir);
     assert_eq!(parts.len(), 3);
     let mut args: Vec<&str> = Vec::new();
     for p in &parts {
@@ -253,7 +251,7 @@ fn several_files_name_each_finding_frame_in_its_own_file() {
 
 /// A bulk capture of 16 QPs (testgen) with one request of each of 8 QPs taken out: PSN loss
 /// on 8 connections, more than the findings show one by one (a group of 8, its worst 5 shown).
-fn lossy_bulk() -> std::path::PathBuf {
+fn lossy_bulk() -> Scratch {
     use roce_parsers::capture::{CaptureParser, Next};
     let mut data = Vec::new();
     let cfg = roce_testgen::bulk::BulkConfig {
@@ -286,8 +284,7 @@ fn lossy_bulk() -> std::path::PathBuf {
         }
         at += used;
     }
-    let path =
-        std::env::temp_dir().join(format!("roce-sniff-lossy-bulk-{}.pcap", std::process::id()));
+    let path = Scratch::file("lossy-bulk", "lossy-bulk.pcap");
     std::fs::write(&path, out).unwrap();
     path
 }
@@ -344,7 +341,7 @@ fn finding_keeps_exactly_the_connections_of_its_findings() {
     assert_eq!(flow_labels(&kept), troubled);
     assert_eq!(kept["capture"]["roce_packets"].as_u64().unwrap(), packets);
     // The same frames, in the same flows, as -w writes them.
-    let w = std::env::temp_dir().join(format!("roce-sniff-finding-{}.pcap", std::process::id()));
+    let w = Scratch::file("finding", "psn_loss.pcap");
     let out = run_path(&path, &["--finding", "psn_loss", "-w", w.to_str().unwrap()]);
     assert!(
         out.status.code().is_some_and(|c| c <= 1),

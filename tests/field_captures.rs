@@ -5,16 +5,13 @@
 mod common;
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use common::*;
 use serde_json::Value;
 
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("roce-sniff-field-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+fn tmp(name: &str) -> Scratch {
+    Scratch::file("field", name)
 }
 
 /// The report without what names the input.
@@ -322,7 +319,7 @@ fn records_of(path: &std::path::Path) -> (Vec<u8>, Records) {
 
 /// A nanosecond pcap with the file header `header` (microseconds are written as given: the
 /// sample's header says nanoseconds).
-fn write_pcap(name: &str, header: &[u8], records: &[(u64, Vec<u8>, u32)]) -> PathBuf {
+fn write_pcap(name: &str, header: &[u8], records: &[(u64, Vec<u8>, u32)]) -> Scratch {
     let mut out = header.to_vec();
     for (t, bytes, len) in records {
         out.extend_from_slice(&((t / 1_000_000_000) as u32).to_le_bytes());

@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -279,8 +279,7 @@ fn live_capture_matches_offline_analysis() {
             return;
         }
     };
-    let dir: PathBuf = std::env::temp_dir().join(format!("roce-sniff-live-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::dir("live");
     // Crafted: replayed at captured speed (the analysis of timeouts depends on timing).
     replay(&n, &testdata("sample.pcap"), None, true, &dir);
     // decode_all repeats PSNs 1 us apart: a replay cannot keep such timing.
@@ -304,7 +303,6 @@ fn live_capture_matches_offline_analysis() {
     a_monitor_feeds_prometheus_and_a_rolling_dataset_as_the_offline_report_tells(&n, &dir);
     down_interface_and_permissions(&n);
     an_interface_that_disappears_fails_the_run_with_the_outputs_written(&dir);
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// The JSON objects of an NDJSON file.

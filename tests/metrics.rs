@@ -29,7 +29,7 @@ fn prometheus_scrapes_the_offline_reports_counters() {
             .spawn()
             .unwrap(),
     );
-    let dir = std::env::temp_dir().join(format!("roce-sniff-prom-{}", std::process::id()));
+    let dir = Scratch::dir("prom");
     let _prometheus = start_prometheus(&dir, metrics_port, prom_port);
     // Wait for the first scrape to be queryable.
     let started = Instant::now();
@@ -136,7 +136,6 @@ fn prometheus_scrapes_the_offline_reports_counters() {
         .unwrap();
     assert_eq!(status.code(), Some(0), "{err}");
     assert!(err.contains("serving its final metrics"), "{err}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// docs/prometheus/roce-sniff-alerts.yml: promtool (Debian's prometheus package) accepts the

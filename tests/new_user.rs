@@ -5,11 +5,8 @@ mod common;
 
 use common::*;
 
-fn dir(tag: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("roce-sniff-new-user-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn dir(tag: &str) -> Scratch {
+    Scratch::dir(&format!("new-user-{tag}"))
 }
 
 #[test]
@@ -133,7 +130,7 @@ fn options_without_what_they_apply_to_are_refused_alike() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
     // With what they apply to, they are taken.
-    let report = std::env::temp_dir().join(format!("roce-sniff-bin-{}", std::process::id()));
+    let report = Scratch::file("bin", "report");
     let flag = format!("--report={}", report.display());
     let out = run(&["-r", sample, "--bin", "1ms", &flag]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -160,7 +157,7 @@ fn the_text_says_what_it_can_tell_in_units_that_read() {
     assert_eq!(f["path_mtu"], serde_json::Value::Null);
     assert_eq!(f["path_mtu_at_least"], 4096);
     // --parquet says where the tables went.
-    let dir = std::env::temp_dir().join(format!("roce-sniff-pq-{}", std::process::id()));
+    let dir = Scratch::file("pq", "dataset");
     let out = run_path(&sample, &["--parquet", dir.to_str().unwrap()]);
     assert!(
         stderr(&out).contains("tables packets, flows, findings, timeline, pfc written to"),
@@ -213,5 +210,4 @@ fn a_native_infiniband_capture_is_not_called_roce_and_shows_no_ethernet_qos() {
     );
     assert!(html.contains("<b>43</b>native InfiniBand frames"));
     assert!(!html.contains("RoCE frames"));
-    std::fs::remove_dir_all(&d).ok();
 }

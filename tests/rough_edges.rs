@@ -4,7 +4,7 @@
 mod common;
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -13,10 +13,8 @@ use roce_testgen::frames::{self, FrameSpec, Net, RoceSpec};
 use roce_testgen::writer::{pcap_bytes, Frames, PcapFlavor, T0_NS};
 use serde_json::Value;
 
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("roce-sniff-rough-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+fn tmp(name: &str) -> Scratch {
+    Scratch::file("rough", name)
 }
 
 fn json_of(out: &std::process::Output) -> Value {

@@ -59,6 +59,67 @@ pub fn testdata_captures() -> Vec<PathBuf> {
     out
 }
 
+/// A place under the system's temporary directory that one test owns: a directory of its own,
+/// removed with everything in it when the test passes, kept (its path printed) when the test
+/// fails, for a look at what was written. Derefs to the path the test asked for.
+pub struct Scratch {
+    root: PathBuf,
+    path: PathBuf,
+}
+
+impl Scratch {
+    /// An empty directory `roce-sniff-TAG-PID-N`, N counting the calls of this process (tests
+    /// run in parallel).
+    pub fn dir(tag: &str) -> Scratch {
+        static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("roce-sniff-{tag}-{}-{n}", std::process::id());
+        let root = std::env::temp_dir().join(name);
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).expect("scratch directory");
+        Scratch {
+            path: root.clone(),
+            root,
+        }
+    }
+
+    /// The path NAME (nothing made there) in a directory `dir(tag)` of its own.
+    pub fn file(tag: &str, name: &str) -> Scratch {
+        let mut s = Scratch::dir(tag);
+        s.path = s.root.join(name);
+        s
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.path
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for Scratch {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.path.as_os_str()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("kept for a look: {}", self.root.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.root);
+        }
+    }
+}
+
 pub fn run(args: &[&str]) -> Output {
     Command::new(bin())
         .args(args)
