@@ -29,10 +29,28 @@ use crate::summary::PacketSummary;
 /// The tables written a row at a time while an interval runs (the PFC part is written at its
 /// end).
 struct Part {
-    packets: Table,
-    flows: Table,
-    timeline: Table,
-    findings: Table,
+    packets: PartTable,
+    flows: PartTable,
+    timeline: PartTable,
+    findings: PartTable,
+}
+
+/// The most rows a part's file holds; an interval with more goes on in `part-N-1.parquet`,
+/// `part-N-2.parquet`... The writer keeps every row group's metadata (about 0.5 KB a column)
+/// until its file is closed: a monitor taking 300,000 frames a second into parts of a minute or
+/// an hour grew by 1.9 MB a second until the interval ended. A million rows a file bounds it
+/// to a few MB a table.
+const MAX_FILE_ROWS: u64 = 1 << 20;
+
+/// One table of a set: its files so far, the last one open.
+struct PartTable {
+    name: &'static str,
+    columns: &'static [super::table::Column],
+    seq: u64,
+    /// Files of the set before the open one (closed, under their temporary names).
+    closed: usize,
+    open: Table,
+    max_rows: u64,
 }
 
 /// What the writer thread puts in the parts; flows are named by their `Flow::id`.
@@ -268,19 +286,22 @@ impl PartWriter {
         let base = self.flow_base;
         match row {
             Row::Packet(p) => p.write(
-                &mut self.part.packets,
+                self.part.packets.table(&self.cfg)?,
                 |f| Some(base + f as i64 + 1),
                 &mut self.cache,
             ),
             Row::Timeline(t) => {
                 let id = self.flow_id(t.flow as u64);
-                t.write(&mut self.part.timeline, id, self.cfg.bin_ns)
+                t.write(self.part.timeline.table(&self.cfg)?, id, self.cfg.bin_ns)
             }
             Row::Flow(f, own) => {
                 let id = self.flow_id(own);
-                rows::flow_row(&mut self.part.flows, &f, id, &mut self.cache)
+                let table = self.part.flows.table(&self.cfg)?;
+                rows::flow_row(table, &f, id, &mut self.cache)
             }
-            Row::Finding(f, ts_ns) => rows::finding_row(&mut self.part.findings, &f, Some(ts_ns)),
+            Row::Finding(f, ts_ns) => {
+                rows::finding_row(self.part.findings.table(&self.cfg)?, &f, Some(ts_ns))
+            }
             Row::Publish { pfc, next_flow_id } => {
                 let next = Part::open(&self.cfg, self.seq + 1)?;
                 let done = std::mem::replace(&mut self.part, next);
@@ -314,10 +335,11 @@ fn uncounted(
 
 impl Part {
     fn open(cfg: &ExportConfig, seq: u64) -> Result<Part, Error> {
-        let table = |name: &str, columns| {
-            Table::create(&temp_path(cfg, name, seq), name, columns)
-                .map(|t| t.with_row_group(super::table::ROLLING_ROW_GROUP))
-        };
+        Part::open_with(cfg, seq, MAX_FILE_ROWS)
+    }
+
+    fn open_with(cfg: &ExportConfig, seq: u64, max_rows: u64) -> Result<Part, Error> {
+        let table = |name, columns| PartTable::open(cfg, name, columns, seq, max_rows);
         Ok(Part {
             packets: table("packets", rows::PACKET_COLUMNS)?,
             flows: table("flows", rows::FLOW_COLUMNS)?,
@@ -326,27 +348,89 @@ impl Part {
         })
     }
 
-    /// Writes the set's last rows and the PFC part, then gives each part its name.
+    /// Writes the set's last rows and the PFC part, then gives each file its name.
     fn publish(self, cfg: &ExportConfig, seq: u64, pfc: &PfcBins) -> Result<(), Error> {
-        self.packets.close()?;
-        self.flows.close()?;
-        self.timeline.close()?;
-        self.findings.close()?;
-        rows::write_pfc(&temp_path(cfg, "pfc", seq), pfc, cfg.bin_ns)?;
+        let mut files = vec![("pfc", 1)];
+        for t in [self.packets, self.flows, self.timeline, self.findings] {
+            files.push((t.name, t.close()?));
+        }
+        rows::write_pfc(&temp_path(cfg, "pfc", seq, 0), pfc, cfg.bin_ns)?;
         for table in TABLES {
-            let (from, to) = (
-                temp_path(cfg, table, seq),
-                cfg.part_path(table, seq as usize),
-            );
-            std::fs::rename(&from, &to).map_err(io_err(&to))?;
+            let count = files.iter().find(|f| f.0 == table).map_or(0, |f| f.1);
+            for k in 0..count {
+                let (from, to) = (
+                    temp_path(cfg, table, seq, k),
+                    final_path(cfg, table, seq, k),
+                );
+                std::fs::rename(&from, &to).map_err(io_err(&to))?;
+            }
         }
         Ok(())
     }
 }
 
-fn temp_path(cfg: &ExportConfig, table: &str, seq: u64) -> PathBuf {
+impl PartTable {
+    fn open(
+        cfg: &ExportConfig,
+        name: &'static str,
+        columns: &'static [super::table::Column],
+        seq: u64,
+        max_rows: u64,
+    ) -> Result<PartTable, Error> {
+        Ok(PartTable {
+            name,
+            columns,
+            seq,
+            closed: 0,
+            open: PartTable::create(cfg, name, columns, seq, 0)?,
+            max_rows,
+        })
+    }
+
+    fn create(
+        cfg: &ExportConfig,
+        name: &str,
+        columns: &'static [super::table::Column],
+        seq: u64,
+        k: usize,
+    ) -> Result<Table, Error> {
+        Table::create(&temp_path(cfg, name, seq, k), name, columns)
+            .map(|t| t.with_row_group(super::table::ROLLING_ROW_GROUP))
+    }
+
+    /// The file the next row goes to: a new one when the open one is full.
+    fn table(&mut self, cfg: &ExportConfig) -> Result<&mut Table, Error> {
+        if self.open.rows_in_file() >= self.max_rows {
+            let next = PartTable::create(cfg, self.name, self.columns, self.seq, self.closed + 1)?;
+            std::mem::replace(&mut self.open, next).close()?;
+            self.closed += 1;
+        }
+        Ok(&mut self.open)
+    }
+
+    /// Closes the open file: the number of files of the table in the set.
+    fn close(self) -> Result<usize, Error> {
+        self.open.close()?;
+        Ok(self.closed + 1)
+    }
+}
+
+/// File `k` of a table's part `seq`: `part-N.parquet`, then `part-N-1.parquet`...
+fn file_name(seq: u64, k: usize) -> String {
+    match k {
+        0 => format!("part-{seq}.parquet"),
+        k => format!("part-{seq}-{k}.parquet"),
+    }
+}
+
+fn final_path(cfg: &ExportConfig, table: &str, seq: u64, k: usize) -> PathBuf {
+    cfg.partition(table).join(file_name(seq, k))
+}
+
+/// Where file `k` of a part is written: a hidden name that no reader's glob takes.
+fn temp_path(cfg: &ExportConfig, table: &str, seq: u64, k: usize) -> PathBuf {
     cfg.partition(table)
-        .join(format!(".part-{seq}.parquet.tmp"))
+        .join(format!(".{}.tmp", file_name(seq, k)))
 }
 
 fn next_id_path(cfg: &ExportConfig) -> PathBuf {
@@ -384,9 +468,11 @@ fn next_part(cfg: &ExportConfig) -> Result<u64, Error> {
         for entry in entries.flatten() {
             let name = entry.file_name();
             let name = name.to_string_lossy();
+            // part-N.parquet, or part-N-K.parquet for a part's later files.
             if let Some(n) = name
                 .strip_prefix("part-")
                 .and_then(|n| n.strip_suffix(".parquet"))
+                .and_then(|n| n.split('-').next())
                 .and_then(|n| n.parse::<u64>().ok())
             {
                 next = next.max(n + 1);
@@ -440,7 +526,7 @@ mod tests {
         std::fs::create_dir_all(cfg.partition("flows")).unwrap();
         std::fs::write(cfg.part_path("flows", 7), b"a part of the last run").unwrap();
         // A run killed while writing part 8 left it half-written.
-        let stale = temp_path(&cfg, "packets", 8);
+        let stale = temp_path(&cfg, "packets", 8, 0);
         std::fs::create_dir_all(stale.parent().unwrap()).unwrap();
         std::fs::write(&stale, b"half").unwrap();
         std::fs::write(next_id_path(&cfg), "42\n").unwrap();
@@ -460,7 +546,7 @@ mod tests {
         let x = RollingExport::new(config(&dir, false), 1_000_000_000).unwrap();
         assert_eq!(x.flow_base, 0);
         assert!(
-            temp_path(&cfg, "packets", 0).exists(),
+            temp_path(&cfg, "packets", 0, 0).exists(),
             "numbered from 0 again"
         );
         assert!(!cfg.part_path("flows", 7).exists());
@@ -476,6 +562,62 @@ mod tests {
         std::fs::write(next_id_path(&cfg), "forty-two").unwrap();
         let err = RollingExport::new(cfg, 1_000_000_000).err().unwrap();
         assert!(err.to_string().contains("not a flow id"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// An interval with more rows than a file holds goes on in more files of the same part,
+    /// all published together; each file's row group metadata leaves memory as it closes.
+    #[test]
+    fn a_part_with_more_rows_than_a_file_holds_goes_on_in_more_files() {
+        use parquet::file::reader::{FileReader, SerializedFileReader};
+        let dir = std::env::temp_dir().join(format!("roce-sniff-split-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let cfg = config(&dir, false);
+        let mut w = PartWriter {
+            part: Part::open_with(&cfg, 0, 10).unwrap(),
+            cfg: cfg.clone(),
+            seq: 0,
+            flow_base: 0,
+            cache: TextCache::default(),
+        };
+        for bin in 0..25 {
+            let row = TimelineRow {
+                bin_start_ns: bin * 1_000_000,
+                packets: 1,
+                ..TimelineRow::default()
+            };
+            w.write(Row::Timeline(row)).unwrap();
+        }
+        let timeline = cfg.partition("timeline");
+        assert!(timeline.join(".part-0-2.parquet.tmp").is_file());
+        assert!(
+            !timeline.join("part-0.parquet").exists(),
+            "published with its set"
+        );
+        w.write(Row::Publish {
+            pfc: PfcBins::new(),
+            next_flow_id: 0,
+        })
+        .unwrap();
+        let rows = |path: PathBuf| {
+            let file = std::fs::File::open(&path).unwrap();
+            SerializedFileReader::new(file)
+                .unwrap()
+                .metadata()
+                .file_metadata()
+                .num_rows()
+        };
+        let files = ["part-0.parquet", "part-0-1.parquet", "part-0-2.parquet"];
+        let counts: Vec<i64> = files.iter().map(|f| rows(timeline.join(f))).collect();
+        assert_eq!(counts, [10, 10, 5]);
+        assert!(!timeline.join("part-0-3.parquet").exists());
+        // The other tables of the set: one file each, and the next set is number 1.
+        for table in TABLES {
+            assert!(final_path(&cfg, table, 0, 0).is_file(), "{table}");
+        }
+        assert!(!final_path(&cfg, "packets", 0, 1).exists());
+        assert_eq!(next_part(&cfg).unwrap(), 1);
+        drop(w);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -69,7 +69,10 @@ struct Buffer {
 pub struct Table {
     columns: &'static [Column],
     buffers: Vec<Buffer>,
+    /// Rows buffered for the next row group.
     rows: usize,
+    /// Rows of the file, buffered ones included.
+    rows_in_file: u64,
     row_group: usize,
     writer: SerializedFileWriter<File>,
     path: std::path::PathBuf,
@@ -160,10 +163,16 @@ impl Table {
             columns,
             buffers,
             rows: 0,
+            rows_in_file: 0,
             row_group: ROW_GROUP,
             writer,
             path: path.to_path_buf(),
         })
+    }
+
+    /// The rows of the file so far.
+    pub fn rows_in_file(&self) -> u64 {
+        self.rows_in_file
     }
 
     /// Writes a row group every `rows` rows instead of 65,536.
@@ -238,6 +247,7 @@ impl Table {
     /// Ends a row: every column must have been given a value (or null).
     pub fn end_row(&mut self) -> Result<(), Error> {
         self.rows += 1;
+        self.rows_in_file += 1;
         if self.rows >= self.row_group {
             self.flush()?;
         }
