@@ -815,7 +815,8 @@ impl<W: Write + Send> PacketPrinter<W> {
     }
 
     /// Analyses the frames too, and exports them.
-    pub fn with_export(mut self, analyzer: Analyzer, exporter: Exporter) -> Self {
+    pub fn with_export(mut self, mut analyzer: Analyzer, exporter: Exporter) -> Self {
+        analyzer.keep_closed_pauses();
         self.export = Some((analyzer, exporter));
         self
     }
@@ -906,7 +907,7 @@ impl<W: Write + Send> Sink for PacketPrinter<W> {
             for s in &chunk.summaries {
                 analyzer.feed(s);
                 exporter
-                    .frame(s, analyzer.last_outcome())
+                    .frame(s, analyzer)
                     .map_err(|e| io::Error::other(e.to_string()))?;
             }
         }

@@ -230,6 +230,7 @@ impl ReportSink {
     /// Exports the capture as Parquet tables too.
     pub fn with_export(mut self, exporter: Exporter) -> Self {
         self.out.exporter = Some(exporter);
+        self.analyzer.keep_closed_pauses();
         self.want_ended();
         self
     }
@@ -380,8 +381,8 @@ impl Sink for ReportSink {
             if let Some(v) = self.verifier.as_mut() {
                 v.feed(s);
             }
-            let outcome = self.analyzer.last_outcome();
-            self.out.write_export(|x| x.frame(s, outcome));
+            let an = &mut self.analyzer;
+            self.out.write_export(|x| x.frame(s, an));
         }
         self.out.write_events(EventWriter::flush);
         self.out.go_on()

@@ -358,3 +358,82 @@ fn a_full_disk_under_a_rolling_dataset_leaves_whole_parts_and_the_report() {
     assert!(parts_hold[0][0].as_u64().unwrap() > 0);
     assert_eq!(leftovers, Vec::<String>::new());
 }
+
+/// Two switch ports taking turns pausing priority 3, 12,000 pauses of 10 us each, 50 us apart:
+/// more than the plots keep (10,000, the later ones merged into the last). Past the 10,000th
+/// the merged pause once made the two "pause each other" (`pfc_mutual`) and the dataset's
+/// `paused_ns` count the gaps between pauses (300 ms instead of 120 ms a port). Read whole and
+/// as a rolling dataset cut every 100 ms (pauses end in the parts of the intervals they lie
+/// in), the paused time is the report's.
+#[test]
+fn many_pauses_taking_turns_neither_overlap_nor_count_the_gaps() {
+    use roce_testgen::frames;
+    use roce_testgen::writer::{pcap_bytes, PcapFlavor, T0_NS};
+    let ports = [[2, 0, 0, 0, 0x0a, 1], [2, 0, 0, 0, 0x0b, 1]];
+    let pfc = |port: usize, quanta: u16| {
+        let mut q = [0u16; 8];
+        q[3] = quanta;
+        frames::pfc(ports[port], 1 << 3, q)
+    };
+    let mut capture = Vec::new();
+    for k in 0..12_000u64 {
+        for (port, at) in [(0, 0), (1, 50_000)] {
+            let ts = T0_NS + k * 100_000 + at;
+            capture.push((ts, pfc(port, 0xffff)));
+            capture.push((ts + 10_000, pfc(port, 0)));
+        }
+    }
+    let dir = Scratch::dir("pfc-turns");
+    let path = dir.join("turns.pcap");
+    std::fs::write(&path, pcap_bytes(&capture, PcapFlavor::NANO_LE, 1, 65535)).unwrap();
+    for (name, rotate) in [("whole", None), ("rolling", Some("100ms"))] {
+        let dataset = dir.join(name);
+        let json = dir.join(format!("{name}.json"));
+        let mut args = vec![
+            "-r".to_string(),
+            path.to_str().unwrap().into(),
+            format!("--json={}", json.display()),
+            "--parquet".into(),
+            dataset.to_str().unwrap().into(),
+        ];
+        if let Some(r) = rotate {
+            args.extend(["--rotate".into(), r.into()]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = run(&args);
+        assert!(
+            out.status.code().is_some_and(|c| c <= 1),
+            "{}",
+            stderr(&out)
+        );
+        let report: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        assert!(
+            !finding_codes(&report).contains(&"pfc_mutual".to_string()),
+            "{name}: {:?}",
+            finding_codes(&report)
+        );
+        let priorities = report["pfc"]["priorities"].as_array().unwrap();
+        assert_eq!(priorities.len(), 2);
+        for p in priorities {
+            assert_eq!(p["pause_us"], 120_000.0, "{p}");
+        }
+        let rows = duckdb_rows(&format!(
+            "SELECT src_mac, sum(paused_ns), sum(xoff), sum(xon) FROM read_parquet('{}/pfc/**/*.parquet') GROUP BY src_mac ORDER BY src_mac",
+            dataset.display()
+        ));
+        let expected = |mac: &str| -> Vec<serde_json::Value> {
+            vec![
+                mac.into(),
+                120_000_000u64.into(),
+                12_000u64.into(),
+                12_000u64.into(),
+            ]
+        };
+        assert_eq!(
+            rows,
+            vec![expected("02:00:00:00:0a:01"), expected("02:00:00:00:0b:01")],
+            "{name}"
+        );
+    }
+}

@@ -280,6 +280,10 @@ pub struct Analyzer {
     cm_pairs: HashMap<FlowKey, (FlowKey, Option<u32>, u64)>,
     /// PFC per (source MAC, priority); 802.3x PAUSE per source MAC.
     pub(crate) pfc: BTreeMap<(MacAddr, u8), PauseTracker>,
+    /// Which sources' PFC pauses overlapped, counted as pauses close.
+    pub(crate) mutual: pfc::MutualTally,
+    /// PFC pauses closed and not yet taken (`take_closed_pauses`), when an output takes them.
+    closed_pauses: Option<Vec<pfc::ClosedPause>>,
     /// No PFC pause lasts past this (the latest end any pause had): a frame after it needs no
     /// look at the pauses to know none holds it back.
     pfc_pauses_until: u64,
@@ -353,6 +357,8 @@ impl Analyzer {
             cm_requests: HashMap::new(),
             cm_pairs: HashMap::new(),
             pfc: BTreeMap::new(),
+            mutual: Default::default(),
+            closed_pauses: None,
             pfc_pauses_until: 0,
             pause: BTreeMap::new(),
             state: CaptureState::default(),
@@ -435,14 +441,32 @@ impl Analyzer {
         self.last
     }
 
-    /// Per PFC (source, priority): the pauses that ended (the first 10,000, then merged) and
-    /// the one in force.
-    pub fn pause_spans(&self) -> impl Iterator<Item = pfc::PauseSpans<'_>> {
-        self.pfc.iter().map(|(&key, t)| pfc::PauseSpans {
-            key,
-            ended: t.intervals(),
-            in_force: t.in_force(),
-        })
+    /// Per PFC (source, priority) with a pause in force: (start, end as asked for so far).
+    pub fn pauses_in_force(&self) -> impl Iterator<Item = pfc::ClosedPause> + '_ {
+        self.pfc
+            .iter()
+            .filter_map(|(&key, t)| t.in_force().map(|iv| (key, iv)))
+    }
+
+    /// Keeps every PFC pause as it closes for `take_closed_pauses` (the dataset's paused time).
+    pub fn keep_closed_pauses(&mut self) {
+        self.closed_pauses.get_or_insert_with(Vec::new);
+    }
+
+    /// The PFC pauses closed since the last call, per (source, priority): (start, end).
+    pub fn take_closed_pauses(&mut self) -> Vec<pfc::ClosedPause> {
+        match self.closed_pauses.as_mut() {
+            Some(v) if !v.is_empty() => std::mem::take(v),
+            _ => Vec::new(),
+        }
+    }
+
+    /// A PFC pause of `key` closed at `now`.
+    fn pause_closed(&mut self, key: (MacAddr, u8), iv: (u64, u64), now: u64) {
+        self.mutual.closed(&mut self.pfc, key, iv, now);
+        if let Some(v) = self.closed_pauses.as_mut() {
+            v.push((key, iv));
+        }
     }
 
     /// Feeds one packet. Packets must come in capture order.
@@ -463,10 +487,14 @@ impl Analyzer {
                         if q > 0 {
                             self.totals.pfc_xoff[prio] += 1;
                         }
-                        let tracker = self.pfc.entry((mac, prio as u8)).or_default();
-                        tracker.frame(&self.cfg.pfc, p.frame_no, p.ts_ns, q);
+                        let key = (mac, prio as u8);
+                        let tracker = self.pfc.entry(key).or_default();
+                        let closed = tracker.frame(&self.cfg.pfc, p.frame_no, p.ts_ns, q);
                         if let Some(end) = tracker.pause_end() {
                             self.pfc_pauses_until = self.pfc_pauses_until.max(end);
+                        }
+                        if let Some(iv) = closed {
+                            self.pause_closed(key, iv, p.ts_ns);
                         }
                     }
                 }

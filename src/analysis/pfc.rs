@@ -6,7 +6,7 @@
 //! (each XOFF arriving before the previous one ran out) or receives pause frames faster than
 //! `storm_fps`. Overlapping stretches of both kinds are reported as one storm.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use roce_parsers::MacAddr;
 
@@ -14,8 +14,13 @@ use crate::model::{Storm, StormKind};
 
 /// Storms listed per priority; more are counted.
 const STORMS_SHOWN: usize = 32;
-/// Pause intervals kept per priority for plots; later ones are merged into the last.
+/// Pause intervals kept per priority for the plots; later ones are merged into the last. Only
+/// the plots read them: the figures, the overlaps of two sources' pauses and the dataset's
+/// paused time take every interval as it closes.
 const INTERVALS_KEPT: usize = 10_000;
+/// Closed pauses a source keeps for telling which other sources' pauses overlap them (see
+/// `MutualTally`): those that may still overlap a pause in force, at most this many.
+const RECENT_KEPT: usize = 65_536;
 
 #[derive(Debug, Clone, Copy)]
 pub struct PfcConfig {
@@ -59,11 +64,20 @@ pub struct PauseTracker {
     storms_total: u64,
     /// Pause intervals (start, end) in ns, for the Gantt plot.
     intervals: Vec<(u64, u64)>,
+    /// The latest closed pauses, in time order, for `MutualTally`.
+    recent: VecDeque<(u64, u64)>,
 }
 
 impl PauseTracker {
-    /// A pause frame for this priority at `ts` asking for `quanta` (0 = XON).
-    pub fn frame(&mut self, cfg: &PfcConfig, frame_no: u64, ts: u64, quanta: u16) {
+    /// A pause frame for this priority at `ts` asking for `quanta` (0 = XON); the pause it
+    /// ended (start, end), if it ended one.
+    pub fn frame(
+        &mut self,
+        cfg: &PfcConfig,
+        frame_no: u64,
+        ts: u64,
+        quanta: u16,
+    ) -> Option<(u64, u64)> {
         self.first_frame.get_or_insert(frame_no);
         // Rate stretch: consecutive frames closer than 1/storm_fps.
         let min_gap = (1e9 / cfg.storm_fps) as u64;
@@ -90,15 +104,13 @@ impl PauseTracker {
 
         if quanta == 0 {
             self.xon += 1;
-            if let Some(mut iv) = self.interval.take() {
-                if ts < iv.end {
-                    iv.end = ts.max(iv.start);
-                }
-                iv.frames += 1;
-                iv.last_frame = frame_no;
-                self.close_interval(cfg, iv);
+            let mut iv = self.interval.take()?;
+            if ts < iv.end {
+                iv.end = ts.max(iv.start);
             }
-            return;
+            iv.frames += 1;
+            iv.last_frame = frame_no;
+            return Some(self.close_interval(cfg, iv));
         }
         self.xoff += 1;
         self.quanta += u64::from(quanta);
@@ -109,11 +121,10 @@ impl PauseTracker {
                 iv.end = end;
                 iv.frames += 1;
                 iv.last_frame = frame_no;
+                None
             }
             _ => {
-                if let Some(iv) = self.interval.take() {
-                    self.close_interval(cfg, iv);
-                }
+                let closed = self.interval.take().map(|iv| self.close_interval(cfg, iv));
                 self.interval = Some(Stretch {
                     start: ts,
                     end,
@@ -121,11 +132,13 @@ impl PauseTracker {
                     first_frame: frame_no,
                     last_frame: frame_no,
                 });
+                closed
             }
         }
     }
 
-    fn close_interval(&mut self, cfg: &PfcConfig, iv: Stretch) {
+    /// Ends the pause `iv`: (start, end).
+    fn close_interval(&mut self, cfg: &PfcConfig, iv: Stretch) -> (u64, u64) {
         let dur = iv.end.saturating_sub(iv.start);
         if self.intervals.len() < INTERVALS_KEPT {
             self.intervals.push((iv.start, iv.end));
@@ -135,6 +148,7 @@ impl PauseTracker {
         self.paused_ns += dur;
         self.longest_ns = self.longest_ns.max(dur);
         self.maybe_storm(cfg, iv, 1);
+        (iv.start, iv.end)
     }
 
     fn maybe_storm(&mut self, cfg: &PfcConfig, s: Stretch, kind: u8) {
@@ -172,15 +186,15 @@ impl PauseTracker {
             .is_some_and(|iv| iv.start + grace_ns <= ts && ts < iv.end)
     }
 
-    /// Closes what is still open at the end of the capture.
-    pub fn finish(&mut self, cfg: &PfcConfig) {
-        if let Some(iv) = self.interval.take() {
-            self.close_interval(cfg, iv);
-        }
+    /// Closes what is still open at the end of the capture; the pause it ended, if one was in
+    /// force.
+    pub fn finish(&mut self, cfg: &PfcConfig) -> Option<(u64, u64)> {
+        let closed = self.interval.take().map(|iv| self.close_interval(cfg, iv));
         if let Some(b) = self.burst.take() {
             self.maybe_storm(cfg, b, 2);
         }
         self.storms.sort_by_key(|(s, _)| s.start);
+        closed
     }
 
     pub fn storms(&self) -> Vec<Storm> {
@@ -234,8 +248,26 @@ impl PauseTracker {
         self.storms_total
     }
 
+    /// The pauses for the plots: the first 10,000, the later ones merged into the last.
     pub fn intervals(&self) -> &[(u64, u64)] {
         &self.intervals
+    }
+
+    /// Whether a pause of this source covers `at` that began before it (at it, when `first`:
+    /// this source comes first of the two): in force, or among the recent closed ones.
+    fn paused_through(&self, at: u64, first: bool) -> bool {
+        let began_before = |start: u64| start < at || (start == at && first);
+        if let Some(iv) = &self.interval {
+            if began_before(iv.start) && iv.end > at {
+                return true;
+            }
+        }
+        // Closed pauses are disjoint and in time order: the one covering `at` is the first
+        // to end after it.
+        let i = self.recent.partition_point(|&(_, end)| end <= at);
+        self.recent
+            .get(i)
+            .is_some_and(|&(start, _)| began_before(start))
     }
 
     /// The pause in force: (start, end as asked for so far).
@@ -260,13 +292,6 @@ impl PauseTracker {
     }
 }
 
-/// The pauses of one PFC (source, priority): (start, end) in ns.
-pub struct PauseSpans<'a> {
-    pub key: (MacAddr, u8),
-    pub ended: &'a [(u64, u64)],
-    pub in_force: Option<(u64, u64)>,
-}
-
 /// Two sources pausing one priority at overlapping times: the two ends of a link pausing each
 /// other.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -279,31 +304,108 @@ pub struct MutualPause {
     pub first_ns: u64,
 }
 
-/// Every pair of sources whose pauses of one priority overlap in time.
-pub fn mutual_pauses(pfc: &BTreeMap<(MacAddr, u8), PauseTracker>) -> Vec<MutualPause> {
-    let mut out = Vec::new();
-    let sources: Vec<(&(MacAddr, u8), &PauseTracker)> = pfc.iter().collect();
-    for (i, &(&(a, prio), ta)) in sources.iter().enumerate() {
-        for &(&(b, prio_b), tb) in &sources[i + 1..] {
-            if prio_b != prio || a == b {
+/// A PFC pause that ended: its (source, priority), and its (start, end) in ns.
+pub type ClosedPause = ((MacAddr, u8), (u64, u64));
+
+/// Which sources paused one priority at the same time, told pause by pause as each closes,
+/// so that it holds however many pauses a capture or a monitor sees (the overlaps were once
+/// found between the plots' lists, whose pauses past the 10,000th are merged into one: two
+/// sources taking turns then paused "at the same time").
+///
+/// Each overlapping pair of pauses is counted once, when the one that began later closes: the
+/// other source's pause that covers its start, in force or among its recent closed ones (a
+/// source's pauses are disjoint, so there is at most one).
+#[derive(Debug, Clone, Default)]
+pub struct MutualTally {
+    /// Per (a, priority, b), a before b: overlapping pairs, and when the first overlap began.
+    pairs: BTreeMap<(MacAddr, u8, MacAddr), (u64, u64)>,
+}
+
+impl MutualTally {
+    /// The pause (start, end) of `key` closed at `now`: its overlaps with the other sources'
+    /// pauses of the priority that began before it are counted, and it is kept for the pauses
+    /// of others still in force.
+    pub fn closed(
+        &mut self,
+        trackers: &mut BTreeMap<(MacAddr, u8), PauseTracker>,
+        key: (MacAddr, u8),
+        (start, end): (u64, u64),
+        now: u64,
+    ) {
+        let (mac, prio) = key;
+        // A closed pause older than every pause in force (and than now) overlaps no pause
+        // that has yet to close.
+        let mut horizon = now;
+        for (&(other, p), t) in trackers.iter() {
+            if p != prio || other == mac {
                 continue;
             }
-            if let Some((overlaps, first_ns)) = overlaps(ta.intervals(), tb.intervals()) {
-                out.push(MutualPause {
-                    priority: prio,
-                    a,
-                    b,
-                    overlaps,
-                    first_ns,
-                });
+            if let Some(iv) = &t.interval {
+                horizon = horizon.min(iv.start);
+            }
+            if end > start && t.paused_through(start, other < mac) {
+                let pair = if other < mac {
+                    (other, prio, mac)
+                } else {
+                    (mac, prio, other)
+                };
+                let e = self.pairs.entry(pair).or_insert((0, start));
+                e.0 += 1;
+                e.1 = e.1.min(start);
             }
         }
+        for (&(_, p), t) in trackers.iter_mut() {
+            if p == prio {
+                while t.recent.front().is_some_and(|&(_, e)| e <= horizon) {
+                    t.recent.pop_front();
+                }
+            }
+        }
+        if let Some(t) = trackers.get_mut(&key) {
+            if t.recent.len() == RECENT_KEPT {
+                t.recent.pop_front();
+            }
+            t.recent.push_back((start, end));
+        }
     }
-    out
+
+    /// Ends every pause in force (the capture ends, or is looked at as if it did): each is
+    /// counted as it closes. The pauses ended, per source and priority.
+    pub fn finish(
+        &mut self,
+        trackers: &mut BTreeMap<(MacAddr, u8), PauseTracker>,
+        cfg: &PfcConfig,
+    ) -> Vec<ClosedPause> {
+        let keys: Vec<(MacAddr, u8)> = trackers.keys().copied().collect();
+        let mut ended = Vec::new();
+        for key in keys {
+            let closed = trackers.get_mut(&key).and_then(|t| t.finish(cfg));
+            if let Some(iv) = closed {
+                self.closed(trackers, key, iv, iv.1);
+                ended.push((key, iv));
+            }
+        }
+        ended
+    }
+
+    /// Every pair of sources whose pauses of one priority overlapped.
+    pub fn pairs(&self) -> Vec<MutualPause> {
+        self.pairs
+            .iter()
+            .map(|(&(a, priority, b), &(overlaps, first_ns))| MutualPause {
+                priority,
+                a,
+                b,
+                overlaps,
+                first_ns,
+            })
+            .collect()
+    }
 }
 
 /// How many intervals of `a` overlap one of `b` (both sorted), and where the first overlap
-/// starts; None when none do.
+/// starts; None when none do. The tests' oracle for `MutualTally`.
+#[cfg(test)]
 fn overlaps(a: &[(u64, u64)], b: &[(u64, u64)]) -> Option<(u64, u64)> {
     let (mut i, mut j) = (0, 0);
     let mut count = 0;
@@ -378,6 +480,87 @@ mod tests {
         assert_eq!(t.xoff, 10);
         assert_eq!(t.paused_ns, 10 * 512);
         assert!(t.storms().is_empty());
+    }
+
+    /// Three sources pausing one priority at random (XOFFs refreshed or cut by XON), 15,000
+    /// pauses each, more than the plots keep: the tally, told pause by pause, counts what the
+    /// whole lists overlap; sources taking turns never overlap.
+    #[test]
+    fn the_mutual_tally_counts_every_overlap_of_whole_pause_lists() {
+        let macs = [
+            MacAddr([2, 0, 0, 0, 0, 3]),
+            MacAddr([2, 0, 0, 0, 0, 1]),
+            MacAddr([2, 0, 0, 0, 0, 2]),
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut rand = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let mut frames: Vec<(u64, usize, u16)> = Vec::new();
+        for k in 0..3 {
+            let mut ts = rand(1000);
+            for _ in 0..15_000 {
+                frames.push((ts, k, 0xffff)); // 335 us
+                if rand(3) > 0 {
+                    frames.push((ts + 1 + rand(400_000), k, 0));
+                }
+                ts += 400_001 + rand(300_000);
+            }
+        }
+        frames.sort();
+        let mut trackers: BTreeMap<(MacAddr, u8), PauseTracker> = BTreeMap::new();
+        let mut tally = MutualTally::default();
+        let mut all: BTreeMap<(MacAddr, u8), Vec<(u64, u64)>> = BTreeMap::new();
+        for (i, &(ts, k, q)) in frames.iter().enumerate() {
+            let key = (macs[k], 3);
+            if let Some(iv) = trackers
+                .entry(key)
+                .or_default()
+                .frame(&CFG, i as u64, ts, q)
+            {
+                tally.closed(&mut trackers, key, iv, ts);
+                all.entry(key).or_default().push(iv);
+            }
+        }
+        for (key, iv) in tally.finish(&mut trackers, &CFG) {
+            all.entry(key).or_default().push(iv);
+        }
+        let keys: Vec<_> = all.keys().copied().collect();
+        let mut expected = Vec::new();
+        for (i, a) in keys.iter().enumerate() {
+            for b in &keys[i + 1..] {
+                if let Some((overlaps, first_ns)) = overlaps(&all[a], &all[b]) {
+                    expected.push((a.0, b.0, overlaps, first_ns));
+                }
+            }
+        }
+        let got: Vec<_> = tally
+            .pairs()
+            .iter()
+            .map(|m| (m.a, m.b, m.overlaps, m.first_ns))
+            .collect();
+        assert_eq!(got, expected);
+        assert!(expected.iter().all(|e| e.2 > 100), "{expected:?}");
+        assert!(all.values().all(|v| v.len() > INTERVALS_KEPT));
+        // Taking turns: 12,000 pauses of 10 us each, 50 us apart.
+        let mut trackers = BTreeMap::new();
+        let mut tally = MutualTally::default();
+        for k in 0..12_000u64 {
+            for (src, at) in [(0, 0), (1, 50_000)] {
+                let key = (macs[src], 3);
+                let ts = k * 100_000 + at;
+                let t: &mut PauseTracker = trackers.entry(key).or_default();
+                assert!(t.frame(&CFG, 0, ts, 0xffff).is_none());
+                let iv = t.frame(&CFG, 0, ts + 10_000, 0).unwrap();
+                tally.closed(&mut trackers, key, iv, ts + 10_000);
+            }
+        }
+        assert!(tally.finish(&mut trackers, &CFG).is_empty());
+        assert_eq!(tally.pairs(), vec![]);
+        assert!(trackers.values().all(|t| t.recent.len() <= 1));
     }
 
     #[test]

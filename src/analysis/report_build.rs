@@ -26,8 +26,9 @@ pub struct AnalysisEnd {
     pub plots: Option<PlotData>,
     /// The `Flow::id` of each report flow, in report order.
     pub order: Vec<usize>,
-    /// Pause intervals per (source MAC, priority).
-    pub pauses: BTreeMap<(MacAddr, u8), Vec<(u64, u64)>>,
+    /// The PFC pauses closed and not yet taken (with `keep_closed_pauses`), those the end
+    /// closed included: (source MAC, priority), (start, end).
+    pub pauses: Vec<crate::analysis::pfc::ClosedPause>,
     /// The ids of the flows still open at the end (the others ended before).
     pub open_ids: Vec<usize>,
 }
@@ -500,7 +501,11 @@ impl Analyzer {
     /// index of each report flow, and the pause intervals.
     pub fn finish_all(mut self, meta: CaptureMeta) -> AnalysisEnd {
         let cfg = self.cfg;
-        for t in self.pfc.values_mut().chain(self.pause.values_mut()) {
+        let closed = self.mutual.finish(&mut self.pfc, &cfg.pfc);
+        if let Some(v) = self.closed_pauses.as_mut() {
+            v.extend(closed);
+        }
+        for t in self.pause.values_mut() {
             t.finish(&cfg.pfc);
         }
         let kept = std::mem::take(&mut self.kept);
@@ -508,11 +513,7 @@ impl Analyzer {
         let entries = self.final_flow_reports(kept);
         let (report, order) = self.report_with(&self.pfc, &self.pause, &meta, entries);
         let plots = self.plot_data(&order, &report);
-        let pauses = self
-            .pfc
-            .iter()
-            .map(|(&k, t)| (k, t.intervals().to_vec()))
-            .collect();
+        let pauses = self.take_closed_pauses();
         AnalysisEnd {
             report,
             plots,
@@ -547,8 +548,10 @@ impl Analyzer {
     /// unanswered: a flow whose ACKs take long had them told every second, and never in the
     /// report.
     pub fn findings_now(&self, meta: &CaptureMeta, at_end: bool) -> Vec<Finding> {
-        let (mut pfc, mut pause) = (self.pfc.clone(), self.pause.clone());
-        for t in pfc.values_mut().chain(pause.values_mut()) {
+        let (mut pfc, mut pause, mut mutual) =
+            (self.pfc.clone(), self.pause.clone(), self.mutual.clone());
+        mutual.finish(&mut pfc, &self.cfg.pfc);
+        for t in pause.values_mut() {
             t.finish(&self.cfg.pfc);
         }
         let last_ts = self.state.last_ts;
@@ -580,7 +583,7 @@ impl Analyzer {
             &evidence,
             &self.capture_report(meta),
             &self.pfc_report(&pfc, &pause),
-            &self.facts(&pfc, meta, !at_end),
+            &self.facts(&mutual, meta, !at_end),
         )
     }
 
@@ -607,7 +610,7 @@ impl Analyzer {
             &evidence,
             &report.capture,
             &report.pfc,
-            &self.facts(pfc, meta, false),
+            &self.facts(&self.mutual, meta, false),
         );
         report.findings = found;
         (report, order)
@@ -616,7 +619,7 @@ impl Analyzer {
     /// What findings need of the capture beyond its report.
     fn facts<'a>(
         &'a self,
-        pfc: &BTreeMap<(MacAddr, u8), PauseTracker>,
+        mutual: &super::pfc::MutualTally,
         meta: &'a CaptureMeta,
         running: bool,
     ) -> CaptureFacts<'a> {
@@ -627,7 +630,7 @@ impl Analyzer {
             other_by_pcp: &self.state.other_by_pcp,
             other_by_dscp: &self.state.other_by_dscp,
             pfc_not_honoured: &self.state.pfc_not_honoured,
-            mutual_pauses: super::pfc::mutual_pauses(pfc),
+            mutual_pauses: mutual.pairs(),
             cm_requests: &self.cm_requests,
             icmp_errors: &self.state.icmp_errors,
             link_gbps: cfg.link_speed_given.then_some(cfg.pfc.link_gbps),

@@ -18,16 +18,13 @@ struct OpenBin {
     row: TimelineRow,
 }
 
-/// PFC frames per (source, priority, bin): XOFF and XON.
-pub type PfcFrames = BTreeMap<(MacAddr, u8, u64), (u64, u64)>;
-
 /// PFC per (source, priority, bin): XOFF and XON frames, and the nanoseconds paused.
 pub type PfcBins = BTreeMap<(MacAddr, u8, u64), (u64, u64, u64)>;
 
 pub struct Bins {
     bin_ns: u64,
     open: HashMap<usize, OpenBin>,
-    pfc: PfcFrames,
+    pfc: PfcBins,
 }
 
 impl Bins {
@@ -35,7 +32,7 @@ impl Bins {
         Bins {
             bin_ns,
             open: HashMap::default(),
-            pfc: PfcFrames::new(),
+            pfc: PfcBins::new(),
         }
     }
 
@@ -130,8 +127,19 @@ impl Bins {
             .collect()
     }
 
-    /// Takes the PFC frame bins that start before `before` (every one with `None`).
-    pub fn take_pfc(&mut self, before: Option<u64>) -> PfcFrames {
+    /// The time from `from` to `to` that `key` (source, priority) paused, in its bins.
+    pub fn paused(&mut self, (mac, prio): (MacAddr, u8), from: u64, to: u64) {
+        let mut lo = from - from % self.bin_ns;
+        while lo < to {
+            let hi = lo + self.bin_ns;
+            let overlap = to.min(hi).saturating_sub(from.max(lo));
+            self.pfc.entry((mac, prio, lo)).or_default().2 += overlap;
+            lo = hi;
+        }
+    }
+
+    /// Takes the PFC bins that start before `before` (every one with `None`).
+    pub fn take_pfc(&mut self, before: Option<u64>) -> PfcBins {
         match before {
             None => std::mem::take(&mut self.pfc),
             Some(t) => {
@@ -152,27 +160,4 @@ fn row_of(flow: usize, bin: OpenBin) -> Option<TimelineRow> {
         bin_start_ns: bin.start? as i64,
         ..bin.row
     })
-}
-
-/// PFC frame bins with the time paused in each: `spans` are pause intervals (start, end) per
-/// (source, priority), each cut at the bins' edges.
-pub fn pfc_bins<'a>(
-    frames: &PfcFrames,
-    spans: impl IntoIterator<Item = ((MacAddr, u8), (u64, u64))> + 'a,
-    bin_ns: u64,
-) -> PfcBins {
-    let mut bins: PfcBins = frames
-        .iter()
-        .map(|(&k, &(xoff, xon))| (k, (xoff, xon, 0)))
-        .collect();
-    for ((mac, prio), (a, b)) in spans {
-        let mut lo = a - a % bin_ns;
-        while lo < b {
-            let hi = lo + bin_ns;
-            let overlap = b.min(hi).saturating_sub(a.max(lo));
-            bins.entry((mac, prio, lo)).or_default().2 += overlap;
-            lo = hi;
-        }
-    }
-    bins
 }

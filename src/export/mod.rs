@@ -12,12 +12,9 @@ mod rows;
 mod table;
 mod whole;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use roce_parsers::MacAddr;
-
-use crate::analysis::{Analyzer, Outcome};
+use crate::analysis::Analyzer;
 use crate::error::Error;
 use crate::model::{Finding, FlowReport, Report};
 use crate::summary::PacketSummary;
@@ -110,12 +107,21 @@ impl Exporter {
         Ok(())
     }
 
-    /// One frame, and what the analysis made of it.
-    pub fn frame(&mut self, p: &PacketSummary, o: Outcome) -> Result<(), Error> {
+    /// One frame, just fed to `an` (made to `keep_closed_pauses`): what the analysis made of
+    /// it, and the PFC pauses it ended.
+    pub fn frame(&mut self, p: &PacketSummary, an: &mut Analyzer) -> Result<(), Error> {
+        let o = an.last_outcome();
         match self {
-            Exporter::Whole(w) => w.frame(p, o),
-            Exporter::Rolling(r) => r.frame(p, o),
+            Exporter::Whole(w) => w.frame(p, o)?,
+            Exporter::Rolling(r) => r.frame(p, o)?,
         }
+        for (key, iv) in an.take_closed_pauses() {
+            match self {
+                Exporter::Whole(w) => w.pause_closed(key, iv),
+                Exporter::Rolling(r) => r.pause_closed(key, iv),
+            }
+        }
+        Ok(())
     }
 
     /// Flow `id` ended; `flow` its report entry when the analysis made one.
@@ -135,13 +141,13 @@ impl Exporter {
     }
 
     /// Writes what is left. `order[i]` is the `Flow::id` of the report's flow `i+1`, `open`
-    /// the ids of the flows still open; `pauses` the pause intervals per (source, priority).
+    /// the ids of the flows still open; `pauses` the PFC pauses the end of the analysis closed.
     pub fn finish(
         self,
         report: &Report,
         order: &[usize],
         open: &[usize],
-        pauses: &BTreeMap<(MacAddr, u8), Vec<(u64, u64)>>,
+        pauses: &[crate::analysis::pfc::ClosedPause],
     ) -> Result<(), Error> {
         match self {
             Exporter::Whole(w) => w.finish(report, order, pauses),

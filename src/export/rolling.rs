@@ -17,7 +17,7 @@ use std::thread::JoinHandle;
 use roce_parsers::MacAddr;
 use rustc_hash::FxHashMap as HashMap;
 
-use super::bins::{pfc_bins, Bins, PfcBins};
+use super::bins::{Bins, PfcBins};
 use super::rows::{self, PacketRow, TextCache, TimelineRow};
 use super::table::Table;
 use super::{io_err, remove_partitions, ExportConfig, TABLES};
@@ -176,20 +176,32 @@ impl RollingExport {
         for row in self.bins.close_bins(Some(cut)) {
             self.send(Row::Timeline(row))?;
         }
-        let frames = self.bins.take_pfc(Some(cut));
-        let mut spans = Vec::new();
-        for p in an.pause_spans() {
-            let from = self.paused_counted.get(&p.key).copied().unwrap_or(0);
-            spans.extend(uncounted(p.ended, p.in_force, from, Some(cut)).map(|iv| (p.key, iv)));
-            self.paused_counted.insert(p.key, from.max(cut));
+        // A pause in force is in the parts up to the cut; the rest of it when it ends.
+        for (key, (start, end)) in an.pauses_in_force() {
+            let from = self.counted_from(key, start);
+            self.bins.paused(key, from, end.min(cut));
+            self.paused_counted.insert(key, from.max(cut));
         }
+        let pfc = self.bins.take_pfc(Some(cut));
         self.send(Row::Publish {
-            pfc: pfc_bins(&frames, spans, self.cfg.bin_ns),
+            pfc,
             next_flow_id: self.flow_base + an.flows_seen() as i64,
         })?;
         self.hand_over()?;
         self.boundary = Some(self.interval_end(now.max(cut)));
         Ok(())
+    }
+
+    /// Where the parts' count of a pause of `key` that began at `start` goes on from.
+    fn counted_from(&self, key: (MacAddr, u8), start: u64) -> u64 {
+        let counted = self.paused_counted.get(&key).copied().unwrap_or(0);
+        start.max(counted)
+    }
+
+    /// A PFC pause of (source, priority) `key` ended: its time not in parts yet, in the bins.
+    pub fn pause_closed(&mut self, key: (MacAddr, u8), (start, end): (u64, u64)) {
+        let from = self.counted_from(key, start);
+        self.bins.paused(key, from, end);
     }
 
     /// One frame, and what the analysis made of it.
@@ -227,26 +239,24 @@ impl RollingExport {
 
     /// The end of the capture: the last set of parts, with the flows still open (`order[i]`:
     /// the `Flow::id` of report flow `i`; `open`: the ids still open), every bin, and the
-    /// pauses (`pauses`: every (source, priority)'s, the analysis ended).
+    /// pauses not told yet (`pauses`: those the end of the analysis closed).
     pub fn finish(
         mut self,
         report: &Report,
         order: &[usize],
         open: &[usize],
-        pauses: &std::collections::BTreeMap<(MacAddr, u8), Vec<(u64, u64)>>,
+        pauses: &[crate::analysis::pfc::ClosedPause],
     ) -> Result<(), Error> {
+        for &(key, iv) in pauses {
+            self.pause_closed(key, iv);
+        }
         for (id, f) in crate::analysis::report_build::still_open(report, order, open) {
             self.send(Row::Flow(Box::new(f.clone()), id as u64))?;
         }
         for row in self.bins.close_bins(None) {
             self.send(Row::Timeline(row))?;
         }
-        let mut spans = Vec::new();
-        for (&key, closed) in pauses {
-            let from = self.paused_counted.get(&key).copied().unwrap_or(0);
-            spans.extend(uncounted(closed, None, from, None).map(|iv| (key, iv)));
-        }
-        let pfc = pfc_bins(&self.bins.take_pfc(None), spans, self.cfg.bin_ns);
+        let pfc = self.bins.take_pfc(None);
         self.send(Row::Publish {
             pfc,
             next_flow_id: self.flow_base + report.capture.flows as i64,
@@ -312,25 +322,6 @@ impl PartWriter {
             }
         }
     }
-}
-
-/// The pause intervals not yet in parts: those of `closed` (in time order) and `open`, cut to
-/// start at `from` and end by `to`.
-fn uncounted(
-    closed: &[(u64, u64)],
-    open: Option<(u64, u64)>,
-    from: u64,
-    to: Option<u64>,
-) -> impl Iterator<Item = (u64, u64)> + '_ {
-    let first = closed.partition_point(|&(_, end)| end <= from);
-    closed[first..]
-        .iter()
-        .copied()
-        .chain(open)
-        .filter_map(move |(a, b)| {
-            let (a, b) = (a.max(from), to.map_or(b, |t| b.min(t)));
-            (a < b).then_some((a, b))
-        })
 }
 
 impl Part {
@@ -619,15 +610,5 @@ mod tests {
         assert_eq!(next_part(&cfg).unwrap(), 1);
         drop(w);
         let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn pauses_are_cut_at_what_earlier_parts_hold_and_at_the_interval_end() {
-        let closed = [(10, 20), (30, 50), (60, 70)];
-        let got: Vec<_> = uncounted(&closed, Some((80, 120)), 40, Some(100)).collect();
-        assert_eq!(got, vec![(40, 50), (60, 70), (80, 100)]);
-        let rest: Vec<_> = uncounted(&closed, Some((80, 120)), 100, None).collect();
-        assert_eq!(rest, vec![(100, 120)]);
-        assert_eq!(uncounted(&closed, None, 70, Some(100)).count(), 0);
     }
 }

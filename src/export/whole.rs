@@ -3,14 +3,13 @@
 //! numbered troubled first): they are spilled to a file in DIR as they come (fixed-size
 //! records, so memory stays bounded on any capture) and written out with their ids at the end.
 
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use roce_parsers::MacAddr;
 
-use super::bins::{pfc_bins, Bins};
+use super::bins::Bins;
 use super::rows::{self, PacketRow, TimelineRow};
 use super::table::Table;
 use super::{io_err, remove_partitions, ExportConfig};
@@ -73,6 +72,11 @@ impl WholeExport {
             .frame(p, o, &mut |row| spill(timeline, record, path, row))
     }
 
+    /// A PFC pause of (source, priority) `key` ended: its time, in the PFC bins.
+    pub fn pause_closed(&mut self, key: (MacAddr, u8), (start, end): (u64, u64)) {
+        self.bins.paused(key, start, end);
+    }
+
     fn spill_bin(&mut self, row: TimelineRow) -> Result<(), Error> {
         spill(
             &mut self.timeline,
@@ -83,13 +87,16 @@ impl WholeExport {
     }
 
     /// Writes every table. `order[i]` is the `Flow::id` of the report's flow `i+1`;
-    /// `pauses` the pause intervals per (source, priority).
+    /// `pauses` the PFC pauses not told yet (those the end of the analysis closed).
     pub fn finish(
         mut self,
         report: &Report,
         order: &[usize],
-        pauses: &BTreeMap<(MacAddr, u8), Vec<(u64, u64)>>,
+        pauses: &[crate::analysis::pfc::ClosedPause],
     ) -> Result<(), Error> {
+        for &(key, iv) in pauses {
+            self.pause_closed(key, iv);
+        }
         for row in self.bins.close_bins(None) {
             self.spill_bin(row)?;
         }
@@ -116,10 +123,7 @@ impl WholeExport {
             rows::finding_row(&mut findings, f, None)?;
         }
         findings.close()?;
-        let spans = pauses
-            .iter()
-            .flat_map(|(&k, ivs)| ivs.iter().map(move |&iv| (k, iv)));
-        let bins = pfc_bins(&self.bins.take_pfc(None), spans, self.cfg.bin_ns);
+        let bins = self.bins.take_pfc(None);
         rows::write_pfc(&self.cfg.table_path("pfc"), &bins, self.cfg.bin_ns)?;
         let _ = std::fs::remove_file(&self.packets_path);
         let _ = std::fs::remove_file(&self.timeline_path);
