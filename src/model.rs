@@ -648,7 +648,8 @@ pub struct PfcRow {
     pub priority: Option<u8>,
     pub source: String,
     pub roce: bool,
-    pub intervals: Vec<(u64, u64)>,
+    /// The pauses, (start, end, time paused in it): past 10,000, spans of neighbouring ones.
+    pub intervals: Vec<(u64, u64, u64)>,
     pub storms: Vec<(u64, u64)>,
 }
 

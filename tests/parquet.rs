@@ -364,7 +364,7 @@ fn a_full_disk_under_a_rolling_dataset_leaves_whole_parts_and_the_report() {
 /// the merged pause once made the two "pause each other" (`pfc_mutual`) and the dataset's
 /// `paused_ns` count the gaps between pauses (300 ms instead of 120 ms a port). Read whole and
 /// as a rolling dataset cut every 100 ms (pauses end in the parts of the intervals they lie
-/// in), the paused time is the report's.
+/// in), the paused time is the report's; so is the plots' timeline (it too counted the gaps).
 #[test]
 fn many_pauses_taking_turns_neither_overlap_nor_count_the_gaps() {
     use roce_testgen::frames;
@@ -396,8 +396,10 @@ fn many_pauses_taking_turns_neither_overlap_nor_count_the_gaps() {
             "--parquet".into(),
             dataset.to_str().unwrap().into(),
         ];
-        if let Some(r) = rotate {
-            args.extend(["--rotate".into(), r.into()]);
+        match rotate {
+            Some(r) => args.extend(["--rotate".into(), r.into()]),
+            // The plots' timeline too: its paused time per bin.
+            None => args.push(format!("--report={}", dir.join("report").display())),
         }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let out = run(&args);
@@ -413,6 +415,21 @@ fn many_pauses_taking_turns_neither_overlap_nor_count_the_gaps() {
             "{name}: {:?}",
             finding_codes(&report)
         );
+        if rotate.is_none() {
+            let timeline: serde_json::Value = serde_json::from_slice(
+                &std::fs::read(dir.join("report").join("timeline.json")).unwrap(),
+            )
+            .unwrap();
+            for p in timeline["pfc"].as_array().unwrap() {
+                let us: f64 = p["pause_us"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_f64().unwrap())
+                    .sum();
+                assert!((us - 120_000.0).abs() < 0.01, "{}: {us}", p["source"]);
+            }
+        }
         let priorities = report["pfc"]["priorities"].as_array().unwrap();
         assert_eq!(priorities.len(), 2);
         for p in priorities {

@@ -14,9 +14,9 @@ use crate::model::{Storm, StormKind};
 
 /// Storms listed per priority; more are counted.
 const STORMS_SHOWN: usize = 32;
-/// Pause intervals kept per priority for the plots; later ones are merged into the last. Only
-/// the plots read them: the figures, the overlaps of two sources' pauses and the dataset's
-/// paused time take every interval as it closes.
+/// Pauses kept per priority for the plots: past this many, neighbours merge into spans that
+/// keep the time paused in them. Only the plots read them: the figures, the overlaps of two
+/// sources' pauses and the dataset's paused time take every pause as it closes.
 const INTERVALS_KEPT: usize = 10_000;
 /// Closed pauses a source keeps for telling which other sources' pauses overlap them (see
 /// `MutualTally`): those that may still overlap a pause in force, at most this many.
@@ -62,8 +62,12 @@ pub struct PauseTracker {
     /// Candidate storms: (start, end, frames, first frame, kind bits 1=paused 2=rate).
     storms: Vec<(Stretch, u8)>,
     storms_total: u64,
-    /// Pause intervals (start, end) in ns, for the Gantt plot.
-    intervals: Vec<(u64, u64)>,
+    /// Pauses for the plots, (start, end, time paused in it) in ns: each pause, or past
+    /// `INTERVALS_KEPT` a span of neighbouring ones.
+    intervals: Vec<(u64, u64, u64)>,
+    /// A pause starting this soon after the last span's start joins it (0 until the spans
+    /// first had to merge).
+    merge_within: u64,
     /// The latest closed pauses, in time order, for `MutualTally`.
     recent: VecDeque<(u64, u64)>,
 }
@@ -140,15 +144,40 @@ impl PauseTracker {
     /// Ends the pause `iv`: (start, end).
     fn close_interval(&mut self, cfg: &PfcConfig, iv: Stretch) -> (u64, u64) {
         let dur = iv.end.saturating_sub(iv.start);
-        if self.intervals.len() < INTERVALS_KEPT {
-            self.intervals.push((iv.start, iv.end));
-        } else if let Some(last) = self.intervals.last_mut() {
-            last.1 = last.1.max(iv.end);
-        }
+        self.keep_for_plots(iv.start, iv.end);
         self.paused_ns += dur;
         self.longest_ns = self.longest_ns.max(dur);
         self.maybe_storm(cfg, iv, 1);
         (iv.start, iv.end)
+    }
+
+    /// Keeps pause (start, end) for the plots. Past `INTERVALS_KEPT` spans, neighbours merge
+    /// two by two, and later pauses join the last span while they start within the spans'
+    /// length of it: the list covers the whole capture, at a resolution that halves as needed,
+    /// and each span keeps the time paused in it (a span of pauses that took turns with others
+    /// was once drawn, and counted in `pause_us`, as paused throughout).
+    fn keep_for_plots(&mut self, start: u64, end: u64) {
+        let paused = end.saturating_sub(start);
+        if let Some(last) = self.intervals.last_mut() {
+            if start < last.0.saturating_add(self.merge_within) {
+                last.1 = last.1.max(end);
+                last.2 += paused;
+                return;
+            }
+        }
+        self.intervals.push((start, end, paused));
+        if self.intervals.len() >= INTERVALS_KEPT {
+            self.intervals = self
+                .intervals
+                .chunks(2)
+                .map(|pair| {
+                    let (first, last) = (pair[0], pair[pair.len() - 1]);
+                    (first.0, last.1.max(first.1), pair.iter().map(|p| p.2).sum())
+                })
+                .collect();
+            let covered = self.intervals.last().map_or(0, |l| l.1) - self.intervals[0].0;
+            self.merge_within = covered / (INTERVALS_KEPT as u64 / 2);
+        }
     }
 
     fn maybe_storm(&mut self, cfg: &PfcConfig, s: Stretch, kind: u8) {
@@ -248,8 +277,9 @@ impl PauseTracker {
         self.storms_total
     }
 
-    /// The pauses for the plots: the first 10,000, the later ones merged into the last.
-    pub fn intervals(&self) -> &[(u64, u64)] {
+    /// The pauses for the plots, (start, end, time paused in it): each pause, or past 10,000
+    /// spans of neighbouring pauses.
+    pub fn intervals(&self) -> &[(u64, u64, u64)] {
         &self.intervals
     }
 
@@ -561,6 +591,31 @@ mod tests {
         assert!(tally.finish(&mut trackers, &CFG).is_empty());
         assert_eq!(tally.pairs(), vec![]);
         assert!(trackers.values().all(|t| t.recent.len() <= 1));
+    }
+
+    /// 30,000 pauses of 10 us, 100 us apart: the plots' list stays under 10,000 spans, covers
+    /// the whole time, and keeps the time paused (the later pauses were once merged into one
+    /// span drawn as paused throughout).
+    #[test]
+    fn the_plots_keep_the_time_paused_of_many_pauses_in_spans() {
+        let mut t = PauseTracker::default();
+        for k in 0..30_000u64 {
+            t.frame(&CFG, 0, k * 100_000, 0xffff);
+            t.frame(&CFG, 0, k * 100_000 + 10_000, 0);
+        }
+        t.finish(&CFG);
+        let spans = t.intervals();
+        assert!(spans.len() < INTERVALS_KEPT && spans.len() > INTERVALS_KEPT / 4);
+        assert_eq!(spans[0].0, 0);
+        assert_eq!(spans[spans.len() - 1].1, 29_999 * 100_000 + 10_000);
+        assert_eq!(spans.iter().map(|s| s.2).sum::<u64>(), t.paused_ns);
+        assert_eq!(t.paused_ns, 30_000 * 10_000);
+        // No span is mostly paused: each holds pauses a tenth of its time.
+        assert!(
+            spans.iter().all(|s| s.2 * 5 < s.1 - s.0),
+            "{:?}",
+            &spans[..3]
+        );
     }
 
     #[test]

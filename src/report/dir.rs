@@ -87,29 +87,12 @@ fn gbps(b: &Bin, bin_ns: u64) -> f64 {
     b.bytes as f64 * 8.0 / bin_ns as f64
 }
 
-/// Microseconds of [a, b) falling in each bin.
-fn pause_per_bin(d: &PlotData, intervals: &[(u64, u64)]) -> Vec<f64> {
-    let mut out = vec![0.0; d.bins];
-    for &(a, b) in intervals {
-        let (a, b) = (a.max(d.start_ns), b);
-        if b <= a {
-            continue;
-        }
-        let first = ((a - d.start_ns) / d.bin_ns) as usize;
-        let last = ((b - 1 - d.start_ns) / d.bin_ns) as usize;
-        for (i, slot) in out
-            .iter_mut()
-            .enumerate()
-            .take(last.min(d.bins - 1) + 1)
-            .skip(first)
-        {
-            let lo = d.start_ns + i as u64 * d.bin_ns;
-            let hi = lo + d.bin_ns;
-            let overlap = b.min(hi).saturating_sub(a.max(lo));
-            *slot += overlap as f64 / 1e3;
-        }
-    }
-    out
+/// Microseconds paused in each bin.
+fn pause_per_bin(d: &PlotData, intervals: &[(u64, u64, u64)]) -> Vec<f64> {
+    super::plots::paused_per_slot(intervals, d.start_ns, d.bin_ns, d.bins)
+        .into_iter()
+        .map(|ns| ns / 1e3)
+        .collect()
 }
 
 fn timeline_json(d: &PlotData) -> TimelineJson {
@@ -142,7 +125,7 @@ fn timeline_json(d: &PlotData) -> TimelineJson {
                 intervals: r
                     .intervals
                     .iter()
-                    .map(|&(a, b)| [secs(a), secs(b)])
+                    .map(|&(a, b, _)| [secs(a), secs(b)])
                     .collect(),
             })
             .collect(),

@@ -545,6 +545,44 @@ pub fn empty(kind: PlotKind, d: &PlotData) -> Option<&'static str> {
     }
 }
 
+/// Nanoseconds paused in each of `slots` slots of `slot_ns` from `start_ns`: `spans` are
+/// pauses or spans of them, (start, end, time paused in it), a span's paused time spread
+/// evenly over it.
+pub(super) fn paused_per_slot(
+    spans: &[(u64, u64, u64)],
+    start_ns: u64,
+    slot_ns: u64,
+    slots: usize,
+) -> Vec<f64> {
+    let mut out = vec![0.0; slots];
+    for &(a, b, paused) in spans {
+        if b <= a || slots == 0 || slot_ns == 0 {
+            continue;
+        }
+        let density = paused as f64 / (b - a) as f64;
+        let a = a.max(start_ns);
+        if b <= a {
+            continue;
+        }
+        let first = ((a - start_ns) / slot_ns) as usize;
+        let last = ((b - 1 - start_ns) / slot_ns) as usize;
+        for (i, slot) in out
+            .iter_mut()
+            .enumerate()
+            .take(last.min(slots - 1) + 1)
+            .skip(first)
+        {
+            let lo = start_ns + i as u64 * slot_ns;
+            let overlap = b.min(lo + slot_ns).saturating_sub(a.max(lo));
+            *slot += overlap as f64 * density;
+        }
+    }
+    out
+}
+
+/// Columns of the PFC plot: the time paused in each is drawn as its bar's strength.
+const PFC_COLUMNS: usize = 1_200;
+
 /// (d) PFC pause intervals per priority and source as bars, storms highlighted.
 pub fn pfc<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> DrawResult {
     let title = PlotKind::Pfc.title();
@@ -577,7 +615,9 @@ pub fn pfc<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
     root.fill(&WHITE).map_err(err)?;
     let mut chart = ChartBuilder::on(root)
         .caption(
-            format!("{title}: bars = paused (red on RoCE priorities), amber band = storm"),
+            format!(
+                "{title}: bars = paused, darker the longer (red on RoCE priorities), amber band = storm"
+            ),
             ("sans-serif", 22),
         )
         .margin(12)
@@ -607,16 +647,25 @@ pub fn pfc<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
         } else {
             RGBColor(90, 90, 90)
         };
-        // A pause shorter than a pixel still shows as a thin bar.
-        let min_w = t.span / 1500.0;
+        // A column's colour is as strong as the share of it paused: pauses taking turns
+        // with others are no solid bar. A pause shorter than a column still shows, faintly.
+        let column_ns = (end - start).div_ceil(PFC_COLUMNS as u64).max(1);
+        let paused = paused_per_slot(&r.intervals, start, column_ns, PFC_COLUMNS);
         chart
-            .draw_series(r.intervals.iter().map(|&(a, b)| {
-                let (x0, x1) = (t.at(a), t.at(b));
-                Rectangle::new(
-                    [(x0, y - 0.3), (x1.max(x0 + min_w), y + 0.3)],
-                    color.filled(),
-                )
-            }))
+            .draw_series(
+                paused
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &ns)| ns > 0.0)
+                    .map(|(i, &ns)| {
+                        let lo = start + i as u64 * column_ns;
+                        let share = (ns / column_ns as f64).clamp(0.25, 1.0);
+                        Rectangle::new(
+                            [(t.at(lo), y - 0.3), (t.at(lo + column_ns), y + 0.3)],
+                            color.mix(share).filled(),
+                        )
+                    }),
+            )
             .map_err(err)?;
     }
     root.present().map_err(err)
