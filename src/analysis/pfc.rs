@@ -175,7 +175,10 @@ impl PauseTracker {
                     (first.0, last.1.max(first.1), pair.iter().map(|p| p.2).sum())
                 })
                 .collect();
-            let covered = self.intervals.last().map_or(0, |l| l.1) - self.intervals[0].0;
+            // Saturating: a file's timestamps may go back.
+            let covered = self.intervals[self.intervals.len() - 1]
+                .1
+                .saturating_sub(self.intervals[0].0);
             self.merge_within = covered / (INTERVALS_KEPT as u64 / 2);
         }
     }
