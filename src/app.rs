@@ -626,6 +626,16 @@ struct MetricsOutput {
 /// may wait between the kernel's timestamp and the analysis.
 const IDLE_CLOCK_SLACK_NS: u64 = 200_000_000;
 
+/// The clock of an idle link, told by an empty chunk: the wall time at which the capture
+/// handed it over, less the slack. Not the time the analysis takes it: behind a queue of
+/// chunks (a busy analysis; up to five of 50 ms each on a slow link, longer than the slack),
+/// that is past the frames still queued, whose flows it would end before their last frames.
+fn idle_clock_ns(src: &crate::source::SourceStatus) -> u64 {
+    src.handed_ns
+        .unwrap_or_else(crate::live::now_ns)
+        .saturating_sub(IDLE_CLOCK_SLACK_NS)
+}
+
 /// How often a running capture's metrics are brought up to date.
 const METRICS_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
@@ -1022,12 +1032,11 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
             let (mut end, fed) = source.for_each_chunk(stop, decoder, |chunk, frames, src| {
                 pipeline.decoded(chunk)?;
                 // On an idle link (an empty chunk: the capture had nothing waiting) the clock
-                // goes on with wall time, less a margin, so that idle flows end without a
-                // frame to tell the time. A busy link's frames tell it.
+                // goes on with wall time, so that idle flows end without a frame to tell the
+                // time. A busy link's frames tell it.
                 if frames == 0 {
-                    let wall = crate::live::now_ns().saturating_sub(IDLE_CLOCK_SLACK_NS);
                     let (sink, counts) = pipeline.sink_and_counts();
-                    sink.advance_clock(wall, counts)?;
+                    sink.advance_clock(idle_clock_ns(src), counts)?;
                 }
                 let told = pipeline.sink_mut().take_told_findings();
                 if !told.is_empty() {
@@ -1191,4 +1200,25 @@ pub fn analyze_bytes(data: &[u8]) -> Result<String, Error> {
         true,
     )?;
     Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An empty chunk handed over long before the analysis takes it (a queue behind a busy
+    /// analysis) moves an idle link's clock to when it was handed over, not to now: frames
+    /// queued after it keep their flows.
+    #[test]
+    fn an_idle_link_clock_is_the_capture_hand_over_time_not_the_analysis_time() {
+        let handed = crate::live::now_ns() - 3_000_000_000;
+        let status = crate::source::SourceStatus {
+            handed_ns: Some(handed),
+            ..Default::default()
+        };
+        assert_eq!(idle_clock_ns(&status), handed - IDLE_CLOCK_SLACK_NS);
+        // Without a hand-over time (no live capture), the wall clock now.
+        let before = crate::live::now_ns() - IDLE_CLOCK_SLACK_NS;
+        assert!(idle_clock_ns(&Default::default()) >= before);
+    }
 }

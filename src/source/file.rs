@@ -224,6 +224,7 @@ fn deliver(
         nanosecond_times: block.nanosecond_times,
         capture_drops: None,
         kernel: None,
+        handed_ns: None,
     };
     let records: Vec<Record<'_>> = block.records().collect();
     records

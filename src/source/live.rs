@@ -269,6 +269,7 @@ impl LiveSource {
             nanosecond_times: Self::NANOSECOND_TIMES,
             capture_drops: kernel.map(|k| k.dropped + k.if_dropped),
             kernel,
+            handed_ns: Some(crate::live::now_ns()),
         }
     }
 

@@ -219,6 +219,7 @@ fn hand_on(
         nanosecond_times: nanosecond || cursors.iter().flatten().any(|c| c.status.nanosecond_times),
         capture_drops: None,
         kernel: None,
+        handed_ns: None,
     };
     consume(&out.records(), &status)?;
     out.clear();

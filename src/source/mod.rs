@@ -152,6 +152,9 @@ pub struct SourceStatus {
     pub capture_drops: Option<u64>,
     /// A live capture's kernel counters so far (pcap_stats).
     pub kernel: Option<KernelCounters>,
+    /// A live capture: the wall clock (ns since the epoch) when the capture handed the batch
+    /// over, which may be well before the analysis takes it (chunks queue while it is busy).
+    pub handed_ns: Option<u64>,
 }
 
 /// pcap_stats of a live capture: frames the kernel handed over, dropped for lack of buffer,
