@@ -23,7 +23,7 @@ fn caption(kind: PlotKind) -> &'static str {
         PlotKind::Throughput => "Wire throughput of the busiest data flows (the rest summed in grey). A flow that drops to zero while others go on was stalled: look for its gaps, retransmissions or pauses at the same time below.",
         PlotKind::Psn => "Each line is a QP's request sequence advancing. A red x marks a PSN gap (packets lost before the capture point), an orange triangle a retransmission; a dip in the line is the requester going back (go-back-N).",
         PlotKind::EcnCnp => "A lane per flow, in its color: circles (upper half) are bins where a switch marked its packets CE (congestion experienced), triangles (lower half) bins where its receiver sent CNPs back so that the sender slows down. Circles without triangles under them mean congestion control is not reacting for that flow.",
-        PlotKind::Pfc => "One row per priority and sender of pause frames; bars are the time that priority was paused on this link, red on priorities that carry RoCE. An amber band is a storm: the priority paused for a long stretch or flooded with pause frames.",
+        PlotKind::Pfc => "One row per priority and sender of pause frames; bars are the time that priority was paused on this link, as dark as the share of the time paused (pauses taking turns with others show pale), red on priorities that carry RoCE. An amber band is a storm: the priority paused for a long stretch or flooded with pause frames.",
         PlotKind::AckRtt => "Distribution of the time from a request asking for an ACK to the ACK that covers it, over all QPs. A long tail means queues built up or retransmissions.",
     }
 }
