@@ -964,166 +964,231 @@ fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
             "the default (RoCEv2, RoCEv1, PFC and PAUSE; tagged or not)"
         }
     );
-    let mut hint = NoRoceHint {
+    let hint = NoRoceHint {
         started: Instant::now(),
         given: false,
     };
-    let stop = crate::interrupt::flag();
-    let iface = source.interface.clone();
     match &config.mode {
         Mode::Packets { settings, out, .. } => {
-            let printer = PacketPrinter::new(settings.clone(), output::open(Some(out))?);
-            let mut pipeline = Pipeline::new(printer, diagnostics, config.threads);
-            let decoder = pipeline.frame_decoder(LiveSource::NANOSECOND_TIMES);
-            let (end, consumed) = source.for_each_chunk(stop, decoder, |chunk, _, _| {
-                pipeline.decoded(chunk)?;
-                if let Some(h) = hint.check(&iface, pipeline.counts().roce) {
-                    stderr_line!("roce-sniff: {h}");
-                }
-                Ok(())
-            });
-            consumed.map_err(output_error(Some(out)))?;
-            let finished = pipeline.finish().map_err(output_error(Some(out)))?;
-            let mut diagnostics = finished.diagnostics;
-            let device_failure = end.device_failure().map(|e| format!("{iface}: {e}"));
-            record_problems(&mut diagnostics, end);
-            diagnostics.finish();
-            finished
-                .sink
-                .into_parts()
-                .map_err(output_error(Some(out)))?;
-            device_failure.map_or(Ok(exit::OK), |e| Err(Error::Live(e)))
+            live_packets(config, source, diagnostics, settings, out, hint)
         }
-        Mode::Report(opts) => {
-            let mut out = output::open(opts.json.as_ref())?;
-            let ctx = CaptureContext {
-                vlan_subinterface: source.vlan_subinterface.clone(),
-            };
-            let mut sink = ReportSink::new(opts.analysis, opts.expect, opts.decode);
-            if let Some(cfg) = &opts.parquet {
-                sink = sink.with_export(crate::export::Exporter::new(cfg.clone())?);
-            }
-            if let Some(out) = &opts.events {
-                sink = sink.with_events(events_writer(out)?);
-            }
-            // Bound (and its address told on stderr) before the view takes the terminal: the
-            // line came over the view's third row.
-            let mut metrics = MetricsOutput::open(opts)?;
-            let mut display = LiveDisplay::open(opts, live, stop);
-            // The view has the terminal: warnings go to the report, not over the screen.
-            let diagnostics = if display.is_view() {
-                diagnostics.silent()
-            } else {
-                diagnostics
-            };
-            if metrics.is_some() {
-                sink = sink.with_metrics();
-            }
-            // The view and the status lines show the findings the events tell.
-            let sink = sink.keep_told_findings();
-            let mut pipeline = Pipeline::new(sink, diagnostics, config.threads);
-            let shown_filter = match &live.filter {
-                Some(f) => f.clone(),
-                None => "the default (RoCEv2, RoCEv1, PFC, PAUSE)".into(),
-            };
-            let mut snapshots = Snapshots::new(&iface, &shown_filter);
-            let mut last_snapshot = Instant::now();
-            let decoder = pipeline.frame_decoder(LiveSource::NANOSECOND_TIMES);
-            let (mut end, fed) = source.for_each_chunk(stop, decoder, |chunk, frames, src| {
-                pipeline.decoded(chunk)?;
-                // On an idle link (an empty chunk: the capture had nothing waiting) the clock
-                // goes on with wall time, so that idle flows end without a frame to tell the
-                // time. A busy link's frames tell it.
-                if frames == 0 {
-                    let (sink, counts) = pipeline.sink_and_counts();
-                    sink.advance_clock(idle_clock_ns(src), counts)?;
-                }
-                let told = pipeline.sink_mut().take_told_findings();
-                if !told.is_empty() {
-                    snapshots.findings_told(&told);
-                    if let Some(m) = metrics.as_mut() {
-                        m.metrics.findings_told(&told);
-                    }
-                }
-                let hint = hint.check(&iface, pipeline.counts().roce);
-                if let Some(h) = &hint {
-                    snapshots.note("no_roce", h);
-                }
-                match &mut display {
-                    LiveDisplay::View(v) => {
-                        if last_snapshot.elapsed() >= SNAPSHOT_EVERY {
-                            last_snapshot = Instant::now();
-                            let an = pipeline.sink().analyzer();
-                            v.offer(snapshots.take(pipeline.counts(), an, src, v.sort()));
-                        }
-                    }
-                    LiveDisplay::Lines(status) => {
-                        if let Some(h) = &hint {
-                            status.note(&format!("roce-sniff: {h}"));
-                        }
-                        if status.due() {
-                            let an = pipeline.sink().analyzer();
-                            status.show(snapshots.take(
-                                pipeline.counts(),
-                                an,
-                                src,
-                                Default::default(),
-                            ));
-                        }
-                    }
-                }
-                if let Some(k) = src.kernel {
-                    let now = crate::live::now_ns();
-                    pipeline
-                        .sink_mut()
-                        .tell_drops(now, k.dropped, k.if_dropped)?;
-                }
-                if let Some(m) = metrics.as_mut().filter(|m| m.due()) {
-                    let counts = pipeline.counts().clone();
-                    m.update_from(&counts, pipeline.sink_mut(), src);
-                }
-                Ok(())
-            });
-            display.finish()?;
-            stopped_by_output(&mut end, fed, pipeline.sink(), "capture")?;
-            let mut finished = pipeline
-                .finish()
-                .map_err(output_error(opts.json.as_ref()))?;
-            if let Some(m) = metrics.as_mut() {
-                let kernel = end.live.as_ref().map(|l| crate::source::KernelCounters {
-                    received: l.received,
-                    dropped: l.dropped,
-                    if_dropped: l.if_dropped,
-                });
-                let status = crate::source::SourceStatus {
-                    kernel,
-                    ..Default::default()
-                };
-                m.update_from(&finished.counts, &mut finished.sink, &status);
-            }
-            let name = format!("live capture on {iface}");
-            let device_failure = end.device_failure().map(|e| format!("{iface}: {e}"));
-            let SinkEnd {
-                report,
-                plots,
-                told_at_end,
-                failed,
-            } = finish_report(finished, end, name, &ctx, None)?;
-            if let Some(m) = metrics.as_mut() {
-                // The last scrape before the exit sees the findings told at the end.
-                m.metrics.findings_told(&told_at_end);
-                m.server.publish(m.metrics.text());
-            }
-            let code = render(&report, plots.as_ref(), opts, &mut out)?;
-            // An output or the device that failed fails the run once everything is written,
-            // so that a service manager restarts the monitor.
-            failed
-                .or(device_failure.map(Error::Live))
-                .map_or(Ok(code), Err)
-        }
+        Mode::Report(opts) => live_report(config, live, opts, source, diagnostics, hint),
         Mode::Correlate { .. } => Err(Error::Usage(
             "--correlate reads capture files (-r), one per point".into(),
         )),
+    }
+}
+
+/// `-i --packets`: every frame printed as it comes.
+fn live_packets(
+    config: &Config,
+    source: LiveSource,
+    diagnostics: Diagnostics,
+    settings: &PrintSettings,
+    out: &Output,
+    mut hint: NoRoceHint,
+) -> Result<u8, Error> {
+    let iface = source.interface.clone();
+    let printer = PacketPrinter::new(settings.clone(), output::open(Some(out))?);
+    let mut pipeline = Pipeline::new(printer, diagnostics, config.threads);
+    let decoder = pipeline.frame_decoder(LiveSource::NANOSECOND_TIMES);
+    let stop = crate::interrupt::flag();
+    let (end, consumed) = source.for_each_chunk(stop, decoder, |chunk, _, _| {
+        pipeline.decoded(chunk)?;
+        if let Some(h) = hint.check(&iface, pipeline.counts().roce) {
+            stderr_line!("roce-sniff: {h}");
+        }
+        Ok(())
+    });
+    consumed.map_err(output_error(Some(out)))?;
+    let finished = pipeline.finish().map_err(output_error(Some(out)))?;
+    let mut diagnostics = finished.diagnostics;
+    let device_failure = end.device_failure().map(|e| format!("{iface}: {e}"));
+    record_problems(&mut diagnostics, end);
+    diagnostics.finish();
+    finished
+        .sink
+        .into_parts()
+        .map_err(output_error(Some(out)))?;
+    device_failure.map_or(Ok(exit::OK), |e| Err(Error::Live(e)))
+}
+
+/// `-i` with a report: the analysis and its outputs while the capture runs (the view or
+/// status lines, events, metrics, the rolling dataset), the report at the end.
+fn live_report(
+    config: &Config,
+    live: &LiveConfig,
+    opts: &ReportOptions,
+    source: LiveSource,
+    diagnostics: Diagnostics,
+    hint: NoRoceHint,
+) -> Result<u8, Error> {
+    let iface = source.interface.clone();
+    let stop = crate::interrupt::flag();
+    let mut out = output::open(opts.json.as_ref())?;
+    let ctx = CaptureContext {
+        vlan_subinterface: source.vlan_subinterface.clone(),
+    };
+    let mut sink = ReportSink::new(opts.analysis, opts.expect, opts.decode);
+    if let Some(cfg) = &opts.parquet {
+        sink = sink.with_export(crate::export::Exporter::new(cfg.clone())?);
+    }
+    if let Some(out) = &opts.events {
+        sink = sink.with_events(events_writer(out)?);
+    }
+    // Bound (and its address told on stderr) before the view takes the terminal: the line
+    // came over the view's third row.
+    let metrics = MetricsOutput::open(opts)?;
+    let display = LiveDisplay::open(opts, live, stop);
+    // The view has the terminal: warnings go to the report, not over the screen.
+    let diagnostics = if display.is_view() {
+        diagnostics.silent()
+    } else {
+        diagnostics
+    };
+    if metrics.is_some() {
+        sink = sink.with_metrics();
+    }
+    // The view and the status lines show the findings the events tell.
+    let sink = sink.keep_told_findings();
+    let mut pipeline = Pipeline::new(sink, diagnostics, config.threads);
+    let shown_filter = match &live.filter {
+        Some(f) => f.clone(),
+        None => "the default (RoCEv2, RoCEv1, PFC, PAUSE)".into(),
+    };
+    let mut watch = LiveWatch {
+        snapshots: Snapshots::new(&iface, &shown_filter),
+        last_snapshot: Instant::now(),
+        iface: iface.clone(),
+        hint,
+        display,
+        metrics,
+    };
+    let decoder = pipeline.frame_decoder(LiveSource::NANOSECOND_TIMES);
+    let (mut end, fed) = source.for_each_chunk(stop, decoder, |chunk, frames, src| {
+        pipeline.decoded(chunk)?;
+        watch.after_chunk(&mut pipeline, frames, src)
+    });
+    let LiveWatch {
+        display,
+        mut metrics,
+        ..
+    } = watch;
+    display.finish()?;
+    stopped_by_output(&mut end, fed, pipeline.sink(), "capture")?;
+    let mut finished = pipeline
+        .finish()
+        .map_err(output_error(opts.json.as_ref()))?;
+    if let Some(m) = metrics.as_mut() {
+        let kernel = end.live.as_ref().map(|l| crate::source::KernelCounters {
+            received: l.received,
+            dropped: l.dropped,
+            if_dropped: l.if_dropped,
+        });
+        let status = crate::source::SourceStatus {
+            kernel,
+            ..Default::default()
+        };
+        m.update_from(&finished.counts, &mut finished.sink, &status);
+    }
+    let name = format!("live capture on {iface}");
+    let device_failure = end.device_failure().map(|e| format!("{iface}: {e}"));
+    let SinkEnd {
+        report,
+        plots,
+        told_at_end,
+        failed,
+    } = finish_report(finished, end, name, &ctx, None)?;
+    if let Some(m) = metrics.as_mut() {
+        // The last scrape before the exit sees the findings told at the end.
+        m.metrics.findings_told(&told_at_end);
+        m.server.publish(m.metrics.text());
+    }
+    let code = render(&report, plots.as_ref(), opts, &mut out)?;
+    // An output or the device that failed fails the run once everything is written, so that
+    // a service manager restarts the monitor.
+    failed
+        .or(device_failure.map(Error::Live))
+        .map_or(Ok(code), Err)
+}
+
+/// What a live report capture does after each chunk the analysis took: the clock of an idle
+/// link, the findings told, the view or the status lines, the kernel's drops, the metrics.
+struct LiveWatch {
+    iface: String,
+    hint: NoRoceHint,
+    snapshots: Snapshots,
+    last_snapshot: Instant,
+    display: LiveDisplay,
+    metrics: Option<MetricsOutput>,
+}
+
+impl LiveWatch {
+    fn after_chunk(
+        &mut self,
+        pipeline: &mut Pipeline<ReportSink>,
+        frames: usize,
+        src: &crate::source::SourceStatus,
+    ) -> io::Result<()> {
+        // On an idle link (an empty chunk: the capture had nothing waiting) the clock goes on
+        // with wall time, so that idle flows end without a frame to tell the time. A busy
+        // link's frames tell it.
+        if frames == 0 {
+            let (sink, counts) = pipeline.sink_and_counts();
+            sink.advance_clock(idle_clock_ns(src), counts)?;
+        }
+        let told = pipeline.sink_mut().take_told_findings();
+        if !told.is_empty() {
+            self.snapshots.findings_told(&told);
+            if let Some(m) = self.metrics.as_mut() {
+                m.metrics.findings_told(&told);
+            }
+        }
+        let hint = self.hint.check(&self.iface, pipeline.counts().roce);
+        if let Some(h) = &hint {
+            self.snapshots.note("no_roce", h);
+        }
+        self.show(pipeline, hint.as_deref(), src);
+        if let Some(k) = src.kernel {
+            let now = crate::live::now_ns();
+            pipeline
+                .sink_mut()
+                .tell_drops(now, k.dropped, k.if_dropped)?;
+        }
+        if let Some(m) = self.metrics.as_mut().filter(|m| m.due()) {
+            let counts = pipeline.counts().clone();
+            m.update_from(&counts, pipeline.sink_mut(), src);
+        }
+        Ok(())
+    }
+
+    /// A fresh snapshot for the view (once a second) or the status line (when due).
+    fn show(
+        &mut self,
+        pipeline: &Pipeline<ReportSink>,
+        hint: Option<&str>,
+        src: &crate::source::SourceStatus,
+    ) {
+        let an = pipeline.sink().analyzer();
+        match &mut self.display {
+            LiveDisplay::View(v) => {
+                if self.last_snapshot.elapsed() >= SNAPSHOT_EVERY {
+                    self.last_snapshot = Instant::now();
+                    v.offer(self.snapshots.take(pipeline.counts(), an, src, v.sort()));
+                }
+            }
+            LiveDisplay::Lines(status) => {
+                if let Some(h) = hint {
+                    status.note(&format!("roce-sniff: {h}"));
+                }
+                if status.due() {
+                    let shown = self
+                        .snapshots
+                        .take(pipeline.counts(), an, src, Default::default());
+                    status.show(shown);
+                }
+            }
+        }
     }
 }
 
