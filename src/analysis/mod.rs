@@ -283,7 +283,7 @@ pub struct Analyzer {
     /// Which sources' PFC pauses overlapped, counted as pauses close.
     pub(crate) mutual: pfc::MutualTally,
     /// PFC pauses closed and not yet taken (`take_closed_pauses`), when an output takes them.
-    closed_pauses: Option<Vec<pfc::ClosedPause>>,
+    closed_pauses: Option<Vec<pfc::SourcePause>>,
     /// No PFC pause lasts past this (the latest end any pause had): a frame after it needs no
     /// look at the pauses to know none holds it back.
     pfc_pauses_until: u64,
@@ -442,7 +442,7 @@ impl Analyzer {
     }
 
     /// Per PFC (source, priority) with a pause in force: (start, end as asked for so far).
-    pub fn pauses_in_force(&self) -> impl Iterator<Item = pfc::ClosedPause> + '_ {
+    pub fn pauses_in_force(&self) -> impl Iterator<Item = pfc::SourcePause> + '_ {
         self.pfc
             .iter()
             .filter_map(|(&key, t)| t.in_force().map(|iv| (key, iv)))
@@ -454,7 +454,7 @@ impl Analyzer {
     }
 
     /// The PFC pauses closed since the last call, per (source, priority): (start, end).
-    pub fn take_closed_pauses(&mut self) -> Vec<pfc::ClosedPause> {
+    pub fn take_closed_pauses(&mut self) -> Vec<pfc::SourcePause> {
         match self.closed_pauses.as_mut() {
             Some(v) if !v.is_empty() => std::mem::take(v),
             _ => Vec::new(),

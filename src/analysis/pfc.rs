@@ -337,8 +337,8 @@ pub struct MutualPause {
     pub first_ns: u64,
 }
 
-/// A PFC pause that ended: its (source, priority), and its (start, end) in ns.
-pub type ClosedPause = ((MacAddr, u8), (u64, u64));
+/// A PFC pause of one (source, priority): that key, and its (start, end) in ns.
+pub type SourcePause = ((MacAddr, u8), (u64, u64));
 
 /// Which sources paused one priority at the same time, told pause by pause as each closes,
 /// so that it holds however many pauses a capture or a monitor sees (the overlaps were once
@@ -408,7 +408,7 @@ impl MutualTally {
         &mut self,
         trackers: &mut BTreeMap<(MacAddr, u8), PauseTracker>,
         cfg: &PfcConfig,
-    ) -> Vec<ClosedPause> {
+    ) -> Vec<SourcePause> {
         let keys: Vec<(MacAddr, u8)> = trackers.keys().copied().collect();
         let mut ended = Vec::new();
         for key in keys {

@@ -28,7 +28,7 @@ pub struct AnalysisEnd {
     pub order: Vec<usize>,
     /// The PFC pauses closed and not yet taken (with `keep_closed_pauses`), those the end
     /// closed included: (source MAC, priority), (start, end).
-    pub pauses: Vec<crate::analysis::pfc::ClosedPause>,
+    pub pauses: Vec<crate::analysis::pfc::SourcePause>,
     /// The ids of the flows still open at the end (the others ended before).
     pub open_ids: Vec<usize>,
 }

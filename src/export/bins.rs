@@ -129,12 +129,8 @@ impl Bins {
 
     /// The time from `from` to `to` that `key` (source, priority) paused, in its bins.
     pub fn paused(&mut self, (mac, prio): (MacAddr, u8), from: u64, to: u64) {
-        let mut lo = from - from % self.bin_ns;
-        while lo < to {
-            let hi = lo + self.bin_ns;
-            let overlap = to.min(hi).saturating_sub(from.max(lo));
-            self.pfc.entry((mac, prio, lo)).or_default().2 += overlap;
-            lo = hi;
+        for (k, ns) in crate::analysis::timeline::slot_overlaps(from, to, 0, self.bin_ns) {
+            self.pfc.entry((mac, prio, k * self.bin_ns)).or_default().2 += ns;
         }
     }
 

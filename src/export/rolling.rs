@@ -245,7 +245,7 @@ impl RollingExport {
         report: &Report,
         order: &[usize],
         open: &[usize],
-        pauses: &[crate::analysis::pfc::ClosedPause],
+        pauses: &[crate::analysis::pfc::SourcePause],
     ) -> Result<(), Error> {
         for &(key, iv) in pauses {
             self.pause_closed(key, iv);

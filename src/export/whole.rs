@@ -92,7 +92,7 @@ impl WholeExport {
         mut self,
         report: &Report,
         order: &[usize],
-        pauses: &[crate::analysis::pfc::ClosedPause],
+        pauses: &[crate::analysis::pfc::SourcePause],
     ) -> Result<(), Error> {
         for &(key, iv) in pauses {
             self.pause_closed(key, iv);

@@ -555,26 +555,11 @@ pub(super) fn paused_per_slot(
     slots: usize,
 ) -> Vec<f64> {
     let mut out = vec![0.0; slots];
-    for &(a, b, paused) in spans {
-        if b <= a || slots == 0 || slot_ns == 0 {
-            continue;
-        }
+    for &(a, b, paused) in spans.iter().filter(|s| s.1 > s.0) {
         let density = paused as f64 / (b - a) as f64;
-        let a = a.max(start_ns);
-        if b <= a {
-            continue;
-        }
-        let first = ((a - start_ns) / slot_ns) as usize;
-        let last = ((b - 1 - start_ns) / slot_ns) as usize;
-        for (i, slot) in out
-            .iter_mut()
-            .enumerate()
-            .take(last.min(slots - 1) + 1)
-            .skip(first)
-        {
-            let lo = start_ns + i as u64 * slot_ns;
-            let overlap = b.min(lo + slot_ns).saturating_sub(a.max(lo));
-            *slot += overlap as f64 * density;
+        let overlaps = crate::analysis::timeline::slot_overlaps(a, b, start_ns, slot_ns);
+        for (k, ns) in overlaps.take_while(|&(k, _)| k < slots as u64) {
+            out[k as usize] += ns as f64 * density;
         }
     }
     out
