@@ -385,8 +385,8 @@ impl PartTable {
         seq: u64,
         k: usize,
     ) -> Result<Table, Error> {
-        Table::create(&temp_path(cfg, name, seq, k), name, columns)
-            .map(|t| t.with_row_group(super::table::ROLLING_ROW_GROUP))
+        let path = temp_path(cfg, name, seq, k);
+        Table::create_with(&path, name, columns, super::table::Layout::ROLLING)
     }
 
     /// The file the next row goes to: a new one when the open one is full.

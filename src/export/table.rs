@@ -20,10 +20,39 @@ use parquet::schema::types::ColumnPath;
 
 use crate::error::Error;
 
-/// Rows per row group.
-const ROW_GROUP: usize = 65_536;
-/// Rows per row group of a rolling dataset's parts: a live monitor's memory stays small.
-pub const ROLLING_ROW_GROUP: usize = 8_192;
+/// How a table's file is cut: rows per row group, and the statistics kept of each column.
+#[derive(Debug, Clone, Copy)]
+pub struct Layout {
+    rows_per_group: usize,
+    statistics: EnabledStatistics,
+}
+
+impl Layout {
+    /// A whole export: row groups of 65,536 rows, min/max per page too (a row group's column
+    /// holds several pages of at most 20,000 rows, which Spark's page index can skip).
+    pub const WHOLE: Layout = Layout {
+        rows_per_group: 65_536,
+        statistics: EnabledStatistics::Page,
+    };
+
+    /// A rolling dataset's parts: row groups of 8,192 rows, so that a live monitor's memory
+    /// stays small. Each column of a row group is then one page, whose min/max are the row
+    /// group's: those alone are kept (DuckDB and Spark prune row groups by them), the page
+    /// index would repeat them at 5% of the writer's instructions.
+    pub const ROLLING: Layout = Layout {
+        rows_per_group: 8_192,
+        statistics: EnabledStatistics::Chunk,
+    };
+
+    /// Row groups of `rows` rows instead.
+    #[cfg(test)]
+    pub const fn with_rows_per_group(self, rows: usize) -> Layout {
+        Layout {
+            rows_per_group: if rows == 0 { 1 } else { rows },
+            ..self
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -102,8 +131,18 @@ fn schema_text(name: &str, columns: &[Column]) -> String {
 }
 
 impl Table {
-    /// Creates `path` (its directory too) for a table of `columns`.
+    /// Creates `path` (its directory too) for a table of `columns`, cut as a whole export's.
     pub fn create(path: &Path, name: &str, columns: &'static [Column]) -> Result<Table, Error> {
+        Table::create_with(path, name, columns, Layout::WHOLE)
+    }
+
+    /// Creates `path` (its directory too) for a table of `columns`, cut as `layout` says.
+    pub fn create_with(
+        path: &Path,
+        name: &str,
+        columns: &'static [Column],
+        layout: Layout,
+    ) -> Result<Table, Error> {
         let io_err = |source| Error::Output {
             path: path.to_path_buf(),
             source,
@@ -113,7 +152,7 @@ impl Table {
         }
         let schema =
             parse_message_type(&schema_text(name, columns)).map_err(|e| out_err(path, e))?;
-        let mut props = WriterProperties::builder();
+        let mut props = WriterProperties::builder().set_statistics_enabled(layout.statistics);
         // Min/max of strings cost a comparison of every value and rarely prune anything.
         for c in columns.iter().filter(|c| c.kind == Kind::Str) {
             props = props
@@ -164,7 +203,7 @@ impl Table {
             buffers,
             rows: 0,
             rows_in_file: 0,
-            row_group: ROW_GROUP,
+            row_group: layout.rows_per_group,
             writer,
             path: path.to_path_buf(),
         })
@@ -173,12 +212,6 @@ impl Table {
     /// The rows of the file so far.
     pub fn rows_in_file(&self) -> u64 {
         self.rows_in_file
-    }
-
-    /// Writes a row group every `rows` rows instead of 65,536.
-    pub fn with_row_group(mut self, rows: usize) -> Table {
-        self.row_group = rows.max(1);
-        self
     }
 
     /// Records whether column `i` has a value in this row (its definition level); the value
@@ -351,9 +384,8 @@ mod tests {
             Some(i32::MAX),
         ];
         // Row groups of 3: deltas restart in each, and wrap within them.
-        let mut t = Table::create(&path, "t", COLUMNS)
-            .unwrap()
-            .with_row_group(3);
+        let layout = Layout::ROLLING.with_rows_per_group(3);
+        let mut t = Table::create_with(&path, "t", COLUMNS, layout).unwrap();
         for (i, (&a, &b)) in a.iter().zip(&b).enumerate() {
             t.i64(0, Some(a));
             t.i32(1, b);
@@ -372,6 +404,24 @@ mod tests {
             encodings.contains(&Encoding::DELTA_BINARY_PACKED),
             "{encodings:?}"
         );
+        // A rolling part keeps each row group's min/max (row groups of 3: the first holds
+        // i64::MIN, i64::MAX and 0), without a page index repeating them.
+        let stats = reader.metadata().row_group(0).column(0).statistics();
+        match stats {
+            Some(parquet::file::statistics::Statistics::Int64(s)) => {
+                assert_eq!(
+                    (s.min_opt(), s.max_opt()),
+                    (Some(&i64::MIN), Some(&i64::MAX))
+                );
+            }
+            other => panic!("no min/max of the first row group: {other:?}"),
+        }
+        assert!(reader
+            .metadata()
+            .row_group(0)
+            .column(0)
+            .column_index_offset()
+            .is_none());
         let rows: Vec<_> = reader
             .get_row_iter(None)
             .unwrap()
