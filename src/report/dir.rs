@@ -214,9 +214,10 @@ pub fn write_dir(
         source,
     })?;
     let mut files = Vec::new();
-    let json = serde_json::to_vec_pretty(report).map_err(|e| Error::Output {
+    let mut json = Vec::new();
+    super::json::write_pretty(&mut json, report).map_err(|source| Error::Output {
         path: dir.join("report.json"),
-        source: e.into(),
+        source,
     })?;
     files.push(write(dir, "report.json", &json)?);
     files.push(write(dir, "report.txt", text.as_bytes())?);

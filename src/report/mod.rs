@@ -6,6 +6,7 @@ pub mod correlation_dir;
 mod correlation_html;
 pub mod dir;
 pub mod html;
+pub mod json;
 pub mod plots;
 pub mod text;
 pub mod verify;
