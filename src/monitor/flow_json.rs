@@ -1,11 +1,13 @@
-//! A `flow_end` event's flow object, written straight into its line: the keys, order and
-//! number spelling serde gives `FlowReport` (its derive, serde_json's own number formatter),
-//! which the tests below hold byte for byte on every flow of testdata/ and on a flow with every
-//! optional part set.
+//! A flow object written straight into its output: the keys, order and number spelling serde
+//! gives `FlowReport` (its derive, serde_json's own number formatter), compact for a
+//! `flow_end` event's line, or laid out as serde_json's pretty printer lays it out for the
+//! report's `flows[]`. The tests below hold both byte for byte to serde on every flow of
+//! testdata/ and on a flow with every optional part set.
 //!
 //! Why by hand: serde_json scanned each of a flow's ~90 static keys for characters to escape
 //! and made a call per entry through the flattened parts: 3.8 us a flow, the live monitor's
-//! costliest step after the Parquet rows when QPs churn.
+//! costliest step after the Parquet rows when QPs churn, and half of `-r --json` on a capture
+//! of 600,000 flows.
 
 use std::io;
 use std::sync::Arc;
@@ -15,186 +17,215 @@ use serde_json::ser::{CompactFormatter, Formatter};
 
 use crate::model::{FlowLabel, FlowReport, LatencySummary, Tally};
 
-/// `,"name":` as one literal: a key is one copy, with no character to escape.
+/// A key after the first of its object: `,"name":` compact, `"name": ` pretty (after a line
+/// break and the indent), each one literal.
 macro_rules! key {
-    ($name:literal) => {
-        concat!(",\"", $name, "\":")
+    ($j:expr, $name:literal) => {
+        $j.key(concat!(",\"", $name, "\":"), concat!("\"", $name, "\": "))
+    };
+}
+
+/// An object opened with its first key.
+macro_rules! open {
+    ($j:expr, $name:literal) => {
+        $j.open(concat!("{\"", $name, "\":"), concat!("\"", $name, "\": "))
     };
 }
 
 /// Writes `f` as serde_json writes it (compact).
 pub fn write_flow(out: &mut Vec<u8>, f: &FlowReport) -> io::Result<()> {
     out.reserve(2048);
-    let mut j = Json(out);
-    j.raw("{\"id\":");
+    flow(&mut Json::<false> { out, depth: 0 }, f)
+}
+
+/// Writes `f` as serde_json's pretty printer does, the object `levels` deep (its keys one
+/// level further in); the indent before its opening brace is the caller's.
+pub fn write_flow_pretty(out: &mut Vec<u8>, f: &FlowReport, levels: usize) -> io::Result<()> {
+    out.reserve(4096);
+    flow(&mut Json::<true> { out, depth: levels }, f)
+}
+
+fn flow<const PRETTY: bool>(j: &mut Json<PRETTY>, f: &FlowReport) -> io::Result<()> {
+    open!(j, "id");
     j.u64(f.id as u64);
-    j.raw(key!("src"));
+    key!(j, "src");
     j.str(&f.src)?;
-    j.raw(key!("dst"));
+    key!(j, "dst");
     j.str(&f.dst)?;
-    j.raw(key!("dqpn"));
+    key!(j, "dqpn");
     j.u64(u64::from(f.dqpn));
-    j.raw(key!("vlan"));
+    key!(j, "vlan");
     j.opt_u64(f.vlan.map(u64::from));
-    j.raw(key!("transport"));
+    key!(j, "transport");
     match f.transport {
         Some(t) => j.str(t)?,
         None => j.raw("null"),
     }
-    j.raw(key!("role"));
+    key!(j, "role");
     j.str(f.role.name())?;
-    j.raw(key!("packets"));
+    key!(j, "packets");
     j.u64(f.packets);
-    j.raw(key!("bytes"));
+    key!(j, "bytes");
     j.u64(f.bytes);
-    j.raw(key!("payload_bytes"));
+    key!(j, "payload_bytes");
     j.u64(f.payload_bytes);
-    j.raw(key!("requests"));
+    key!(j, "requests");
     j.u64(f.requests);
-    j.raw(key!("messages"));
+    key!(j, "messages");
     j.u64(f.messages);
-    j.raw(key!("first_frame"));
+    key!(j, "first_frame");
     j.u64(f.first_frame);
-    j.raw(key!("first_ts"));
+    key!(j, "first_ts");
     j.f64(Some(f.first_ts))?;
-    j.raw(key!("last_ts"));
+    key!(j, "last_ts");
     j.f64(Some(f.last_ts))?;
-    j.raw(key!("duration_us"));
+    key!(j, "duration_us");
     j.f64(Some(f.duration_us))?;
-    j.raw(key!("gbps"));
+    key!(j, "gbps");
     j.f64(f.rate.gbps)?;
-    j.raw(key!("pps"));
+    key!(j, "pps");
     j.f64(f.rate.pps)?;
-    j.raw(key!("messages_per_s"));
+    key!(j, "messages_per_s");
     j.f64(f.rate.messages_per_s)?;
-    j.raw(key!("path_mtu"));
+    key!(j, "path_mtu");
     j.opt_u64(f.path_mtu.map(u64::from));
     if let Some(at_least) = f.path_mtu_at_least {
-        j.raw(key!("path_mtu_at_least"));
+        key!(j, "path_mtu_at_least");
         j.u64(u64::from(at_least));
     }
-    j.raw(key!("pcp"));
+    key!(j, "pcp");
     j.tally(&f.pcp)?;
-    j.raw(key!("dscp"));
+    key!(j, "dscp");
     j.tally(&f.dscp)?;
-    j.raw(key!("ecn"));
+    key!(j, "ecn");
     j.tally(&f.ecn)?;
-    j.raw(key!("opcodes"));
+    key!(j, "opcodes");
     j.tally(&f.opcodes)?;
-    psn(&mut j, f);
-    j.raw(key!("loss_frames"));
+    psn(j, f);
+    key!(j, "loss_frames");
     j.list(&f.loss_frames);
-    j.raw(key!("retransmit_frames"));
+    key!(j, "retransmit_frames");
     j.list(&f.retransmit_frames);
-    j.raw(key!("read_response_gaps"));
+    key!(j, "read_response_gaps");
     j.u64(f.read_response_gaps);
-    j.raw(key!("acks"));
+    key!(j, "acks");
     j.u64(f.acks);
-    feedback(&mut j, f)?;
-    j.raw(key!("ack_rtt_us"));
+    feedback(j, f)?;
+    key!(j, "ack_rtt_us");
     j.latency(&f.ack_rtt_us)?;
-    j.raw(key!("read_latency_us"));
+    key!(j, "read_latency_us");
     j.latency(&f.read_latency_us)?;
     let r = &f.recovery;
-    j.raw(concat!(key!("recovery"), "{\"nak_to_retransmit_us\":"));
+    key!(j, "recovery");
+    open!(j, "nak_to_retransmit_us");
     j.latency(&r.nak_to_retransmit_us)?;
-    j.raw(key!("timeout_resends"));
+    key!(j, "timeout_resends");
     j.u64(r.timeout_resends);
-    j.raw(key!("timeout_interval_us"));
+    key!(j, "timeout_interval_us");
     j.latency(&r.timeout_interval_us)?;
-    j.raw("}");
-    j.raw(key!("icrc_bad"));
+    j.close(b'}');
+    key!(j, "icrc_bad");
     j.u64(f.icrc_bad);
-    j.raw(key!("oversize"));
+    key!(j, "oversize");
     j.u64(f.oversize);
-    j.raw(key!("peer"));
+    key!(j, "peer");
     match &f.peer {
         Some(label) => j.label(label)?,
         None => j.raw("null"),
     }
-    j.raw(key!("paired_by"));
+    key!(j, "paired_by");
     match f.paired_by {
-        Some(p) => serde_json::to_writer(&mut *j.0, &p)?,
+        Some(p) => serde_json::to_writer(&mut *j.out, &p)?,
         None => j.raw("null"),
     }
     if f.native_ib {
-        j.raw(concat!(key!("native_ib"), "true"));
+        key!(j, "native_ib");
+        j.raw("true");
     }
-    j.raw("}");
+    j.close(b'}');
     Ok(())
 }
 
-fn psn(j: &mut Json, f: &FlowReport) {
+fn psn<const PRETTY: bool>(j: &mut Json<PRETTY>, f: &FlowReport) {
     let p = &f.psn;
-    j.raw(concat!(key!("psn"), "{\"gaps\":"));
+    key!(j, "psn");
+    open!(j, "gaps");
     j.u64(p.gaps);
-    j.raw(key!("missing"));
+    key!(j, "missing");
     j.u64(p.missing);
-    j.raw(concat!(key!("missing_ranges"), "["));
-    for (i, [from, to]) in p.missing_ranges.iter().enumerate() {
-        j.raw(if i == 0 { "[" } else { ",[" });
-        j.u64(u64::from(*from));
-        j.raw(",");
-        j.u64(u64::from(*to));
-        j.raw("]");
+    key!(j, "missing_ranges");
+    if p.missing_ranges.is_empty() {
+        j.raw("[]");
+    } else {
+        j.open_list();
+        for (i, [from, to]) in p.missing_ranges.iter().enumerate() {
+            j.item(i);
+            j.open_list();
+            j.item(0);
+            j.u64(u64::from(*from));
+            j.item(1);
+            j.u64(u64::from(*to));
+            j.close(b']');
+        }
+        j.close(b']');
     }
-    j.raw("]");
-    j.raw(key!("duplicates"));
+    key!(j, "duplicates");
     j.u64(p.duplicates);
-    j.raw(key!("out_of_order"));
+    key!(j, "out_of_order");
     j.u64(p.out_of_order);
-    j.raw(key!("retransmitted"));
+    key!(j, "retransmitted");
     j.u64(p.retransmitted);
-    j.raw(key!("recovered"));
+    key!(j, "recovered");
     j.u64(p.recovered);
-    j.raw("}");
+    j.close(b'}');
 }
 
-fn feedback(j: &mut Json, f: &FlowReport) -> io::Result<()> {
+fn feedback<const PRETTY: bool>(j: &mut Json<PRETTY>, f: &FlowReport) -> io::Result<()> {
     let b = &f.feedback;
     let n = &b.naks;
-    j.raw(concat!(key!("naks"), "{\"psn_sequence_error\":"));
+    key!(j, "naks");
+    open!(j, "psn_sequence_error");
     j.u64(n.psn_sequence_error);
-    j.raw(key!("invalid_request"));
+    key!(j, "invalid_request");
     j.u64(n.invalid_request);
-    j.raw(key!("remote_access_error"));
+    key!(j, "remote_access_error");
     j.u64(n.remote_access_error);
-    j.raw(key!("remote_operational_error"));
+    key!(j, "remote_operational_error");
     j.u64(n.remote_operational_error);
-    j.raw(key!("invalid_rd_request"));
+    key!(j, "invalid_rd_request");
     j.u64(n.invalid_rd_request);
-    j.raw(key!("other"));
+    key!(j, "other");
     j.u64(n.other);
-    j.raw(key!("rnr"));
+    key!(j, "rnr");
     j.u64(n.rnr);
-    j.raw("}");
-    j.raw(key!("read_responses"));
+    j.close(b'}');
+    key!(j, "read_responses");
     j.u64(b.read_responses);
-    j.raw(key!("cnps"));
+    key!(j, "cnps");
     j.u64(b.cnps);
-    j.raw(key!("cnps_sent"));
+    key!(j, "cnps_sent");
     j.u64(b.cnps_sent);
-    j.raw(key!("ce"));
+    key!(j, "ce");
     j.u64(b.ce);
-    j.raw(key!("ce_without_cnp"));
+    key!(j, "ce_without_cnp");
     j.u64(b.ce_without_cnp);
-    j.raw(key!("ce_to_cnp_us"));
+    key!(j, "ce_to_cnp_us");
     j.f64(b.ce_to_cnp_us)
 }
 
 /// A key of a flow's counts (`Tally`), written as its `Display` spells it.
 trait TallyKey {
-    fn write_key(&self, j: &mut Json) -> io::Result<()>;
+    fn write_key<const PRETTY: bool>(&self, j: &mut Json<PRETTY>) -> io::Result<()>;
 }
 
 impl TallyKey for &'static str {
-    fn write_key(&self, j: &mut Json) -> io::Result<()> {
+    fn write_key<const PRETTY: bool>(&self, j: &mut Json<PRETTY>) -> io::Result<()> {
         j.str(self)
     }
 }
 
 impl TallyKey for u8 {
-    fn write_key(&self, j: &mut Json) -> io::Result<()> {
+    fn write_key<const PRETTY: bool>(&self, j: &mut Json<PRETTY>) -> io::Result<()> {
         j.raw("\"");
         j.u64(u64::from(*self));
         j.raw("\"");
@@ -203,7 +234,7 @@ impl TallyKey for u8 {
 }
 
 impl TallyKey for Opcode {
-    fn write_key(&self, j: &mut Json) -> io::Result<()> {
+    fn write_key<const PRETTY: bool>(&self, j: &mut Json<PRETTY>) -> io::Result<()> {
         if self.is_known() {
             j.str(self.name())
         } else {
@@ -212,12 +243,87 @@ impl TallyKey for Opcode {
     }
 }
 
-/// The line being written.
-struct Json<'a>(&'a mut Vec<u8>);
+/// A line break and the spaces of up to 32 levels.
+const NEWLINE_AND_SPACES: [u8; 65] = {
+    let mut b = [b' '; 65];
+    b[0] = b'\n';
+    b
+};
 
-impl Json<'_> {
+/// A line break, and two spaces a level.
+pub fn new_line(out: &mut Vec<u8>, levels: usize) {
+    match NEWLINE_AND_SPACES.get(..1 + 2 * levels) {
+        Some(line) => out.extend_from_slice(line),
+        None => {
+            out.push(b'\n');
+            for _ in 0..levels {
+                out.extend_from_slice(b"  ");
+            }
+        }
+    }
+}
+
+/// The output being written; `PRETTY`: laid out as serde_json's `PrettyFormatter` lays it out
+/// (each member and element on a line of its own, two spaces a level, `": "` after a key,
+/// empty objects and lists as `{}`, `[]`), `depth` levels in.
+struct Json<'a, const PRETTY: bool> {
+    out: &'a mut Vec<u8>,
+    depth: usize,
+}
+
+impl<const PRETTY: bool> Json<'_, PRETTY> {
     fn raw(&mut self, s: &str) {
-        self.0.extend_from_slice(s.as_bytes());
+        self.out.extend_from_slice(s.as_bytes());
+    }
+
+    /// Opens an object with its first key (`compact`: `{"name":`, `pretty`: `"name": `).
+    fn open(&mut self, compact: &str, pretty: &str) {
+        if PRETTY {
+            self.out.push(b'{');
+            self.depth += 1;
+            new_line(self.out, self.depth);
+            self.raw(pretty);
+        } else {
+            self.raw(compact);
+        }
+    }
+
+    /// A key after the first (`compact`: `,"name":`, `pretty`: `"name": `).
+    fn key(&mut self, compact: &str, pretty: &str) {
+        if PRETTY {
+            self.out.push(b',');
+            new_line(self.out, self.depth);
+            self.raw(pretty);
+        } else {
+            self.raw(compact);
+        }
+    }
+
+    /// Opens a list that has elements.
+    fn open_list(&mut self) {
+        self.out.push(b'[');
+        if PRETTY {
+            self.depth += 1;
+        }
+    }
+
+    /// Before element `i` of a list.
+    fn item(&mut self, i: usize) {
+        if i > 0 {
+            self.out.push(b',');
+        }
+        if PRETTY {
+            new_line(self.out, self.depth);
+        }
+    }
+
+    /// Closes an object or a list that has members (`}` or `]`).
+    fn close(&mut self, bracket: u8) {
+        if PRETTY {
+            self.depth -= 1;
+            new_line(self.out, self.depth);
+        }
+        self.out.push(bracket);
     }
 
     fn u64(&mut self, v: u64) {
@@ -234,7 +340,7 @@ impl Json<'_> {
     /// With serde_json's own formatter; null for none and for what is not finite, as serde_json.
     fn f64(&mut self, v: Option<f64>) -> io::Result<()> {
         match v {
-            Some(v) if v.is_finite() => CompactFormatter.write_f64(self.0, v),
+            Some(v) if v.is_finite() => CompactFormatter.write_f64(self.out, v),
             _ => {
                 self.raw("null");
                 Ok(())
@@ -251,7 +357,7 @@ impl Json<'_> {
             self.raw("\"");
             Ok(())
         } else {
-            serde_json::to_writer(&mut *self.0, s).map_err(io::Error::from)
+            serde_json::to_writer(&mut *self.out, s).map_err(io::Error::from)
         }
     }
 
@@ -261,49 +367,57 @@ impl Json<'_> {
             return self.str(&l.to_string());
         }
         self.raw("\"");
-        l.write_plain(self.0);
+        l.write_plain(self.out);
         self.raw("\"");
         Ok(())
     }
 
     fn tally<K: TallyKey>(&mut self, t: &Tally<K>) -> io::Result<()> {
-        self.raw("{");
-        for (i, (k, n)) in t.iter().enumerate() {
-            if i > 0 {
-                self.raw(",");
-            }
+        let mut counts = t.iter().peekable();
+        if counts.peek().is_none() {
+            self.raw("{}");
+            return Ok(());
+        }
+        self.out.push(b'{');
+        if PRETTY {
+            self.depth += 1;
+        }
+        for (i, (k, n)) in counts.enumerate() {
+            self.item(i);
             k.write_key(self)?;
-            self.raw(":");
+            self.raw(if PRETTY { ": " } else { ":" });
             self.u64(n);
         }
-        self.raw("}");
+        self.close(b'}');
         Ok(())
     }
 
     fn list(&mut self, v: &[u64]) {
-        self.raw("[");
+        if v.is_empty() {
+            self.raw("[]");
+            return;
+        }
+        self.open_list();
         for (i, &x) in v.iter().enumerate() {
-            if i > 0 {
-                self.raw(",");
-            }
+            self.item(i);
             self.u64(x);
         }
-        self.raw("]");
+        self.close(b']');
     }
 
     /// `{"count":..,"p50":..,"p99":..,"p999":..,"max":..}`.
     fn latency(&mut self, l: &LatencySummary) -> io::Result<()> {
-        self.raw("{\"count\":");
+        open!(self, "count");
         self.u64(l.count);
-        self.raw(key!("p50"));
+        key!(self, "p50");
         self.f64(l.p50)?;
-        self.raw(key!("p99"));
+        key!(self, "p99");
         self.f64(l.p99)?;
-        self.raw(key!("p999"));
+        key!(self, "p999");
         self.f64(l.p999)?;
-        self.raw(key!("max"));
+        key!(self, "max");
         self.f64(l.max)?;
-        self.raw("}");
+        self.close(b'}');
         Ok(())
     }
 }
@@ -320,7 +434,7 @@ mod tests {
 
     use roce_parsers::capture::{CaptureParser, Next};
 
-    use super::write_flow;
+    use super::{write_flow, write_flow_pretty};
     use crate::analysis::report_build::CaptureMeta;
     use crate::analysis::Analyzer;
     use crate::model::{FlowLabel, FlowReport, LatencySummary, PairingMethod};
@@ -329,6 +443,12 @@ mod tests {
     fn by_hand(f: &FlowReport) -> String {
         let mut out = Vec::new();
         write_flow(&mut out, f).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    fn pretty_by_hand(f: &FlowReport) -> String {
+        let mut out = Vec::new();
+        write_flow_pretty(&mut out, f, 0).unwrap();
         String::from_utf8(out).unwrap()
     }
 
@@ -379,6 +499,14 @@ mod tests {
             for f in flows_of(&file) {
                 let serde = serde_json::to_string(&f).unwrap();
                 assert_eq!(by_hand(&f), serde, "{} flow {}", file.display(), f.id);
+                let serde = serde_json::to_string_pretty(&f).unwrap();
+                assert_eq!(
+                    pretty_by_hand(&f),
+                    serde,
+                    "{} flow {}",
+                    file.display(),
+                    f.id
+                );
                 flows += 1;
             }
         }
@@ -403,6 +531,7 @@ mod tests {
         f.rate.gbps = Some(99.5);
         f.rate.pps = Some(f64::INFINITY);
         f.psn.missing_ranges = vec![[1, 2], [7, 16_777_215]];
+        f.ecn = crate::model::Tally::default();
         f.psn.gaps = 2;
         f.loss_frames = Rare::of(vec![3, 9]);
         f.retransmit_frames = Rare::of(vec![12]);
@@ -426,5 +555,9 @@ mod tests {
             (roce_parsers::Opcode(0x0a), 1),
         ]);
         assert_eq!(by_hand(&f), serde_json::to_string(&f).unwrap());
+        assert_eq!(
+            pretty_by_hand(&f),
+            serde_json::to_string_pretty(&f).unwrap()
+        );
     }
 }
