@@ -136,6 +136,59 @@ impl<'a, T> IntoIterator for &'a Chunked<T> {
     }
 }
 
+/// Data flows of one host pair in flow order (by id), each with its index in the open flows:
+/// where a response or a CNP looks for the request flow it answers. Kept by id, not by index,
+/// so that a new flow (the highest id) is appended without a search, and a flow renumbered
+/// when another leaves keeps its place.
+#[derive(Debug, Clone, Default)]
+pub struct FlowsInOrder {
+    by_id: Vec<(u64, usize)>,
+}
+
+impl FlowsInOrder {
+    /// Adds flow `id`, at `index` in the open flows.
+    pub fn insert(&mut self, id: u64, index: usize) {
+        match self.by_id.last() {
+            Some(&(last, _)) if last > id => {
+                let at = self.by_id.partition_point(|&(j, _)| j < id);
+                self.by_id.insert(at, (id, index));
+            }
+            _ => self.by_id.push((id, index)),
+        }
+    }
+
+    /// Removes flow `id`, if listed.
+    pub fn remove(&mut self, id: u64) {
+        if let Ok(at) = self.find(id) {
+            self.by_id.remove(at);
+        }
+    }
+
+    /// Flow `id`, if listed, is now at `index` in the open flows.
+    pub fn renumber(&mut self, id: u64, index: usize) {
+        if let Ok(at) = self.find(id) {
+            self.by_id[at].1 = index;
+        }
+    }
+
+    fn find(&self, id: u64) -> Result<usize, usize> {
+        self.by_id.binary_search_by_key(&id, |&(j, _)| j)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_id.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    /// The flows' indices in the open flows, in flow order.
+    pub fn indices(&self) -> impl Iterator<Item = usize> + '_ {
+        self.by_id.iter().map(|&(_, i)| i)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,5 +247,25 @@ mod tests {
             let want: Vec<usize> = (first.min(2 * CHUNK + 5)..2 * CHUNK + 5).collect();
             assert_eq!(got, want, "from {first}");
         }
+    }
+
+    #[test]
+    fn flows_in_order_stay_in_id_order_whatever_order_they_come_and_leave() {
+        let mut l = FlowsInOrder::default();
+        // Ids mostly rising (appended), one older flow making its first request late.
+        for (id, index) in [(3, 30), (5, 50), (9, 90), (4, 40), (12, 120)] {
+            l.insert(id, index);
+        }
+        assert_eq!(l.indices().collect::<Vec<_>>(), [30, 40, 50, 90, 120]);
+        l.remove(5);
+        l.remove(77); // not listed: nothing changes
+        l.renumber(12, 50); // the last flow took the removed one's index
+        l.renumber(78, 1);
+        assert_eq!(l.indices().collect::<Vec<_>>(), [30, 40, 90, 50]);
+        assert_eq!(l.len(), 4);
+        for id in [3, 4, 9, 12] {
+            l.remove(id);
+        }
+        assert!(l.is_empty());
     }
 }

@@ -274,17 +274,13 @@ impl Analyzer {
         let moved_from = self.flows.len();
         if i < moved_from {
             let moved = &self.flows[i];
-            let (key, peer, hosts) = (moved.key, moved.peer, (moved.key.src, moved.key.dst));
+            let (key, peer, id) = (moved.key, moved.peer, moved.id);
             self.index.insert(key, i);
             if let Some(p) = peer {
                 self.flows[p].peer = Some(i);
             }
-            if let Some(list) = self.data_by_hosts.get_mut(&hosts) {
-                if let Some(slot) = list.iter_mut().find(|j| **j == moved_from) {
-                    *slot = i;
-                    let flows = &self.flows;
-                    list.sort_unstable_by_key(|&j| flows[j].id);
-                }
+            if let Some(list) = self.data_by_hosts.get_mut(&(key.src, key.dst)) {
+                list.renumber(id, i);
             }
         }
         flow
@@ -294,7 +290,7 @@ impl Analyzer {
     fn forget_data_flow(&mut self, i: usize) {
         let hosts = (self.flows[i].key.src, self.flows[i].key.dst);
         if let Some(list) = self.data_by_hosts.get_mut(&hosts) {
-            list.retain(|&j| j != i);
+            list.remove(self.flows[i].id);
             if list.is_empty() {
                 self.data_by_hosts.remove(&hosts);
             }

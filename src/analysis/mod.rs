@@ -293,7 +293,7 @@ pub struct Analyzer {
     /// Data flows by (source, destination) host, in flow order: where a response or a CNP
     /// without a known peer looks for its request flow, so that per-packet work does not grow
     /// with the number of flows.
-    data_by_hosts: FxHashMap<(IpAddr, IpAddr), Vec<usize>>,
+    data_by_hosts: FxHashMap<(IpAddr, IpAddr), flow_table::FlowsInOrder>,
     /// UD senders' PSN sequences, per (source address, source QP), and when each last sent.
     ud_senders: FxHashMap<(IpAddr, Qpn), (psn::PsnTracker, u64)>,
     /// Frames seen at several capture points (with `several_points`).
@@ -732,8 +732,7 @@ impl Analyzer {
             // In the order flows appeared (ties in the choices below go to the older flow).
             let (k, id) = (self.flows[fi].key, self.flows[fi].id);
             let list = self.data_by_hosts.entry((k.src, k.dst)).or_default();
-            let at = list.partition_point(|&j| self.flows[j].id < id);
-            list.insert(at, fi);
+            list.insert(id, fi);
         }
         let f = &mut self.flows[fi];
         f.requests += 1;
@@ -875,10 +874,11 @@ impl Analyzer {
     }
 
     /// The data flows from `src` to `dst`, in flow order.
-    fn data_from_to(&self, src: IpAddr, dst: IpAddr) -> &[usize] {
+    fn data_from_to(&self, src: IpAddr, dst: IpAddr) -> impl Iterator<Item = usize> + '_ {
         self.data_by_hosts
             .get(&(src, dst))
-            .map_or(&[], Vec::as_slice)
+            .into_iter()
+            .flat_map(flow_table::FlowsInOrder::indices)
     }
 
     /// The request flow a response flow answers: its CM or PSN-matched peer.
@@ -888,7 +888,7 @@ impl Analyzer {
         }
         let key = self.flows[fi].key;
         let mut best: Option<(usize, i32)> = None;
-        for &j in self.data_from_to(key.dst, key.src) {
+        for j in self.data_from_to(key.dst, key.src) {
             let d = &self.flows[j];
             if j == fi || d.peer.is_some() || key.vlan != d.key.vlan {
                 continue;
@@ -1028,8 +1028,6 @@ impl Analyzer {
             let key = self.flows[fi].key;
             let candidates: Vec<usize> = self
                 .data_from_to(key.dst, key.src)
-                .iter()
-                .copied()
                 .filter(|&j| j != fi)
                 .collect();
             candidates
