@@ -82,6 +82,26 @@ fn capture_summary(o: &mut String, c: &CaptureReport) {
         c.malformed,
         cut_split(c)
     );
+    if c.live.is_some() && c.flows_ended > 0 {
+        // A live capture frees ended flows: say where they went, or the flows listed below
+        // (those still open) look like all there were.
+        let open = (c.flows as u64).saturating_sub(c.flows_ended);
+        wrap_into(
+            o,
+            "  ",
+            &format!(
+                "{} ended (idle past --flow-timeout) and {} listed here: --events and the \
+                 dataset (--parquet) tell each one as it ends; {} still open at the end",
+                plural(c.flows_ended, "flow"),
+                if c.flows_ended == 1 {
+                    "is not"
+                } else {
+                    "are not"
+                },
+                open
+            ),
+        );
+    }
     if let Some(l) = &c.live {
         // The proof that the capture itself lost nothing, shown whatever it says.
         let _ = writeln!(
@@ -372,6 +392,53 @@ mod tests {
         assert_eq!(rate_text(0.00000389), "3.89 kb/s");
         assert_eq!(rate_text(0.0000000012), "1.20 b/s");
         assert_eq!(rate_text(0.0), "0.000 Gb/s");
+    }
+
+    #[test]
+    fn a_live_report_says_where_the_ended_flows_went() {
+        use crate::analysis::{report_build::CaptureMeta, testing::feed, AnalysisConfig, Analyzer};
+        use roce_testgen::churn::{write_churn, ChurnConfig};
+        // 100 QPs and their ACKs, each over within microseconds, the last two still open.
+        let mut data = Vec::new();
+        let churn = ChurnConfig {
+            qps: 100,
+            concurrent: 1,
+            ..ChurnConfig::default()
+        };
+        write_churn(&mut data, churn).unwrap();
+        let cfg = AnalysisConfig {
+            flow_timeout_ns: Some(100_000),
+            keep_ended: false,
+            ..AnalysisConfig::default()
+        };
+        let (an, counts) = feed(&data, Analyzer::new(cfg), |_, _| {});
+        let mut r = an.finish(CaptureMeta {
+            counts,
+            ..CaptureMeta::default()
+        });
+        let offline = render(&r);
+        r.capture.live = Some(crate::model::LiveStats {
+            interface: "veth0".into(),
+            filter: String::new(),
+            received: 400,
+            dropped: 0,
+            if_dropped: 0,
+            capture_thread_from_frame: None,
+        });
+        let text = render(&r);
+        let (ended, open) = (r.capture.flows_ended, 200 - r.capture.flows_ended);
+        assert!(ended > 150, "{ended}");
+        assert!(
+            text.replace("\n  (--parquet)", " (--parquet)")
+                .contains(&format!(
+                    "\n  {ended} flows ended (idle past --flow-timeout) and are not listed here: \
+                 --events and the dataset (--parquet) tell each one as it ends; {open} still open \
+                 at the end\n"
+                )),
+            "{text}"
+        );
+        // With -r, every flow is in the report: nothing to say.
+        assert!(!offline.contains("ended"), "{offline}");
     }
 
     #[test]
