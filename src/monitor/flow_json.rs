@@ -10,12 +10,16 @@
 //! of 600,000 flows.
 
 use std::io;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use roce_parsers::Opcode;
 use serde_json::ser::{CompactFormatter, Formatter};
 
-use crate::model::{FlowLabel, FlowReport, LatencySummary, Tally};
+use crate::model::{
+    Feedback, FlowLabel, FlowReport, LatencySummary, NakReport, PsnCounts, Rates, RecoveryReport,
+    Tally,
+};
+use crate::rare::{Empty, Rare};
 
 /// A key after the first of its object: `,"name":` compact, `"name": ` pretty (after a line
 /// break and the indent), each one literal.
@@ -35,14 +39,24 @@ macro_rules! open {
 /// Writes `f` as serde_json writes it (compact).
 pub fn write_flow(out: &mut Vec<u8>, f: &FlowReport) -> io::Result<()> {
     out.reserve(2048);
-    flow(&mut Json::<false> { out, depth: 0 }, f)
+    let mut j = Json::<false> {
+        out,
+        depth: 0,
+        copy_empty_parts: true,
+    };
+    flow(&mut j, f)
 }
 
 /// Writes `f` as serde_json's pretty printer does, the object `levels` deep (its keys one
 /// level further in); the indent before its opening brace is the caller's.
 pub fn write_flow_pretty(out: &mut Vec<u8>, f: &FlowReport, levels: usize) -> io::Result<()> {
     out.reserve(4096);
-    flow(&mut Json::<true> { out, depth: levels }, f)
+    let mut j = Json::<true> {
+        out,
+        depth: levels,
+        copy_empty_parts: false,
+    };
+    flow(&mut j, f)
 }
 
 fn flow<const PRETTY: bool>(j: &mut Json<PRETTY>, f: &FlowReport) -> io::Result<()> {
@@ -81,12 +95,7 @@ fn flow<const PRETTY: bool>(j: &mut Json<PRETTY>, f: &FlowReport) -> io::Result<
     j.f64(Some(f.last_ts))?;
     key!(j, "duration_us");
     j.f64(Some(f.duration_us))?;
-    key!(j, "gbps");
-    j.f64(f.rate.gbps)?;
-    key!(j, "pps");
-    j.f64(f.rate.pps)?;
-    key!(j, "messages_per_s");
-    j.f64(f.rate.messages_per_s)?;
+    j.part(&f.rate, |e| &e.rates, rates)?;
     key!(j, "path_mtu");
     j.opt_u64(f.path_mtu.map(u64::from));
     if let Some(at_least) = f.path_mtu_at_least {
@@ -101,7 +110,7 @@ fn flow<const PRETTY: bool>(j: &mut Json<PRETTY>, f: &FlowReport) -> io::Result<
     j.tally(&f.ecn)?;
     key!(j, "opcodes");
     j.tally(&f.opcodes)?;
-    psn(j, f);
+    j.part(&f.psn, |e| &e.psn, psn)?;
     key!(j, "loss_frames");
     j.list(&f.loss_frames);
     key!(j, "retransmit_frames");
@@ -110,20 +119,13 @@ fn flow<const PRETTY: bool>(j: &mut Json<PRETTY>, f: &FlowReport) -> io::Result<
     j.u64(f.read_response_gaps);
     key!(j, "acks");
     j.u64(f.acks);
-    feedback(j, f)?;
+    j.part(&f.feedback, |e| &e.feedback, feedback)?;
     key!(j, "ack_rtt_us");
-    j.latency(&f.ack_rtt_us)?;
+    j.part(&f.ack_rtt_us, |e| &e.latency, |j, l| j.latency(l))?;
     key!(j, "read_latency_us");
-    j.latency(&f.read_latency_us)?;
-    let r = &f.recovery;
+    j.part(&f.read_latency_us, |e| &e.latency, |j, l| j.latency(l))?;
     key!(j, "recovery");
-    open!(j, "nak_to_retransmit_us");
-    j.latency(&r.nak_to_retransmit_us)?;
-    key!(j, "timeout_resends");
-    j.u64(r.timeout_resends);
-    key!(j, "timeout_interval_us");
-    j.latency(&r.timeout_interval_us)?;
-    j.close(b'}');
+    j.part(&f.recovery, |e| &e.recovery, recovery)?;
     key!(j, "icrc_bad");
     j.u64(f.icrc_bad);
     key!(j, "oversize");
@@ -146,8 +148,28 @@ fn flow<const PRETTY: bool>(j: &mut Json<PRETTY>, f: &FlowReport) -> io::Result<
     Ok(())
 }
 
-fn psn<const PRETTY: bool>(j: &mut Json<PRETTY>, f: &FlowReport) {
-    let p = &f.psn;
+/// `gbps`, `pps` and `messages_per_s`, keys of the flow itself.
+fn rates<const PRETTY: bool>(j: &mut Json<PRETTY>, r: &Rates) -> io::Result<()> {
+    key!(j, "gbps");
+    j.f64(r.gbps)?;
+    key!(j, "pps");
+    j.f64(r.pps)?;
+    key!(j, "messages_per_s");
+    j.f64(r.messages_per_s)
+}
+
+fn recovery<const PRETTY: bool>(j: &mut Json<PRETTY>, r: &RecoveryReport) -> io::Result<()> {
+    open!(j, "nak_to_retransmit_us");
+    j.latency(&r.nak_to_retransmit_us)?;
+    key!(j, "timeout_resends");
+    j.u64(r.timeout_resends);
+    key!(j, "timeout_interval_us");
+    j.latency(&r.timeout_interval_us)?;
+    j.close(b'}');
+    Ok(())
+}
+
+fn psn<const PRETTY: bool>(j: &mut Json<PRETTY>, p: &PsnCounts) -> io::Result<()> {
     key!(j, "psn");
     open!(j, "gaps");
     j.u64(p.gaps);
@@ -178,12 +200,28 @@ fn psn<const PRETTY: bool>(j: &mut Json<PRETTY>, f: &FlowReport) {
     key!(j, "recovered");
     j.u64(p.recovered);
     j.close(b'}');
+    Ok(())
 }
 
-fn feedback<const PRETTY: bool>(j: &mut Json<PRETTY>, f: &FlowReport) -> io::Result<()> {
-    let b = &f.feedback;
-    let n = &b.naks;
+/// `naks` to `ce_to_cnp_us`, keys of the flow itself.
+fn feedback<const PRETTY: bool>(j: &mut Json<PRETTY>, b: &Feedback) -> io::Result<()> {
     key!(j, "naks");
+    j.part(&b.naks, |e| &e.naks, naks)?;
+    key!(j, "read_responses");
+    j.u64(b.read_responses);
+    key!(j, "cnps");
+    j.u64(b.cnps);
+    key!(j, "cnps_sent");
+    j.u64(b.cnps_sent);
+    key!(j, "ce");
+    j.u64(b.ce);
+    key!(j, "ce_without_cnp");
+    j.u64(b.ce_without_cnp);
+    key!(j, "ce_to_cnp_us");
+    j.f64(b.ce_to_cnp_us)
+}
+
+fn naks<const PRETTY: bool>(j: &mut Json<PRETTY>, n: &NakReport) -> io::Result<()> {
     open!(j, "psn_sequence_error");
     j.u64(n.psn_sequence_error);
     key!(j, "invalid_request");
@@ -199,19 +237,42 @@ fn feedback<const PRETTY: bool>(j: &mut Json<PRETTY>, f: &FlowReport) -> io::Res
     key!(j, "rnr");
     j.u64(n.rnr);
     j.close(b'}');
-    key!(j, "read_responses");
-    j.u64(b.read_responses);
-    key!(j, "cnps");
-    j.u64(b.cnps);
-    key!(j, "cnps_sent");
-    j.u64(b.cnps_sent);
-    key!(j, "ce");
-    j.u64(b.ce);
-    key!(j, "ce_without_cnp");
-    j.u64(b.ce_without_cnp);
-    key!(j, "ce_to_cnp_us");
-    j.f64(b.ce_to_cnp_us)
+    Ok(())
 }
+
+/// The compact text of each part most flows leave at its default (a short flow has no rates,
+/// no loss, no NAK, no READ, no recovery), written once by the functions that write a set
+/// one, then copied whole: most of a churn's `flow_end` line.
+struct EmptyParts {
+    rates: Vec<u8>,
+    psn: Vec<u8>,
+    feedback: Vec<u8>,
+    naks: Vec<u8>,
+    latency: Vec<u8>,
+    recovery: Vec<u8>,
+}
+
+static EMPTY_PARTS: LazyLock<EmptyParts> = LazyLock::new(|| {
+    fn text<T: Empty>(write: fn(&mut Json<false>, &T) -> io::Result<()>) -> Vec<u8> {
+        let mut out = Vec::new();
+        // Written in full: the parts are not there to copy yet.
+        let mut j = Json {
+            out: &mut out,
+            depth: 0,
+            copy_empty_parts: false,
+        };
+        write(&mut j, T::empty()).expect("to memory");
+        out
+    }
+    EmptyParts {
+        rates: text(rates),
+        psn: text(psn),
+        feedback: text(feedback),
+        naks: text(naks),
+        latency: text(|j, l| j.latency(l)),
+        recovery: text(recovery),
+    }
+});
 
 /// A key of a flow's counts (`Tally`), written as its `Display` spells it.
 trait TallyKey {
@@ -269,11 +330,28 @@ pub fn new_line(out: &mut Vec<u8>, levels: usize) {
 struct Json<'a, const PRETTY: bool> {
     out: &'a mut Vec<u8>,
     depth: usize,
+    /// Parts left at their default copied from `EMPTY_PARTS` (compact only).
+    copy_empty_parts: bool,
 }
 
 impl<const PRETTY: bool> Json<'_, PRETTY> {
     fn raw(&mut self, s: &str) {
         self.out.extend_from_slice(s.as_bytes());
+    }
+
+    /// A part kept apart (`Rare`): `write` writes it, or, left at its default, its compact
+    /// text is copied (`empty` picks it).
+    fn part<T: Empty>(
+        &mut self,
+        value: &Rare<T>,
+        empty: fn(&EmptyParts) -> &Vec<u8>,
+        write: fn(&mut Self, &T) -> io::Result<()>,
+    ) -> io::Result<()> {
+        if !PRETTY && self.copy_empty_parts && !value.is_set() {
+            self.out.extend_from_slice(empty(&EMPTY_PARTS));
+            return Ok(());
+        }
+        write(self, value)
     }
 
     /// Opens an object with its first key (`compact`: `{"name":`, `pretty`: `"name": `).
