@@ -10,7 +10,7 @@
 //! of 600,000 flows.
 
 use std::io;
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 
 use roce_parsers::Opcode;
 use serde_json::ser::{CompactFormatter, Formatter};
@@ -54,7 +54,7 @@ pub fn write_flow_pretty(out: &mut Vec<u8>, f: &FlowReport, levels: usize) -> io
     let mut j = Json::<true> {
         out,
         depth: levels,
-        copy_empty_parts: false,
+        copy_empty_parts: true,
     };
     flow(&mut j, f)
 }
@@ -240,9 +240,9 @@ fn naks<const PRETTY: bool>(j: &mut Json<PRETTY>, n: &NakReport) -> io::Result<(
     Ok(())
 }
 
-/// The compact text of each part most flows leave at its default (a short flow has no rates,
-/// no loss, no NAK, no READ, no recovery), written once by the functions that write a set
-/// one, then copied whole: most of a churn's `flow_end` line.
+/// The text of each part most flows leave at its default (a short flow has no rates, no loss,
+/// no NAK, no READ, no recovery), written once by the functions that write a set one, then
+/// copied whole: most of a churn's `flow_end` line and of its report entry.
 struct EmptyParts {
     rates: Vec<u8>,
     psn: Vec<u8>,
@@ -252,27 +252,46 @@ struct EmptyParts {
     recovery: Vec<u8>,
 }
 
-static EMPTY_PARTS: LazyLock<EmptyParts> = LazyLock::new(|| {
-    fn text<T: Empty>(write: fn(&mut Json<false>, &T) -> io::Result<()>) -> Vec<u8> {
-        let mut out = Vec::new();
-        // Written in full: the parts are not there to copy yet.
-        let mut j = Json {
-            out: &mut out,
-            depth: 0,
-            copy_empty_parts: false,
-        };
-        write(&mut j, T::empty()).expect("to memory");
-        out
+impl EmptyParts {
+    /// The parts as written `depth` levels in (the keys of a flow are all one level: a part is
+    /// always written at its flow's).
+    fn write<const PRETTY: bool>(depth: usize) -> EmptyParts {
+        fn text<const PRETTY: bool, T: Empty>(
+            depth: usize,
+            write: fn(&mut Json<PRETTY>, &T) -> io::Result<()>,
+        ) -> Vec<u8> {
+            let mut out = Vec::new();
+            // Written in full: the parts are not there to copy yet.
+            let mut j = Json {
+                out: &mut out,
+                depth,
+                copy_empty_parts: false,
+            };
+            write(&mut j, T::empty()).expect("to memory");
+            out
+        }
+        EmptyParts {
+            rates: text(depth, rates::<PRETTY>),
+            psn: text(depth, psn::<PRETTY>),
+            feedback: text(depth, feedback::<PRETTY>),
+            naks: text(depth, naks::<PRETTY>),
+            latency: text(depth, |j: &mut Json<PRETTY>, l| j.latency(l)),
+            recovery: text(depth, recovery::<PRETTY>),
+        }
     }
-    EmptyParts {
-        rates: text(rates),
-        psn: text(psn),
-        feedback: text(feedback),
-        naks: text(naks),
-        latency: text(|j, l| j.latency(l)),
-        recovery: text(recovery),
+
+    /// The parts compact, or laid out `depth` levels in (a report's flows are all as deep);
+    /// none past the depths kept.
+    fn at<const PRETTY: bool>(depth: usize) -> Option<&'static EmptyParts> {
+        static COMPACT: LazyLock<EmptyParts> = LazyLock::new(|| EmptyParts::write::<false>(0));
+        static PRETTY_AT: [OnceLock<EmptyParts>; 8] = [const { OnceLock::new() }; 8];
+        if !PRETTY {
+            return Some(&COMPACT);
+        }
+        let parts = PRETTY_AT.get(depth)?;
+        Some(parts.get_or_init(|| EmptyParts::write::<true>(depth)))
     }
-});
+}
 
 /// A key of a flow's counts (`Tally`), written as its `Display` spells it.
 trait TallyKey {
@@ -330,7 +349,7 @@ pub fn new_line(out: &mut Vec<u8>, levels: usize) {
 struct Json<'a, const PRETTY: bool> {
     out: &'a mut Vec<u8>,
     depth: usize,
-    /// Parts left at their default copied from `EMPTY_PARTS` (compact only).
+    /// Parts left at their default copied from their text written once (`EmptyParts`).
     copy_empty_parts: bool,
 }
 
@@ -339,17 +358,19 @@ impl<const PRETTY: bool> Json<'_, PRETTY> {
         self.out.extend_from_slice(s.as_bytes());
     }
 
-    /// A part kept apart (`Rare`): `write` writes it, or, left at its default, its compact
-    /// text is copied (`empty` picks it).
+    /// A part kept apart (`Rare`): `write` writes it, or, left at its default, its text as
+    /// written once is copied (`empty` picks it).
     fn part<T: Empty>(
         &mut self,
         value: &Rare<T>,
         empty: fn(&EmptyParts) -> &Vec<u8>,
         write: fn(&mut Self, &T) -> io::Result<()>,
     ) -> io::Result<()> {
-        if !PRETTY && self.copy_empty_parts && !value.is_set() {
-            self.out.extend_from_slice(empty(&EMPTY_PARTS));
-            return Ok(());
+        if self.copy_empty_parts && !value.is_set() {
+            if let Some(parts) = EmptyParts::at::<PRETTY>(self.depth) {
+                self.out.extend_from_slice(empty(parts));
+                return Ok(());
+            }
         }
         write(self, value)
     }
@@ -589,6 +610,49 @@ mod tests {
             }
         }
         assert!(flows > 200, "only {flows} flows in testdata/");
+    }
+
+    /// Writes `f` in full, no part copied.
+    fn in_full<const PRETTY: bool>(f: &FlowReport, levels: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut j = super::Json::<PRETTY> {
+            out: &mut out,
+            depth: levels,
+            copy_empty_parts: false,
+        };
+        super::flow(&mut j, f).unwrap();
+        out
+    }
+
+    #[test]
+    fn parts_left_at_their_default_are_copied_as_they_would_be_written_at_every_depth() {
+        let mut files = Vec::new();
+        captures(Path::new("testdata"), &mut files);
+        let flows: Vec<FlowReport> = files.iter().flat_map(|p| flows_of(p)).collect();
+        // Short flows: no rates, no loss, no NAK, no READ, no recovery (every part copied).
+        let short = flows
+            .iter()
+            .filter(|f| !f.rate.is_set() && !f.feedback.is_set());
+        assert!(short.count() > 10, "testdata/ has short flows");
+        for f in &flows {
+            assert_eq!(
+                by_hand(f).into_bytes(),
+                in_full::<false>(f, 0),
+                "flow {}",
+                f.id
+            );
+            // Past the depths kept (8), parts are written in full.
+            for levels in [0, 1, 2, 3, 7, 8, 12] {
+                let mut copied = Vec::new();
+                write_flow_pretty(&mut copied, f, levels).unwrap();
+                assert_eq!(
+                    copied,
+                    in_full::<true>(f, levels),
+                    "flow {} at {levels}",
+                    f.id
+                );
+            }
+        }
     }
 
     #[test]
