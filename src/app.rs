@@ -898,7 +898,7 @@ impl NoRoceHint {
         }
         self.given = true;
         Some(format!(
-            "no RoCE seen on {iface} yet: RDMA NICs bypass the kernel, so their traffic is not visible here; capture on a switch mirror port, with ibdump, or with a libpcap built with RDMA sniffing on the RDMA device (e.g. mlx5_0). Soft-RoCE (rxe) traffic is visible on the netdev."
+            "no RoCE seen on {iface} yet: the RDMA traffic may not have started; a hardware RDMA NIC bypasses the kernel, so its traffic is not visible here: capture on a switch mirror port, with ibdump, or with a libpcap built with RDMA sniffing on the RDMA device (e.g. mlx5_0). Soft-RoCE (rxe) traffic is visible on the netdev it is bound to."
         ))
     }
 }

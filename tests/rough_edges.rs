@@ -184,6 +184,25 @@ fn durations_take_every_unit_and_a_widened_bin_says_so() {
     );
 }
 
+/// Soft-RoCE (rxe) traffic goes through the kernel and shows on its netdev: the cause of a
+/// capture without RoCE must not tell its user that tcpdump cannot see it, and it says that
+/// the traffic may simply not have run.
+#[test]
+fn no_roce_says_soft_roce_shows_on_the_netdev_and_the_traffic_may_not_have_run() {
+    let r = json_of(&run_path(&testdata("no_roce.pcap"), &["--json"]));
+    let f = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "no_roce")
+        .expect("no_roce");
+    let cause = f["cause"].as_str().unwrap();
+    assert!(cause.contains("may not have run"), "{cause}");
+    assert!(cause.contains("hardware RDMA NIC"), "{cause}");
+    assert!(cause.contains("Soft-RoCE (rxe)"), "{cause}");
+    assert!(cause.contains("does show on the netdev"), "{cause}");
+}
+
 #[test]
 fn an_empty_capture_is_not_a_clean_one() {
     let header_only = tmp("header.pcap");

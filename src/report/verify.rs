@@ -116,7 +116,7 @@ pub fn verdict_line(v: &VerifyReport) -> String {
             "FAIL: {} of {} RoCE frames do not match",
             v.violating, v.checked
         ),
-        Verdict::NoRoce => "FAIL: no RoCE frames in this capture, nothing was verified (RDMA NICs bypass the kernel: capture on a mirror port, with ibdump, or with a libpcap that can open the RDMA device)".into(),
+        Verdict::NoRoce => "FAIL: no RoCE frames in this capture, nothing was verified (did the traffic run? A hardware RDMA NIC bypasses the kernel: capture on a mirror port, with ibdump, or with a libpcap that can open the RDMA device; Soft-RoCE shows on its netdev)".into(),
         Verdict::Unverifiable => format!(
             "UNVERIFIABLE: {} RoCE frames checked, no mismatch, but not every expectation can be checked from this capture",
             v.checked

@@ -642,6 +642,10 @@ fn incast(
     ))
 }
 
+/// Why a capture holds no RoCE: a hardware RNIC's traffic bypasses the kernel, Soft-RoCE's does
+/// not, and the traffic may not have run at all.
+const NO_ROCE_SEEN: &str = "the RDMA traffic may not have run while the capture did; a hardware RDMA NIC (ConnectX, BlueField, Broadcom, Intel) bypasses the kernel, so tcpdump on its netdev sees no RoCE: capture on a switch mirror port, with ibdump, or with a libpcap that can open the RDMA device (e.g. mlx5_0); Soft-RoCE (rxe) goes through the kernel, so its traffic does show on the netdev it is bound to";
+
 /// What the capture point hides: no RoCE, no VLAN tags, cooked headers, a snap length.
 fn capture_findings(
     capture: &CaptureReport,
@@ -669,7 +673,9 @@ fn capture_findings(
             Severity::Warning,
             FindingCode::NoRoce,
             "no frames at all in this capture: nothing was analysed".into(),
-            "the capture filter matched nothing or the capture stopped at once; RDMA NICs also bypass the kernel, so tcpdump on the netdev sees no RoCE: capture on a switch mirror port, with ibdump, or with a libpcap that can open the RDMA device",
+            &format!(
+                "the capture filter matched nothing or the capture stopped at once; {NO_ROCE_SEEN}"
+            ),
             None,
             0,
             vec![],
