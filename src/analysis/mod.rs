@@ -98,6 +98,13 @@ fn check_marking(f: &mut Flow, p: &PacketSummary, r: &RoceSummary) {
     }
 }
 
+/// The most payload a packet of `f` may carry: the path MTU RDMA-CM negotiated for the
+/// connection first (a requester that sends 4096-byte segments on a 1024 path shows 4096 in
+/// its own packets), else what the packets of either direction show (`mtu`).
+fn oversize_limit(f: &Flow, mtu: Option<u32>) -> u32 {
+    f.cm_mtu.or(f.path_mtu).or(mtu).unwrap_or(u32::MAX)
+}
+
 /// What a NAK says, for its note (`without_gap`: the analysis just counted this PSN
 /// sequence error as one no gap explains).
 fn nak_note(aeth: Aeth, without_gap: bool) -> notes::NakNote {
@@ -746,10 +753,8 @@ impl Analyzer {
         if matches!(op.position(), Position::First | Position::Middle) && f.path_mtu.is_none() {
             f.path_mtu = Some(r.payload_len);
         }
-        if let Some(m) = f.path_mtu.or(mtu) {
-            if r.payload_len > m {
-                f.oversize.add(p.frame_no);
-            }
+        if r.payload_len > oversize_limit(f, mtu) {
+            f.oversize.add(p.frame_no);
         }
         if p.tclass.is_some_and(|t| t.ecn() == Ecn::Ce) {
             f.expire_ce(p.ts_ns, CNP_WINDOW_NS, self.notes.as_mut());
@@ -916,11 +921,14 @@ impl Analyzer {
         if op.operation() == Operation::ReadResponse {
             let first = matches!(op.position(), Position::First | Position::Only);
             let last = matches!(op.position(), Position::Last | Position::Only);
-            self.flows[fi].read_resp.response(r.psn, first, last);
-            if matches!(op.position(), Position::First | Position::Middle)
-                && self.flows[fi].path_mtu.is_none()
-            {
-                self.flows[fi].path_mtu = Some(r.payload_len);
+            let mtu = self.mtu_of(fi);
+            let f = &mut self.flows[fi];
+            f.read_resp.response(r.psn, first, last);
+            if matches!(op.position(), Position::First | Position::Middle) && f.path_mtu.is_none() {
+                f.path_mtu = Some(r.payload_len);
+            }
+            if r.payload_len > oversize_limit(f, mtu) {
+                f.oversize.add(p.frame_no);
             }
         }
         let Some(di) = self.request_flow_for(fi, r.psn) else {

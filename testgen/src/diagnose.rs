@@ -171,6 +171,11 @@ pub fn scenarios() -> Vec<Scenario> {
         ),
         scenario("path_mtu_1024", path_mtu_1024(), &[]),
         scenario(
+            "cm_mtu_exceeded",
+            cm_mtu_exceeded(),
+            &[("exceeds_path_mtu", 3), ("exceeds_path_mtu", 2)],
+        ),
+        scenario(
             "path_mtu_below_another_qps",
             path_mtu_below_another_qps(),
             &[("small_path_mtu", 20)],
@@ -647,13 +652,20 @@ fn be24(v: u32) -> [u8; 3] {
 
 /// REQ: the active side's communication ID, QPN and first PSN; path MTU 4096.
 fn cm_req(comm_id: u32, qpn: u32, psn: u32) -> [u8; 256] {
+    cm_req_with_mtu(comm_id, qpn, psn, 4096)
+}
+
+/// A REQ offering path MTU `mtu` (256..4096).
+fn cm_req_with_mtu(comm_id: u32, qpn: u32, psn: u32, mtu: u32) -> [u8; 256] {
+    // IB MTU codes: 1 = 256 bytes ... 5 = 4096.
+    let code = (mtu / 256).trailing_zeros() as u8 + 1;
     cm_mad(
         CM_ATTR_REQ,
         &[
             (0, &comm_id.to_be_bytes()),
             (32, &be24(qpn)),
             (44, &be24(psn)),
-            (50, &[5 << 4]),
+            (50, &[code << 4]),
         ],
     )
 }
@@ -934,6 +946,41 @@ fn path_mtu_below_cm_offer() -> Frames {
         mad_frame(host(2), host(1), 1, cm_rep(0x2001, 0x1001, 0x100, 7000)),
     );
     big_writes(&mut tl, &mut c, T0_NS + 40 * US, 5);
+    tl.into_frames()
+}
+
+/// RDMA-CM sets up .1 > .2 with a path MTU of 1024; the requester then writes 12288 bytes
+/// in three segments of 4096 (FIRST, MIDDLE, LAST), and .2 answers a READ of 8192 bytes with
+/// two responses of 4096: five packets over the negotiated MTU, though the packets themselves
+/// show 4096.
+fn cm_mtu_exceeded() -> Frames {
+    let mut tl = Timeline::default();
+    let mut c = conn(host(1), host(2), 0x400, 0x100);
+    tl.push(
+        T0_NS,
+        mad_frame(
+            host(1),
+            host(2),
+            1,
+            cm_req_with_mtu(0x1001, 0x400, 1000, 1024),
+        ),
+    );
+    tl.push(
+        T0_NS + 20 * US,
+        mad_frame(host(2), host(1), 1, cm_rep(0x2001, 0x1001, 0x100, 7000)),
+    );
+    let mut t = T0_NS + 40 * US;
+    let packets = c.write(12288);
+    for (i, p) in packets.iter().enumerate() {
+        tl.push(t + i as u64 * US, c.request_frame(p));
+    }
+    tl.push(t + 8 * US, c.response_frame(&c.ack(packets[2].bth.psn)));
+    t += 20 * US;
+    let (req, resps) = c.read(8192);
+    tl.push(t, c.request_frame(&req));
+    for (i, r) in resps.iter().enumerate() {
+        tl.push(t + (5 + i as u64) * US, c.response_frame(r));
+    }
     tl.into_frames()
 }
 

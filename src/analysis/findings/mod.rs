@@ -444,13 +444,19 @@ fn marking_findings(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
             ));
         }
         if r.oversize > 0 {
+            let limit = match (f.cm_mtu, f.path_mtu_seen) {
+                (Some(cm), Some(seen)) if seen != cm => {
+                    format!("the path MTU RDMA-CM negotiated ({cm} bytes; the packets show {seen})")
+                }
+                (Some(cm), _) => format!("the path MTU RDMA-CM negotiated ({cm} bytes)"),
+                (None, _) => format!("the path MTU ({} bytes)", r.path_mtu.unwrap_or(0)),
+            };
             out.push(finding(
                 Severity::Warning,
                 FindingCode::ExceedsPathMtu,
                 format!(
-                    "{} packets carry more payload than the path MTU ({} bytes) on {}",
+                    "{} packets carry more payload than {limit} on {}",
                     r.oversize,
-                    r.path_mtu.unwrap_or(0),
                     r.label()
                 ),
                 "the sender uses a larger MTU than the QP's path MTU: an MTU mismatch that switches with a smaller MTU drop",
@@ -685,7 +691,7 @@ fn capture_findings(
             Severity::Info,
             FindingCode::NoRoce,
             "no RoCE frames in this capture".into(),
-            "RDMA NICs bypass the kernel, so tcpdump on the netdev sees no RoCE; capture on a switch mirror port, with ibdump, or with a libpcap that can open the RDMA device",
+            NO_ROCE_SEEN,
             None,
             0,
             vec![],
