@@ -8,6 +8,7 @@ mod common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
@@ -101,17 +102,102 @@ fn setup() -> Result<Netns, String> {
     Ok(n)
 }
 
-/// Starts `roce-sniff ARGS` with its output piped, and gives it time to open the interface.
-fn start_capture(args: &[&str]) -> std::process::Child {
-    let child = Command::new(bin())
+/// A `roce-sniff` capture running, its standard error read as it comes: a test waits for what
+/// it checks (the interface open, a status line with every frame) rather than for a fixed time,
+/// which a loaded machine outlasts.
+struct LiveRun {
+    child: std::process::Child,
+    stderr: Arc<Mutex<String>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+/// How long a live run may take to show what a test waits for.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+impl LiveRun {
+    fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits until standard error holds `text`, at most `within`: whether it came.
+    fn wait_for(&self, text: &str, within: Duration) -> bool {
+        wait_until(within, || self.stderr.lock().unwrap().contains(text))
+    }
+
+    /// Like `wait_for`, failing the test with what standard error holds if `text` never came.
+    fn expect(&self, text: &str) {
+        assert!(
+            self.wait_for(text, PATIENCE),
+            "{text:?} never came on standard error:\n{}",
+            self.stderr.lock().unwrap()
+        );
+    }
+
+    fn sigint(&self) {
+        sh(&["kill", "-INT", &self.id().to_string()]).unwrap();
+    }
+
+    fn sigterm(&self) {
+        sh(&["kill", "-TERM", &self.id().to_string()]).unwrap();
+    }
+
+    /// Waits for the end: its exit status, standard output and the whole standard error.
+    fn wait_with_output(mut self) -> std::process::Output {
+        let mut out = self.child.wait_with_output().unwrap();
+        if let Some(reader) = self.reader.take() {
+            reader.join().unwrap();
+        }
+        out.stderr = std::mem::take(&mut *self.stderr.lock().unwrap()).into_bytes();
+        out
+    }
+}
+
+/// Polls `done` every 50 ms for at most `within`: whether it held.
+fn wait_until(within: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let started = std::time::Instant::now();
+    loop {
+        if done() {
+            return true;
+        }
+        if started.elapsed() > within {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Starts `roce-sniff ARGS` with its output piped, and waits until it listens on the
+/// interface (its "listening on" line comes once the capture and its filter are set).
+fn start_capture(args: &[&str]) -> LiveRun {
+    let mut child = Command::new(bin())
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
-    child
+    let stderr = Arc::new(Mutex::new(String::new()));
+    let mut pipe = child.stderr.take().unwrap();
+    let shared = Arc::clone(&stderr);
+    let reader = std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = std::io::Read::read(&mut pipe, &mut buf) {
+            if n == 0 {
+                break;
+            }
+            shared
+                .lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    let run = LiveRun {
+        child,
+        stderr,
+        reader: Some(reader),
+    };
+    run.expect("listening on");
+    run
 }
 
 /// Replays `file` from the namespace end of the veth pair, `multiplier` times faster if given.
@@ -210,7 +296,7 @@ fn replay(n: &Netns, file: &Path, multiplier: Option<&str>, exact_timing: bool, 
     ]);
     replay_into(n, file, multiplier);
     let waited = std::time::Instant::now();
-    let out = child.wait_with_output().unwrap();
+    let out = child.wait_with_output();
     let err = String::from_utf8_lossy(&out.stderr);
     eprintln!(
         "{name}: capture ended {:?} after the replay",
@@ -359,9 +445,18 @@ fn a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs(n: &Netns, dir: 
         "--capture-thread",
     ]);
     replay_into(n, &capture, None);
-    // Idle: the flows end by the wall clock, the metrics (updated each second) show it.
-    std::thread::sleep(Duration::from_millis(2_500));
-    let text = http_get(port, "/metrics").unwrap();
+    // Idle: the flows end by the wall clock, the metrics (updated each second) show it, and
+    // the findings of the flows that ended are evaluated at the next second.
+    let ended = format!("roce_sniff_flows_ended_total {}", cfg.flows());
+    let loss =
+        format!("roce_sniff_findings_total{{code=\"psn_loss\",severity=\"critical\"}} {lossy}\n");
+    let mut text = String::new();
+    wait_until(PATIENCE, || {
+        text = http_get(port, "/metrics").unwrap_or_default();
+        text.contains(&ended)
+            && text.contains("roce_sniff_flows_active 0\n")
+            && text.contains(&loss)
+    });
     assert_eq!(
         metric(&text, "roce_sniff_flows_active"),
         Some(0.0),
@@ -389,8 +484,8 @@ fn a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs(n: &Netns, dir: 
         .find(|l| l.starts_with("roce_sniff_findings_total{code=\"psn_loss\""))
         .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok());
     assert_eq!(counted, Some(lossy as f64), "{text}");
-    sh(&["kill", "-TERM", &child.id().to_string()]).unwrap();
-    let out = child.wait_with_output().unwrap();
+    child.sigterm();
+    let out = child.wait_with_output();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     // The status line counts the flows of the run, not the few still open.
     let err = stderr(&out);
@@ -461,7 +556,7 @@ fn a_blocked_analysis_moves_the_capture_to_a_thread_of_its_own(n: &Netns, dir: &
         "--events",
         &format!("--json={}", json.display()),
     ]);
-    let mut events_out = child.stdout.take().unwrap();
+    let mut events_out = child.child.stdout.take().unwrap();
     let reader = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(1_500));
         let mut text = String::new();
@@ -477,9 +572,10 @@ fn a_blocked_analysis_moves_the_capture_to_a_thread_of_its_own(n: &Netns, dir: &
         .status()
         .unwrap();
     assert!(st.success());
-    std::thread::sleep(Duration::from_millis(2_000));
-    sh(&["kill", "-INT", &child.id().to_string()]).unwrap();
-    let out = child.wait_with_output().unwrap();
+    // The status lines (standard output is the events' pipe) tell when every frame is in.
+    child.expect(&format!("RoCE {roce_packets} in "));
+    child.sigint();
+    let out = child.wait_with_output();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let c = &report["capture"];
@@ -682,8 +778,8 @@ fn a_monitor_feeds_prometheus_and_a_rolling_dataset_as_the_offline_report_tells(
         );
         std::thread::sleep(Duration::from_millis(300));
     }
-    sh(&["kill", "-TERM", &child.id().to_string()]).unwrap();
-    let out = child.wait_with_output().unwrap();
+    child.sigterm();
+    let out = child.wait_with_output();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     // After the end: the flows (ended at SIGTERM) in the last part, equal to the events' and
     // the offline report's; the timeline and PFC bins sum to the report's counters.
@@ -758,9 +854,9 @@ fn a_monitor_feeds_prometheus_and_a_rolling_dataset_as_the_offline_report_tells(
 fn ctrl_c_ends_with_the_report(n: &Netns) {
     let child = start_capture(&["-i", &n.host_end]);
     replay_into(n, &testdata("verify_pass.pcap"), None);
-    std::thread::sleep(Duration::from_millis(300));
-    sh(&["kill", "-INT", &child.id().to_string()]).unwrap();
-    let out = child.wait_with_output().unwrap();
+    child.expect("RoCE 28 in ");
+    child.sigint();
+    let out = child.wait_with_output();
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
@@ -785,18 +881,16 @@ fn an_output_that_fails_stops_the_capture_with_the_report_written(n: &Netns, dir
         "--events=/dev/full",
         &json_arg,
     ];
-    let child = start_capture(&args);
+    let mut child = start_capture(&args);
     replay_into(n, &testdata("sample.pcap"), Some("10"));
     // The events are flushed at least every second: the capture stops on its own.
-    let started = std::time::Instant::now();
-    let mut child = child;
-    while child.try_wait().unwrap().is_none() && started.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(100));
+    let stopped = wait_until(Duration::from_secs(10), || {
+        child.child.try_wait().unwrap().is_some()
+    });
+    if !stopped {
+        child.sigint();
     }
-    if child.try_wait().unwrap().is_none() {
-        sh(&["kill", "-INT", &child.id().to_string()]).unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
+    let out = child.wait_with_output();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
@@ -815,11 +909,12 @@ fn an_output_that_fails_stops_the_capture_with_the_report_written(n: &Netns, dir
 
 fn status_lines_go_on_after_the_hint(n: &Netns) {
     let child = start_capture(&["-i", &n.host_end, "--json=/dev/null"]);
-    std::thread::sleep(Duration::from_millis(5_800));
+    child.expect("no RoCE seen on");
     replay_into(n, &testdata("sample.pcap"), Some("4"));
-    std::thread::sleep(Duration::from_millis(1_500));
-    sh(&["kill", "-INT", &child.id().to_string()]).unwrap();
-    let out = child.wait_with_output().unwrap();
+    child.expect("RoCE 13822 in 8 flows");
+    child.expect("kernel 14623 received");
+    child.sigint();
+    let out = child.wait_with_output();
     let err = stderr(&out);
     let hint = err
         .find("no RoCE seen on")
@@ -880,25 +975,35 @@ fn the_view_shows_the_troubled_qps_while_the_capture_runs(n: &Netns) {
     tmux_session(&session, &command);
     let screen = || tmux(&["capture-pane", "-p", "-t", &session]);
     // The hint comes after 5 s without RoCE; the view stays.
-    std::thread::sleep(Duration::from_millis(6_000));
-    let before = screen();
-    replay_into(n, &testdata("sample.pcap"), Some("4"));
-    std::thread::sleep(Duration::from_millis(2_500));
-    let during = screen();
-    tmux(&["send-keys", "-t", &session, "q"]);
-    std::thread::sleep(Duration::from_millis(2_000));
-    let after = tmux(&["capture-pane", "-p", "-S", "-400", "-t", &session]);
-    tmux(&["kill-session", "-t", &session]);
-    assert!(before.contains("roce-sniff on"), "{before}");
-    assert!(before.contains("no_roce"), "{before}");
-    for want in [
+    let mut before = String::new();
+    wait_until(PATIENCE, || {
+        before = screen();
+        before.contains("no_roce")
+    });
+    let wants = [
         "14623 frames",
         "kernel: 14623 received, 0 dropped, 0 if-dropped",
         "10.0.0.5 > 10.0.0.2 qp 0x000213 vlan 100",
         "gaps 1 retx 4",
         "p3 (RoCE)",
         "pfc_pause_roce_priority",
-    ] {
+    ];
+    replay_into(n, &testdata("sample.pcap"), Some("4"));
+    let mut during = String::new();
+    wait_until(PATIENCE, || {
+        during = screen();
+        wants.iter().all(|w| during.contains(w))
+    });
+    tmux(&["send-keys", "-t", &session, "q"]);
+    let mut after = String::new();
+    wait_until(PATIENCE, || {
+        after = tmux(&["capture-pane", "-p", "-S", "-400", "-t", &session]);
+        after.contains("EXIT=")
+    });
+    tmux(&["kill-session", "-t", &session]);
+    assert!(before.contains("roce-sniff on"), "{before}");
+    assert!(before.contains("no_roce"), "{before}");
+    for want in wants {
         assert!(
             during.contains(want),
             "{want:?} not on the screen:\n{during}"
@@ -940,9 +1045,18 @@ fn a_closed_terminal_ends_the_view_with_its_outputs_written(n: &Netns, dir: &Pat
         events.display()
     );
     tmux_session(&session, &command);
-    std::thread::sleep(Duration::from_millis(1_500));
+    let screen = || tmux(&["capture-pane", "-p", "-t", &session]);
+    assert!(
+        wait_until(PATIENCE, || screen().contains("roce-sniff on")),
+        "the view did not start in tmux: {}",
+        screen()
+    );
     replay_into(n, &testdata("sample.pcap"), Some("20"));
-    std::thread::sleep(Duration::from_millis(1_000));
+    assert!(
+        wait_until(PATIENCE, || screen().contains("14623 frames")),
+        "the view never showed the replay: {}",
+        screen()
+    );
     let running = || {
         Command::new("pgrep")
             .args(["-f", &json.display().to_string()])
@@ -951,10 +1065,7 @@ fn a_closed_terminal_ends_the_view_with_its_outputs_written(n: &Netns, dir: &Pat
     };
     assert!(running(), "the capture did not start in tmux");
     tmux(&["kill-session", "-t", &session]);
-    let ended = (0..50).any(|_| {
-        std::thread::sleep(Duration::from_millis(100));
-        !running()
-    });
+    let ended = wait_until(Duration::from_secs(5), || !running());
     if !ended {
         Command::new("pkill")
             .args(["-9", "-f", &json.display().to_string()])
@@ -996,9 +1107,9 @@ fn an_interface_that_disappears_fails_the_run_with_the_outputs_written(dir: &Pat
         .status()
         .unwrap();
     assert!(st.success());
-    std::thread::sleep(Duration::from_millis(500));
+    child.expect("RoCE 13822 in 8 flows");
     sh(&["ip", "link", "del", &host]).unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = child.wait_with_output();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     let last = err.lines().last().unwrap_or_default();
@@ -1085,7 +1196,7 @@ fn vlan_subinterface_cannot_show_pcp(n: &Netns) {
         "3",
     ]);
     replay_into(n, &file, None);
-    let out = child.wait_with_output().unwrap();
+    let out = child.wait_with_output();
     let _ = sh(&["ip", "link", "del", &sub]);
     let (text, err) = (stdout(&out), stderr(&out));
     assert_eq!(out.status.code(), Some(1), "{text}{err}");

@@ -266,6 +266,14 @@ impl RollingExport {
     }
 }
 
+/// An export dropped without `finish` (an error cut the run short) hangs up on its writer and
+/// waits for it: a writer left running detached would clean up after a later run had begun.
+impl Drop for RollingExport {
+    fn drop(&mut self) {
+        let _ = self.stop_writer();
+    }
+}
+
 /// The thread that writes the rows into the parts and publishes each set.
 struct PartWriter {
     cfg: ExportConfig,
@@ -284,7 +292,7 @@ impl PartWriter {
         // being published, the next one being opened), is never published: its temporary
         // files go.
         drop(self.part);
-        remove_temporary_parts(&self.cfg);
+        remove_own_temporary_parts(&self.cfg, self.seq);
         written
     }
 
@@ -446,6 +454,30 @@ fn remove_temporary_parts(cfg: &ExportConfig) {
     }
 }
 
+/// Removes the temporary files of the sets a writer that began at or before `seq` may have
+/// left: the one being written (`seq`) and the next, opened before the one being published
+/// (an error may stop the writer between the two). Never another run's.
+fn remove_own_temporary_parts(cfg: &ExportConfig, seq: u64) {
+    let own = |name: &str| {
+        let number = name
+            .strip_prefix(".part-")
+            .and_then(|n| n.strip_suffix(".parquet.tmp"))
+            .and_then(|n| n.split('-').next())
+            .and_then(|n| n.parse::<u64>().ok());
+        number.is_some_and(|n| n == seq || n == seq + 1)
+    };
+    for table in TABLES {
+        let Ok(entries) = std::fs::read_dir(cfg.partition(table)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            if own(&entry.file_name().to_string_lossy()) {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+}
+
 /// The number after the highest part already in the capture's partitions; temporary parts a
 /// run that did not end left behind are removed.
 fn next_part(cfg: &ExportConfig) -> Result<u64, Error> {
@@ -541,6 +573,29 @@ mod tests {
             "numbered from 0 again"
         );
         assert!(!cfg.part_path("flows", 7).exists());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// An export dropped without `finish` waits for its writer, whose cleanup removes its own
+    /// unpublished set and nothing else: a detached writer once removed the part a restarted
+    /// run had just begun (the test above failed one run in two).
+    #[test]
+    fn a_dropped_export_waits_for_its_writer_which_removes_only_its_own_parts() {
+        let dir = std::env::temp_dir().join(format!("roce-sniff-drop-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let cfg = config(&dir, true);
+        let x = RollingExport::new(cfg.clone(), 1_000_000_000).unwrap();
+        let own = temp_path(&cfg, "packets", 0, 0);
+        assert!(own.is_file(), "the writer's set is begun");
+        // Another run's set in the same partition (a monitor started after this one).
+        let other = temp_path(&cfg, "packets", 5, 0);
+        std::fs::write(&other, b"another run's part").unwrap();
+        drop(x);
+        assert!(!own.exists(), "the writer cleaned up before drop returned");
+        assert!(
+            other.is_file(),
+            "another run's part is not the writer's to remove"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 
