@@ -375,6 +375,12 @@ fn not_a_capture(path: &str) -> Option<String> {
         Ok(p) => p,
         Err(e) => return Some(e.to_string()),
     };
+    if parser.format() == roce_parsers::capture::Format::Erf {
+        let whole = len <= head.len() as u64;
+        if let Some(Err(e)) = roce_parsers::capture::erf_verdict(&head, whole) {
+            return Some(e.to_string());
+        }
+    }
     loop {
         match parser.next(&head[at..], at as u64) {
             Ok(Next::Record(..)) => return None,

@@ -342,6 +342,47 @@ fn unknown_link_type_is_counted_and_named_once() {
         .contains("unsupported link type 147"));
 }
 
+/// ERF files have no magic number: a report's own JSON once read as "ERF (197), 6 frames"
+/// (exit 0), and `-r DIR` mixed it into the capture ("28 years from the previous frame").
+/// A file is ERF only when its first records tile it.
+#[test]
+fn a_report_is_never_read_as_an_erf_capture() {
+    let dir = Scratch::dir("erf-guess");
+    let report = dir.join("report");
+    let out = run_path(
+        &testdata("sample.pcap"),
+        &[&format!("--report={}", report.display())],
+    );
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
+    for name in ["timeline.json", "report.json", "timeline.csv", "index.html"] {
+        let out = run_path(&report.join(name), &[]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("not a pcap or pcapng capture"), "{err}");
+    }
+    // In a directory of captures, the report's files are skipped with one warning each.
+    let set = dir.join("set");
+    std::fs::create_dir_all(&set).unwrap();
+    std::fs::copy(testdata("sample.pcap"), set.join("a.pcap")).unwrap();
+    std::fs::copy(report.join("timeline.json"), set.join("b.json")).unwrap();
+    let out = run_path(&set, &["--json"]);
+    let err = stderr(&out);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{err}");
+    let warnings: Vec<&str> = err.lines().collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(
+        warnings[0].contains("b.json: not a pcap or pcapng capture")
+            && warnings[0].ends_with("skipped"),
+        "{err}"
+    );
+    let r: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let alone: Value =
+        serde_json::from_str(&stdout(&run_path(&testdata("sample.pcap"), &["--json"]))).unwrap();
+    assert_eq!(r["capture"]["packets"], alone["capture"]["packets"]);
+    assert_eq!(r["capture"]["duration_s"], alone["capture"]["duration_s"]);
+}
+
 #[test]
 fn unreadable_inputs_give_one_line_and_exit_2() {
     let dir = std::env::temp_dir().join(format!("roce-sniff-bad-{}", std::process::id()));

@@ -69,6 +69,8 @@ pub enum CaptureError {
     TooShort { len: usize },
     /// A length or header field that cannot be right; the rest of the input cannot be framed.
     Corrupt { what: String },
+    /// No pcap or pcapng header, and the first records are not ERF's (`erf_verdict`).
+    NotErf { magic: [u8; 4], why: &'static str },
 }
 
 impl fmt::Display for CaptureError {
@@ -83,6 +85,11 @@ impl fmt::Display for CaptureError {
                 write!(f, "too short for a capture file header ({len} bytes)")
             }
             CaptureError::Corrupt { what } => f.write_str(what),
+            CaptureError::NotErf { magic, why } => write!(
+                f,
+                "not a pcap or pcapng capture (starts with {:02x} {:02x} {:02x} {:02x}), nor ERF records ({why})",
+                magic[0], magic[1], magic[2], magic[3]
+            ),
         }
     }
 }
@@ -286,23 +293,125 @@ pub struct CaptureParser {
 /// counter, wire length.
 const ERF_HEADER_LEN: usize = 16;
 
-/// Whether `head` starts like an ERF record: a known record type, a sane record length and
-/// timestamp. ERF files have no magic number, so this is what tools look at.
-fn looks_like_erf(head: &[u8]) -> bool {
-    if head.len() < ERF_HEADER_LEN {
-        return false;
+/// ERF record types: 1 (HDLC POS) to 48 (pad); the rest are unassigned.
+const ERF_TYPES: std::ops::RangeInclusive<u8> = 1..=48;
+/// Record types whose wire length says nothing of the record: metadata and padding.
+const ERF_TYPE_META: u8 = 27;
+const ERF_TYPE_PAD: u8 = 48;
+/// Ethernet record types, whose frame follows two bytes of offset and padding.
+const ERF_ETHERNET_TYPES: [u8; 4] = [2, 11, 16, 20];
+/// Flags bit 2: variable-length record (padded to 8 bytes at most); bits 6-7 are reserved.
+const ERF_FLAG_VLEN: u8 = 0x04;
+const ERF_FLAGS_RESERVED: u8 = 0xc0;
+/// How many of a file's first records must be ERF's for the file to be taken as ERF.
+pub const ERF_RECORDS_CHECKED: usize = 4;
+/// The first records' timestamps lie within this many seconds of each other.
+const ERF_SPAN_S: u64 = 3600;
+
+/// What is wrong with `rec` as an ERF record (its header and, if `rec` holds them, its
+/// extension headers), or None: a known record type, reserved flags 0, a length that holds
+/// the header, extension headers and padding and, for a packet of variable length, no more
+/// than the frame on the wire besides (up to 8 bytes of alignment), a timestamp set.
+fn erf_record_problem(rec: &[u8]) -> Option<&'static str> {
+    if rec.len() < ERF_HEADER_LEN {
+        return Some("a record shorter than the ERF header");
     }
-    let ty = head[8] & 0x7f;
-    let reserved_flags = head[9] & 0xc0;
-    let rlen = usize::from(u16::from_be_bytes([head[10], head[11]]));
-    let wlen = usize::from(u16::from_be_bytes([head[14], head[15]]));
-    let secs = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
-    // A record is its header, extension headers, padding and at most the frame on the wire.
-    (1..=48).contains(&ty)
-        && reserved_flags == 0
-        && rlen >= ERF_HEADER_LEN
-        && rlen <= wlen + 64
-        && secs > 0
+    let ty = rec[8] & 0x7f;
+    let flags = rec[9];
+    let rlen = usize::from(u16::from_be_bytes([rec[10], rec[11]]));
+    let wlen = usize::from(u16::from_be_bytes([rec[14], rec[15]]));
+    let secs = u32::from_le_bytes([rec[4], rec[5], rec[6], rec[7]]);
+    if !ERF_TYPES.contains(&ty) {
+        return Some("an unknown record type");
+    }
+    if flags & ERF_FLAGS_RESERVED != 0 {
+        return Some("reserved flags set");
+    }
+    if rlen < ERF_HEADER_LEN {
+        return Some("a record length shorter than its header");
+    }
+    // Extension headers: 8 bytes each while the top bit of the previous type byte is set.
+    let mut extensions = 0;
+    let mut more = rec[8] & 0x80 != 0;
+    while more {
+        let at = ERF_HEADER_LEN + 8 * extensions;
+        if at + 8 > rlen {
+            return Some("extension headers beyond the record");
+        }
+        let Some(&next) = rec.get(at) else {
+            break; // not read yet: the length check above is all that can be said
+        };
+        more = next & 0x80 != 0;
+        extensions += 1;
+    }
+    let pad = if ERF_ETHERNET_TYPES.contains(&ty) {
+        2
+    } else {
+        0
+    };
+    let Some(payload) = rlen.checked_sub(ERF_HEADER_LEN + 8 * extensions + pad) else {
+        return Some("a record length shorter than its headers");
+    };
+    let sized = ty != ERF_TYPE_META && ty != ERF_TYPE_PAD;
+    if sized && flags & ERF_FLAG_VLEN != 0 && payload > wlen + 8 {
+        return Some("a record longer than the frame on the wire");
+    }
+    if sized && flags & ERF_FLAG_VLEN == 0 && rlen > wlen + 64 {
+        return Some("a record longer than the frame on the wire");
+    }
+    if ty != ERF_TYPE_PAD && secs == 0 {
+        return Some("a timestamp of 0");
+    }
+    None
+}
+
+/// Whether `head`, the first bytes of a file (`whole`: all of it), is ERF: its first
+/// `ERF_RECORDS_CHECKED` records (or all, if fewer) each an ERF record, one right after the
+/// other to the end of the file when it has fewer, their timestamps within an hour of each
+/// other. ERF files have no magic number: a JSON report or a text file must not pass for
+/// one. None while `head` is too short to tell.
+pub fn erf_verdict(head: &[u8], whole: bool) -> Option<Result<(), CaptureError>> {
+    let not_erf = |why: &'static str| {
+        let mut magic = [0u8; 4];
+        for (m, b) in magic.iter_mut().zip(head) {
+            *m = *b;
+        }
+        Some(Err(CaptureError::NotErf { magic, why }))
+    };
+    let (mut at, mut first_secs) = (0usize, None);
+    for _ in 0..ERF_RECORDS_CHECKED {
+        if at == head.len() && whole && at > 0 {
+            return Some(Ok(()));
+        }
+        let rest = &head[at..];
+        if rest.len() < ERF_HEADER_LEN {
+            return if whole {
+                not_erf("the file ends inside a record header")
+            } else {
+                None
+            };
+        }
+        let rlen = usize::from(u16::from_be_bytes([rest[10], rest[11]]));
+        if let Some(why) = erf_record_problem(&rest[..rest.len().min(rlen.max(ERF_HEADER_LEN))]) {
+            return not_erf(why);
+        }
+        if rest.len() < rlen {
+            return if whole {
+                not_erf("a record runs past the end of the file")
+            } else {
+                None
+            };
+        }
+        if rest[8] & 0x7f != ERF_TYPE_PAD {
+            let secs = u64::from(u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]));
+            let first = *first_secs.get_or_insert(secs);
+            if secs.abs_diff(first) > ERF_SPAN_S {
+                return not_erf("timestamps more than an hour apart");
+            }
+        }
+        at += rlen;
+    }
+    Some(Ok(()))
 }
 
 /// The next ERF record, whole (its header too: the ERF link type decodes it).
@@ -397,7 +506,7 @@ impl CaptureParser {
             m if m == PCAP_MAGIC_MICRO.swap_bytes() => (true, false),
             m if m == PCAP_MAGIC_NANO.swap_bytes() => (true, true),
             PCAPNG_SHB => return Ok((parser, 0)),
-            _ if looks_like_erf(head) => {
+            _ if erf_record_problem(&head[..head.len().min(ERF_HEADER_LEN)]).is_none() => {
                 parser.format = Format::Erf;
                 parser.linktype = crate::link::LINKTYPE_ERF;
                 return Ok((parser, 0));
@@ -955,6 +1064,73 @@ mod tests {
             p.next(&file[used..], 24),
             Err(CaptureError::Corrupt { .. })
         ));
+    }
+
+    /// An ERF record of type Ethernet (2), variable length, `payload` bytes of frame after the
+    /// two bytes of padding, at `secs`.
+    fn erf_record(secs: u32, payload: usize) -> Vec<u8> {
+        let rlen = (ERF_HEADER_LEN + 2 + payload) as u16;
+        let mut r = vec![0u8; usize::from(rlen)];
+        r[4..8].copy_from_slice(&secs.to_le_bytes());
+        r[8] = 2;
+        r[9] = ERF_FLAG_VLEN;
+        r[10..12].copy_from_slice(&rlen.to_be_bytes());
+        r[14..16].copy_from_slice(&((payload + 4) as u16).to_be_bytes());
+        r
+    }
+
+    #[test]
+    fn erf_is_taken_only_when_its_first_records_tile_the_file() {
+        let two: Vec<u8> = [
+            erf_record(1_700_000_000, 60),
+            erf_record(1_700_000_001, 100),
+        ]
+        .concat();
+        assert_eq!(erf_verdict(&two, true), Some(Ok(())));
+        // A prefix of a longer file: undecided until a record is whole.
+        assert_eq!(erf_verdict(&two[..20], false), None);
+        assert_eq!(erf_verdict(&two[..90], false), None);
+        let many: Vec<u8> = (0..6)
+            .flat_map(|i| erf_record(1_700_000_000 + i, 64))
+            .collect();
+        assert_eq!(erf_verdict(&many[..4 * 82], false), Some(Ok(())));
+        let not = |head: &[u8], whole| match erf_verdict(head, whole) {
+            Some(Err(CaptureError::NotErf { why, .. })) => why,
+            other => panic!("{other:?}"),
+        };
+        // The file ends inside its second record.
+        assert_eq!(
+            not(&two[..two.len() - 1], true),
+            "a record runs past the end of the file"
+        );
+        assert_eq!(
+            not(&two[..84], true),
+            "the file ends inside a record header"
+        );
+        // Timestamps two hours apart: text, not a capture.
+        let apart = [erf_record(1_700_000_000, 60), erf_record(1_700_007_200, 60)].concat();
+        assert_eq!(not(&apart, true), "timestamps more than an hour apart");
+        // A record longer than its frame on the wire, an unknown type, reserved flags.
+        let mut long = erf_record(1_700_000_000, 60);
+        long[14..16].copy_from_slice(&20u16.to_be_bytes());
+        assert_eq!(
+            not(&long, true),
+            "a record longer than the frame on the wire"
+        );
+        let mut unknown = erf_record(1_700_000_000, 60);
+        unknown[8] = 0x7f;
+        assert_eq!(not(&unknown, true), "an unknown record type");
+        let mut flags = erf_record(1_700_000_000, 60);
+        flags[9] |= 0x80;
+        assert_eq!(not(&flags, true), "reserved flags set");
+        // An extension header announced and not there.
+        let mut ext = erf_record(1_700_000_000, 0);
+        ext[8] |= 0x80;
+        assert_eq!(not(&ext, true), "extension headers beyond the record");
+        // A JSON report's first bytes.
+        let json =
+            br#"{"schema":"roce-sniff.timeline/1","bin_ns":1000,"flows":[{"id":1,"name":"x"}]}"#;
+        assert!(CaptureParser::new(json).is_err() || erf_verdict(json, true) != Some(Ok(())));
     }
 
     #[test]

@@ -9,7 +9,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 
-use roce_parsers::capture::{CaptureError, CaptureParser, Format, Next, Record, PCAP_HEADER_LEN};
+use roce_parsers::capture::{
+    erf_verdict, CaptureError, CaptureParser, Format, Next, Record, PCAP_HEADER_LEN,
+};
 
 use super::blocks::{BlockReader, Bytes, Feed};
 use super::mapped::{prefetch, PREFETCH_AHEAD};
@@ -147,6 +149,27 @@ impl Framer {
             return Err(capture_err(CaptureError::TooShort { len: 0 }));
         }
         let (parser, header_len) = CaptureParser::new(&head).map_err(capture_err)?;
+        if parser.format() == Format::Erf {
+            // ERF has no magic number: its first records are read and checked before the
+            // file is taken as ERF (a JSON report is not).
+            if let Some((block, from, n)) = pending.take() {
+                head.extend_from_slice(&block[from..n]);
+                blocks.recycle(block);
+            }
+            loop {
+                match erf_verdict(&head, eof) {
+                    Some(Ok(())) => break,
+                    Some(Err(e)) => return Err(capture_err(e)),
+                    None => {}
+                }
+                let Some((block, n)) = blocks.next(&input.name, input.stop)? else {
+                    break;
+                };
+                eof = n == 0;
+                head.extend_from_slice(&block[..n]);
+                blocks.recycle(block);
+            }
+        }
         head.drain(..header_len);
         Ok(Framer {
             name: input.name,
