@@ -85,6 +85,7 @@ pub fn run(config: &Config) -> Result<u8, Error> {
             run_correlate(config, paths)
         }
         Source::Files(paths) => {
+            check_report_dir(config)?;
             let paths = expand_directories(paths)?;
             let inputs: Vec<&str> = paths.iter().map(String::as_str).collect();
             check_outputs(config, &inputs)?;
@@ -214,6 +215,7 @@ fn run_correlate(config: &Config, paths: &[String]) -> Result<u8, Error> {
             "--correlate reads each capture twice: give files, not standard input".into(),
         ));
     }
+    check_report_dir(config)?;
     let mut points = Vec::with_capacity(paths.len());
     let mut all_inputs = Vec::new();
     for path in paths {
@@ -230,11 +232,6 @@ fn run_correlate(config: &Config, paths: &[String]) -> Result<u8, Error> {
         output::refuse_input(out, &inputs)?;
     }
     if let Some(dir) = report_dir {
-        let err = |source| Error::Output {
-            path: dir.clone(),
-            source,
-        };
-        std::fs::create_dir_all(dir).map_err(err)?;
         for name in crate::report::correlation_dir::FILES {
             output::refuse_input(&dir.join(name), &inputs)?;
         }
@@ -303,9 +300,36 @@ fn check_outputs(config: &Config, inputs: &[&str]) -> Result<(), Error> {
         output::refuse_input(path, inputs)?;
     }
     if let Some(dir) = dir {
-        output::prepare_report_dir(dir, inputs)?;
+        for name in crate::report::dir::FILES {
+            output::refuse_input(&dir.join(name), inputs)?;
+        }
     }
     Ok(())
+}
+
+/// Checks the report directory before any work (before the files of a directory read are
+/// even listed): see `output::check_report_dir`.
+fn check_report_dir(config: &Config) -> Result<(), Error> {
+    let dir = match &config.mode {
+        Mode::Report(opts) => opts.report_dir.as_ref(),
+        Mode::Correlate { report_dir, .. } => report_dir.as_ref(),
+        Mode::Packets { .. } => None,
+    };
+    let Some(dir) = dir else {
+        return Ok(());
+    };
+    let input_dirs: Vec<std::path::PathBuf> = match &config.source {
+        Source::Files(paths) => paths
+            .iter()
+            .map(std::path::PathBuf::from)
+            .filter(|p| p.is_dir())
+            .collect(),
+        _ => Vec::new(),
+    };
+    // A directory either kind of report wrote holds the other's too.
+    let mut writes = crate::report::dir::file_names();
+    writes.extend(crate::report::correlation_dir::FILES.map(String::from));
+    output::check_report_dir(dir, &writes, &input_dirs)
 }
 
 /// The capture files of the -r arguments: a directory stands for the files in it (sorted by
@@ -955,6 +979,7 @@ const SNAPSHOT_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 /// Captures on an interface until -c, --duration or Ctrl-C; then the report (or, with
 /// --packets, every frame as it comes).
 fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> {
+    check_report_dir(config)?;
     check_outputs(config, &[])?;
     let mut diagnostics = Diagnostics::new(&live.interface, config.max_warnings);
     let source = LiveSource::open(live, &mut diagnostics)?;

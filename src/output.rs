@@ -2,8 +2,8 @@
 //! bad path fails early.
 
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
-use std::path::PathBuf;
+use std::io::{self, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
 
 use crate::error::Error;
 
@@ -61,9 +61,27 @@ pub fn refuse_input(out: &std::path::Path, inputs: &[&str]) -> Result<(), Error>
     Ok(())
 }
 
-/// Makes the report directory before the work starts, so that a path that cannot be one
-/// fails at once; says so when an earlier report there is about to be replaced.
-pub fn prepare_report_dir(dir: &std::path::Path, inputs: &[&str]) -> Result<(), Error> {
+/// The file that marks a directory as one a roce-sniff report was written into: a later report
+/// may replace the report's files there, and nothing else.
+pub const REPORT_MARKER: &str = ".roce-sniff-report";
+
+/// Checks, before any work, that a report may go into `dir`, whose files are named `writes`:
+/// a new directory (its parent must exist, as for --json=FILE; `reports/`, the default's, is
+/// made), an empty one, or one that holds a roce-sniff report (the marker; or, from versions
+/// before it, only report files that read as roce-sniff's). A user's own files are never
+/// replaced, and a report never goes into a directory being read (`input_dirs`): its files
+/// would be read as captures. Nothing is made here: a run that fails leaves nothing behind.
+pub fn check_report_dir(
+    dir: &Path,
+    writes: &[String],
+    input_dirs: &[PathBuf],
+) -> Result<(), Error> {
+    let refuse = |why: String| {
+        Err(Error::Usage(format!(
+            "{}: {why}",
+            crate::error::shown(&dir.to_string_lossy())
+        )))
+    };
     let err = |source| Error::Output {
         path: dir.to_path_buf(),
         source,
@@ -74,15 +92,105 @@ pub fn prepare_report_dir(dir: &std::path::Path, inputs: &[&str]) -> Result<(), 
             "exists and is not a directory",
         )));
     }
-    std::fs::create_dir_all(dir).map_err(err)?;
-    for name in crate::report::dir::FILES {
-        refuse_input(&dir.join(name), inputs)?;
+    let parent = dir.parent().filter(|p| !p.as_os_str().is_empty());
+    let default_parent = parent.is_some_and(|p| p == Path::new("reports"));
+    if !dir.exists() && parent.is_some_and(|p| !p.is_dir()) && !default_parent {
+        return Err(err(io::Error::from(io::ErrorKind::NotFound)));
     }
-    if dir.join("index.html").exists() {
-        stderr_line!(
-            "roce-sniff: replacing the report in {}",
-            crate::error::shown(&dir.to_string_lossy())
-        );
+    if let Some(input) = input_dirs.iter().find(|input| is_within(dir, input)) {
+        return refuse(format!(
+            "the report would go inside {}, a directory being read (its files would be read as captures); give a directory outside it",
+            crate::error::shown(&input.to_string_lossy())
+        ));
     }
+    if !dir.is_dir() {
+        return Ok(());
+    }
+    let entries: Vec<String> = std::fs::read_dir(dir)
+        .map_err(err)?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let marked = entries.iter().any(|e| e == REPORT_MARKER);
+    let foreign: Vec<&String> = entries
+        .iter()
+        .filter(|e| !marked && !earlier_report_file(dir, e, writes))
+        .collect();
+    if !foreign.is_empty() {
+        let shown: Vec<&str> = foreign.iter().take(3).map(|s| s.as_str()).collect();
+        let more = foreign.len().saturating_sub(shown.len());
+        return refuse(format!(
+            "holds files roce-sniff did not write ({}{}): a report goes into a new or empty directory, or one that holds a roce-sniff report",
+            shown.join(", "),
+            if more > 0 { format!(" and {more} more") } else { String::new() }
+        ));
+    }
+    stderr_line!(
+        "roce-sniff: replacing the report in {}",
+        crate::error::shown(&dir.to_string_lossy())
+    );
     Ok(())
+}
+
+/// Whether `dir` is `input` or lies inside it, however spelled (a missing `dir` by where its
+/// parent is).
+fn is_within(dir: &Path, input: &Path) -> bool {
+    let Ok(input) = input.canonicalize() else {
+        return false;
+    };
+    let resolved = dir.canonicalize().or_else(|_| {
+        let name = dir.file_name().ok_or(io::ErrorKind::NotFound)?;
+        let parent = dir.parent().filter(|p| !p.as_os_str().is_empty());
+        let parent = parent.unwrap_or(Path::new("."));
+        // The default's `reports/` may not exist yet: resolved from where it would be.
+        let base = match parent.canonicalize() {
+            Ok(p) => p,
+            Err(_) => std::env::current_dir()?.join(parent),
+        };
+        Ok::<PathBuf, io::Error>(base.join(name))
+    });
+    resolved.is_ok_and(|d| d.starts_with(&input))
+}
+
+/// Whether `name` in `dir`, a directory without the marker, is a file an earlier version's
+/// report wrote: one of the names a report writes, and, for a text file, starting as a
+/// roce-sniff report's does (a user's own `index.html` does not).
+fn earlier_report_file(dir: &Path, name: &str, writes: &[String]) -> bool {
+    if !writes.iter().any(|w| w == name) {
+        return false;
+    }
+    let path = dir.join(name);
+    let mut head = Vec::new();
+    let read = File::open(&path).and_then(|f| f.take(1024).read_to_end(&mut head));
+    if read.is_err() {
+        return false;
+    }
+    let head = String::from_utf8_lossy(&head);
+    match Path::new(name).extension().and_then(|e| e.to_str()) {
+        Some("json") => head.contains("\"schema\"") && head.contains("\"roce-sniff."),
+        Some("txt") => head.starts_with("roce-sniff "),
+        Some("html") => head.contains("<title>roce-sniff"),
+        Some("csv") => {
+            head.starts_with("flow_id,flow,bin_start_s,") || head.starts_with("bin_start_s,source,")
+        }
+        // Plots: their names are the report's.
+        _ => true,
+    }
+}
+
+/// Makes the report directory, when the report is written, and marks it as a report's.
+pub fn make_report_dir(dir: &Path) -> Result<(), Error> {
+    let err = |source| Error::Output {
+        path: dir.to_path_buf(),
+        source,
+    };
+    std::fs::create_dir_all(dir).map_err(err)?;
+    std::fs::write(
+        dir.join(REPORT_MARKER),
+        "A roce-sniff report: a later report may replace the files it wrote here.\n",
+    )
+    .map_err(err)
 }

@@ -40,12 +40,16 @@ fn a_directory_skips_what_is_not_a_capture_yet_with_a_warning_each() {
             serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
         assert_eq!(report["capture"]["packets"], 14623);
     }
+    // A report directory inside the directory being read is refused: its files would be read
+    // as captures the next time.
     let out = run(&[
         "-r",
         dir_arg,
         &format!("--report={}", d.join("rep").display()),
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("a directory being read"));
+    assert!(!d.join("rep").exists());
     // With no capture left it is an error; a file named on its own is never skipped.
     std::fs::remove_file(d.join("a.pcap")).unwrap();
     let out = run(&["-r", dir_arg]);

@@ -287,6 +287,92 @@ fn report_directory_is_checked_before_the_work_and_carries_the_verdict() {
     assert!(html.contains("<h2>Verification</h2>") && html.contains("PASS: "));
 }
 
+/// A report never replaces what a user put in a directory: a user's index.html, report.txt
+/// or timeline.csv were replaced (some with no message), and `-r DIR --report=DIR` was taken.
+#[test]
+fn a_report_directory_never_replaces_a_users_files() {
+    let sample = testdata("sample.pcap");
+    let report = |dir: &std::path::Path, extra: &[&str]| {
+        let arg = format!("--report={}", dir.display());
+        let mut args = vec![arg.as_str()];
+        args.extend_from_slice(extra);
+        run_path(&sample, &args)
+    };
+    let refused = |out: &std::process::Output, why: &str| {
+        let err = stderr(out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(why), "{err}");
+    };
+    let root = tmp("user-dirs");
+    std::fs::create_dir_all(&*root).unwrap();
+    for (name, text) in [
+        ("index.html", "<html><title>my notes</title></html>\n"),
+        ("report.txt", "what I saw on Tuesday\n"),
+        ("timeline.csv", "time,value\n1,2\n"),
+        ("notes.md", "# notes\n"),
+    ] {
+        let dir = root.join(name.replace('.', "-"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(name), text).unwrap();
+        refused(&report(&dir, &[]), "holds files roce-sniff did not write");
+        assert_eq!(
+            std::fs::read_to_string(dir.join(name)).unwrap(),
+            text,
+            "{name}"
+        );
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            1,
+            "nothing written"
+        );
+    }
+    // A report's directory takes a new report; a file the user added there stays.
+    let dir = root.join("ours");
+    let first = report(&dir, &[]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    assert!(dir.join(".roce-sniff-report").is_file());
+    std::fs::write(dir.join("my-notes.txt"), "mine\n").unwrap();
+    let again = report(&dir, &[]);
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    assert!(stderr(&again).contains("replacing the report"));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("my-notes.txt")).unwrap(),
+        "mine\n"
+    );
+    // A report of an earlier version (no marker, only its own files) is replaced too.
+    std::fs::remove_file(dir.join(".roce-sniff-report")).unwrap();
+    std::fs::remove_file(dir.join("my-notes.txt")).unwrap();
+    let earlier = report(&dir, &[]);
+    assert_eq!(earlier.status.code(), Some(0), "{}", stderr(&earlier));
+    // Inside or equal to a directory being read; a missing parent; the same for --correlate.
+    let set = root.join("set");
+    std::fs::create_dir_all(&set).unwrap();
+    std::fs::copy(&sample, set.join("a.pcap")).unwrap();
+    for inside in [set.join("report"), set.to_path_buf()] {
+        let arg = format!("--report={}", inside.display());
+        let out = run(&["-r", set.to_str().unwrap(), &arg]);
+        refused(&out, "a directory being read");
+        assert!(!set.join("report").exists());
+        let out = run(&[
+            "--correlate",
+            "-r",
+            set.to_str().unwrap(),
+            "-r",
+            sample.to_str().unwrap(),
+            &arg,
+        ]);
+        refused(&out, "a directory being read");
+    }
+    let missing = root.join("missing/parent/dir");
+    refused(&report(&missing, &[]), "no such file or directory");
+    // A run that fails after the check leaves no directory behind.
+    let failed = root.join("failed");
+    let out = report(&failed, &["--json=/nonexistent-dir/r.json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(!failed.exists(), "a failed run made the report directory");
+}
+
 #[test]
 fn html_has_no_negative_zero_and_keeps_every_column() {
     let dir = tmp("html");

@@ -261,6 +261,7 @@ pub fn write_dir(dir: &Path, d: &CorrelationDocument) -> Result<(), Error> {
         path: dir.to_path_buf(),
         source: std::io::Error::other(e),
     };
+    crate::output::make_report_dir(dir)?;
     register_fonts();
     let delay = draw_both(dir, Plot::HopDelay, d).map_err(out_err)?;
     let loss = draw_both(dir, Plot::LossLocation, d).map_err(out_err)?;

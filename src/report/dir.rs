@@ -202,6 +202,14 @@ pub const FILES: [&str; 6] = [
     "index.html",
 ];
 
+/// Every file a report directory holds, plots included: what a later report may replace.
+pub fn file_names() -> Vec<String> {
+    let plots = crate::model::PlotKind::ALL
+        .iter()
+        .flat_map(|k| ["png", "svg"].map(|ext| format!("{}.{ext}", k.name())));
+    FILES.iter().map(|f| f.to_string()).chain(plots).collect()
+}
+
 /// Writes the whole report directory; returns the files written.
 pub fn write_dir(
     dir: &Path,
@@ -209,10 +217,7 @@ pub fn write_dir(
     text: &str,
     d: &PlotData,
 ) -> Result<Vec<PathBuf>, Error> {
-    std::fs::create_dir_all(dir).map_err(|source| Error::Output {
-        path: dir.to_path_buf(),
-        source,
-    })?;
+    crate::output::make_report_dir(dir)?;
     let mut files = Vec::new();
     let mut json = Vec::new();
     super::json::write_pretty(&mut json, report).map_err(|source| Error::Output {
