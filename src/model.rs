@@ -12,7 +12,7 @@ use serde::Serialize;
 use crate::rare::Rare;
 use std::sync::Arc;
 
-pub const SCHEMA: &str = "roce-sniff.report/3";
+pub const SCHEMA: &str = "roce-sniff.report/4";
 /// The schema of `--correlate --json`.
 pub const CORRELATION_SCHEMA: &str = "roce-sniff.correlation/2";
 
@@ -71,6 +71,8 @@ pub struct CaptureReport {
     /// RoCE frames captured twice (a mirror copying both directions of a port): counted once,
     /// never as resends or duplicate PSNs.
     pub capture_duplicates: u64,
+    /// PSNs the capture point missed: skipped PSNs the other end acknowledged.
+    pub missed: CaptureMissed,
     /// Problems with the file itself (cut short, corrupt), capture drops, and what else the
     /// capture point implies; in JSON, the messages.
     pub warnings: Vec<CaptureWarning>,
@@ -563,17 +565,24 @@ pub struct Storm {
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
 pub struct PsnCounts {
-    /// Arrivals ahead of the expected PSN.
+    /// Arrivals ahead of the expected PSN, counted as they happen.
     pub gaps: u64,
-    /// PSNs skipped by gaps and never seen by the end of the capture.
+    /// PSNs skipped by gaps, never seen later, and not shown delivered (missed by the capture)
+    /// or damaged.
     pub missing: u64,
     /// The first missing ranges, inclusive.
     pub missing_ranges: Vec<[u32; 2]>,
     pub duplicates: u64,
     pub out_of_order: u64,
     pub retransmitted: u64,
-    /// Skipped PSNs that arrived later in a retransmission: lost, then repaired.
+    /// Skipped PSNs that a resend filled, or that a NAK named before an ACK covered them:
+    /// lost, then repaired.
     pub recovered: u64,
+    /// Skipped PSNs the other end acknowledged before any captured resend: the network
+    /// delivered them, the capture point did not see them.
+    pub capture_missed: u64,
+    /// PSNs carried by frames with a bad ICRC (taken in the sequence, or skipped by a gap).
+    pub damaged: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -592,6 +601,16 @@ pub struct Bin {
 
 /// Frames shorter than on the wire, by why: the capture's snap length, a mirror that says so
 /// (ERSPAN T bit), or IP/UDP lengths longer than the frame while the record is complete.
+/// What the capture point missed over the capture: skipped PSNs the other end acknowledged
+/// (request PSNs and READ responses), on how many flows, and their share of what the capture
+/// should have held (psns / (RoCE packets + psns)).
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct CaptureMissed {
+    pub psns: u64,
+    pub flows: u64,
+    pub share: f64,
+}
+
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
 pub struct TruncatedBy {
     pub snaplen: u64,
@@ -1033,6 +1052,7 @@ pub enum FindingCode {
     FlowsUntracked,
     MirrorDrops,
     CaptureDuplicates,
+    CaptureMissed,
     Pcp0WithDscp,
     DscpMismatch,
     CnpMarking,
@@ -1062,7 +1082,7 @@ pub enum FindingCode {
 
 impl FindingCode {
     /// Every code, for documentation checks.
-    pub const ALL: [FindingCode; 53] = [
+    pub const ALL: [FindingCode; 54] = [
         FindingCode::PsnLoss,
         FindingCode::ReadResponseLoss,
         FindingCode::Retransmissions,
@@ -1091,6 +1111,7 @@ impl FindingCode {
         FindingCode::FlowsUntracked,
         FindingCode::MirrorDrops,
         FindingCode::CaptureDuplicates,
+        FindingCode::CaptureMissed,
         FindingCode::Pcp0WithDscp,
         FindingCode::DscpMismatch,
         FindingCode::CnpMarking,
@@ -1149,6 +1170,7 @@ impl FindingCode {
             FindingCode::FlowsUntracked => "flows_untracked",
             FindingCode::MirrorDrops => "mirror_drops",
             FindingCode::CaptureDuplicates => "capture_duplicates",
+            FindingCode::CaptureMissed => "capture_missed",
             FindingCode::Pcp0WithDscp => "pcp0_with_dscp",
             FindingCode::DscpMismatch => "dscp_mismatch",
             FindingCode::CnpMarking => "cnp_marking",

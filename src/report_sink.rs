@@ -207,7 +207,7 @@ impl ReportSink {
             let (id, report) = (e.flow.id as usize, e.report.take());
             self.out.write_export(|x| x.flow_ended(id, report));
             if let Some(m) = self.ended_for_metrics.as_mut() {
-                m.push((e.flow.id, QpCounts::of(&e.flow)));
+                m.push((e.flow.id, QpCounts::of(&e.flow, None)));
             }
         }
     }

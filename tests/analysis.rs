@@ -38,7 +38,7 @@ fn psn(f: &Value) -> (u64, u64, u64, u64, u64) {
 #[test]
 fn report_has_the_documented_top_level() {
     let r = report(&testdata("analysis_psn.pcap"), &[]);
-    assert_eq!(r["schema"], "roce-sniff.report/3");
+    assert_eq!(r["schema"], "roce-sniff.report/4");
     for k in [
         "packets",
         "bytes",
@@ -469,4 +469,178 @@ fn a_ud_sender_shares_one_psn_sequence_across_destinations() {
     };
     assert_eq!(psn(to2), (1, 5, 0, 0, 0));
     assert_eq!(to2["transport"], "UD");
+}
+
+/// The findings of a report with `code`.
+fn findings_of<'a>(r: &'a Value, code: &str) -> Vec<&'a Value> {
+    r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == code)
+        .collect()
+}
+
+/// A capture that missed frames is not a network that lost them (testgen's
+/// diagnose::capture_missed): PSNs the other end acknowledged are counted as missed by the
+/// capture, told first in the text report, and left out of every loss finding; the real loss
+/// of the same file (a NAK and its resend, the same with the NAK not captured, a gap nobody
+/// acknowledges) is still loss.
+#[test]
+fn psns_the_other_end_acknowledged_were_missed_by_the_capture_not_lost() {
+    let path = testdata("diagnose/capture_missed.pcap");
+    let r = report(&path, &[]);
+    assert_eq!(r["schema"], "roce-sniff.report/4");
+    let m = &r["capture"]["missed"];
+    assert_eq!(
+        (m["psns"].as_u64(), m["flows"].as_u64()),
+        (Some(5), Some(2))
+    );
+    let share = 5.0 / (r["capture"]["roce_packets"].as_f64().unwrap() + 5.0);
+    assert!((m["share"].as_f64().unwrap() - share).abs() < 1e-12, "{m}");
+    // .1 > .2: 4 data frames unseen, acknowledged: missed, not missing; no loss.
+    let a = flow(&r, "10.0.0.1", 0x100);
+    assert_eq!(a["psn"]["capture_missed"], 4);
+    assert_eq!(psn(a), (3, 0, 0, 0, 0));
+    assert_eq!(a["psn"]["missing_ranges"], json!([]));
+    // .3 > .4: a READ response unseen, no re-issue: missed on the response flow.
+    let responses = flow(&r, "10.0.0.4", 0x401);
+    assert_eq!(responses["read_response_gaps"], 0);
+    assert_eq!(responses["psn"]["capture_missed"], 1);
+    // .5 > .6 (NAK captured) and .7 > .8 (NAK not captured): the same go-back replay.
+    for src in ["10.0.0.5", "10.0.0.7"] {
+        let f = flow(&r, src, if src == "10.0.0.5" { 0x102 } else { 0x103 });
+        assert_eq!(psn(f), (1, 0, 0, 0, 2), "{src}");
+        assert_eq!(f["psn"]["recovered"], 1, "{src}");
+    }
+    // .9 > .10: a gap nobody acknowledges is missing.
+    let e = flow(&r, "10.0.0.9", 0x104);
+    assert_eq!(e["psn"]["missing_ranges"], json!([[1010, 1010]]));
+    let loss: Vec<&str> = findings_of(&r, "psn_loss")
+        .iter()
+        .map(|f| f["flow"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        loss,
+        [
+            "10.0.0.5 > 10.0.0.6 qp 0x000102 vlan 100",
+            "10.0.0.7 > 10.0.0.8 qp 0x000103 vlan 100",
+            "10.0.0.9 > 10.0.0.10 qp 0x000104 vlan 100"
+        ]
+    );
+    for code in ["read_response_loss", "out_of_order", "duplicates", "incast"] {
+        assert!(findings_of(&r, code).is_empty(), "{code}");
+    }
+    let missed = findings_of(&r, "capture_missed");
+    assert_eq!(missed.len(), 1);
+    let f = missed[0];
+    assert_eq!(
+        (f["severity"].as_str(), f["count"].as_u64()),
+        (Some("warning"), Some(5))
+    );
+    assert_eq!(f["group"]["flows"], 2);
+    assert_eq!(
+        f["group"]["worst"][0]["flow"],
+        "10.0.0.1 > 10.0.0.2 qp 0x000100 vlan 100"
+    );
+    assert_eq!(f["group"]["worst"][0]["count"], 4);
+    let message = f["message"].as_str().unwrap();
+    assert!(
+        message.contains("the capture missed 5 PSNs of"),
+        "{message}"
+    );
+    assert!(message.contains("lower bound"), "{message}");
+    let cause = f["cause"].as_str().unwrap();
+    for want in ["-B", "--capture-thread", "mirror session", "sprayed"] {
+        assert!(cause.contains(want), "{want}: {cause}");
+    }
+    // The loss the same capture shows is told with its caveat: the capture is incomplete.
+    assert!(findings_of(&r, "psn_loss")[0]["cause"]
+        .as_str()
+        .unwrap()
+        .contains("the capture itself is incomplete"));
+    // The text report says it before anything else.
+    let text = stdout(&run_path(&path, &[]));
+    let head: Vec<&str> = text.lines().take(6).collect();
+    assert!(
+        head.iter().any(|l| l.contains(&format!(
+            "the capture missed 5 PSNs of {}: figures are lower bounds",
+            r["capture"]["roce_packets"].as_u64().unwrap() + 5
+        ))),
+        "{text}"
+    );
+    // --finding capture_missed keeps the connections of the flows it names.
+    let kept = report(&path, &["--finding", "capture_missed"]);
+    let mut labels: Vec<String> = kept["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            format!(
+                "{} {}",
+                f["src"].as_str().unwrap(),
+                f["dst"].as_str().unwrap()
+            )
+        })
+        .collect();
+    labels.sort();
+    assert_eq!(
+        labels,
+        [
+            "10.0.0.1 10.0.0.2",
+            "10.0.0.2 10.0.0.1",
+            "10.0.0.3 10.0.0.4",
+            "10.0.0.4 10.0.0.3"
+        ]
+    );
+}
+
+/// analysis_psn.pcap without frame 13, the NAK of QP 0x100's loss: the go-back that follows is
+/// still a replay of retransmissions (it was out of order and duplicates), and still loss.
+#[test]
+fn a_nak_the_capture_missed_still_makes_the_go_back_a_replay() {
+    let path = capture_without(&testdata("analysis_psn.pcap"), &[13], "nak-missed");
+    let r = report(&path, &[]);
+    let l = flow(&r, "10.0.0.1", 0x100);
+    assert_eq!(psn(l), (1, 0, 0, 0, 5));
+    assert_eq!(l["psn"]["recovered"], 1);
+    assert_eq!(l["naks"]["psn_sequence_error"], 0);
+    let label = "10.0.0.1 > 10.0.0.2 qp 0x000100 vlan 100";
+    let of_flow = |code| findings_of(&r, code).iter().any(|f| f["flow"] == label);
+    assert!(of_flow("psn_loss") && of_flow("retransmissions"));
+    assert!(!of_flow("out_of_order") && !of_flow("duplicates"));
+}
+
+/// A one-way mirror proves nothing either way: the gap stays loss, and the message says no
+/// ACKs were seen.
+#[test]
+fn a_one_way_capture_keeps_its_loss_and_says_no_acks_were_seen() {
+    let r = report(&testdata("diagnose/one_way_loss.pcap"), &[]);
+    let loss = findings_of(&r, "psn_loss");
+    assert_eq!(loss.len(), 1);
+    let message = loss[0]["message"].as_str().unwrap();
+    assert!(message.contains("no ACKs were seen"), "{message}");
+    assert_eq!(r["capture"]["missed"]["psns"], 0);
+    // Where ACKs were seen, the message does not say so.
+    let r = report(&testdata("diagnose/capture_missed.pcap"), &[]);
+    for f in findings_of(&r, "psn_loss") {
+        assert!(!f["message"].as_str().unwrap().contains("no ACKs"), "{f}");
+    }
+}
+
+/// Five frames of one QP with a bad ICRC, each the next expected PSN: damaged in their place,
+/// no gap, nothing missing (they made five false gaps); a damaged frame resent after its NAK
+/// is a retransmission, and its NAK no "NAK without gap".
+#[test]
+fn bad_icrc_frames_in_sequence_are_damaged_not_lost() {
+    let r = report(&testdata("diagnose/bad_icrc_in_sequence.pcap"), &[]);
+    let a = flow(&r, "10.0.0.1", 0x100);
+    assert_eq!(psn(a), (0, 0, 0, 0, 0));
+    assert_eq!(a["psn"]["damaged"], 5);
+    let b = flow(&r, "10.0.0.3", 0x101);
+    assert_eq!(psn(b), (0, 0, 0, 0, 1));
+    assert_eq!(b["psn"]["damaged"], 1);
+    for code in ["psn_loss", "nak_without_gap"] {
+        assert!(findings_of(&r, code).is_empty(), "{code}");
+    }
 }

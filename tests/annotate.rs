@@ -489,3 +489,44 @@ fn a_second_pass_is_refused_where_there_cannot_be_one() {
         std::fs::read(sample).unwrap()
     );
 }
+
+/// The gaps of a capture that missed frames are noted as the capture's misses, the others as
+/// loss (diagnose/capture_missed.pcap: QP 0x100's three gaps were acknowledged; 0x102-0x104
+/// lost theirs).
+#[test]
+fn a_gap_the_other_end_acknowledged_is_noted_as_the_captures_miss() {
+    if !tshark_available() {
+        return;
+    }
+    let copy = annotate(
+        &[
+            "-r",
+            testdata("diagnose/capture_missed.pcap").to_str().unwrap(),
+        ],
+        "capture-missed",
+    );
+    let notes: Vec<String> = comments(&copy).into_iter().flat_map(|(_, c)| c).collect();
+    let gaps = |code: &str| -> Vec<&String> {
+        notes
+            .iter()
+            .filter(|c| c.contains(&format!("{code}: first frame after a PSN gap")))
+            .collect()
+    };
+    let missed = gaps("capture_missed");
+    assert_eq!(missed.len(), 3, "{notes:#?}");
+    assert!(
+        missed.iter().all(|c| c.contains("qp 0x000100")),
+        "{missed:?}"
+    );
+    let lost = gaps("psn_loss");
+    assert_eq!(lost.len(), 3, "{notes:#?}");
+    assert!(lost.iter().all(|c| !c.contains("qp 0x000100")), "{lost:?}");
+    // The replay whose NAK the capture missed: its first resend is noted as one.
+    assert!(
+        notes
+            .iter()
+            .any(|c| c.contains("resend of PSN 1008 on 10.0.0.7")
+                && c.contains("a NAK the capture did not see")),
+        "{notes:#?}"
+    );
+}

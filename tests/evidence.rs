@@ -109,7 +109,7 @@ fn frames_of(report: &serde_json::Value, code: &str) -> Vec<u64> {
 fn a_filter_and_qp_keep_the_files_frame_numbers() {
     let path = testdata("sample.pcap");
     let whole = report_of(&path, &[]);
-    assert_eq!(whole["schema"], "roce-sniff.report/3");
+    assert_eq!(whole["schema"], "roce-sniff.report/4");
     let psn_loss = frames_of(&whole, "psn_loss");
     assert_eq!(psn_loss, [4881]);
     let filtered = report_of(&path, &["vlan", "and", "host", "10.0.0.5"]);
@@ -265,19 +265,28 @@ fn lossy_bulk() -> Scratch {
     let mut out = data[..at].to_vec();
     let mut seen: std::collections::BTreeMap<u32, u32> = Default::default();
     let mut requesters: Vec<u32> = Vec::new();
+    // The PSN each lossy QP lost, by the QP its responses go to (bulk's requester QPN is its
+    // responder's less 0x1000): its responder acknowledges nothing from there on, as a
+    // receiver that lost it would not (an ACK past it would say the capture missed it). No
+    // PSN wraps in this capture.
+    let mut lost_at: std::collections::BTreeMap<u32, u32> = Default::default();
     while let Ok(Next::Record(r, used)) = parser.next(&data[at..], at as u64) {
         let f = roce_parsers::decode_frame(r.linktype, r.data, r.len);
         let lossy_request = f.roce.as_ref().is_some_and(|roce| {
-            if !roce.bth.opcode.is_request() {
-                return false;
-            }
             let qp = roce.bth.dqpn;
+            if !roce.bth.opcode.is_request() {
+                return lost_at.get(&qp).is_some_and(|&p| roce.bth.psn >= p);
+            }
             if !requesters.contains(&qp) {
                 requesters.push(qp);
             }
             let n = seen.entry(qp).or_default();
             *n += 1;
-            *n == 40 && requesters.iter().position(|&q| q == qp) < Some(8)
+            let lost = *n == 40 && requesters.iter().position(|&q| q == qp) < Some(8);
+            if lost {
+                lost_at.insert(qp - 0x1000, roce.bth.psn);
+            }
+            lost
         });
         if !lossy_request {
             out.extend_from_slice(&data[at..at + used]);

@@ -763,8 +763,7 @@ fn a_monitor_feeds_prometheus_and_a_rolling_dataset_as_the_offline_report_tells(
         let named = |alert: &str, key: &str, value: &str| {
             firing.iter().any(|(n, l)| n == alert && l[key] == value)
         };
-        if named("RocePfcStorm", "priority", "4")
-            && named("RoceCriticalFinding", "code", "psn_loss")
+        if named("RocePfcStorm", "priority", "4") && named("RoceQpLosingPackets", "qp", "0x000213")
         {
             assert!(
                 !named("RoceSniffDroppingFrames", "job", "roce-sniff"),

@@ -59,6 +59,12 @@ fn prometheus_scrapes_the_offline_reports_counters() {
             "roce_sniff_qp_psn_gaps_total{src=\"10.0.0.5\",qp=\"0x000213\"}",
             1.0,
         ),
+        // The gap's 3 PSNs were NAKed and resent: lost, not missed by the capture.
+        (
+            "roce_sniff_qp_psns_lost_total{src=\"10.0.0.5\",qp=\"0x000213\"}",
+            3.0,
+        ),
+        ("roce_sniff_capture_missed_psns_total", 0.0),
         (
             "sum(roce_sniff_pfc_pause_frames_total{priority=\"3\"})",
             report["pfc"]["priorities"]
@@ -109,7 +115,7 @@ fn prometheus_scrapes_the_offline_reports_counters() {
         });
         let loss = firing
             .iter()
-            .any(|(name, l)| name == "RoceCriticalFinding" && l["code"] == "psn_loss");
+            .any(|(name, l)| name == "RoceQpLosingPackets" && l["qp"] == "0x000213");
         if storm && loss {
             break;
         }

@@ -141,6 +141,8 @@ crate::empty!(VecDeque<(Psn, u64)>);
 pub struct Evidence {
     pub count: u64,
     pub frames: Vec<u64>,
+    /// The frame added last (`add_once`).
+    latest: u64,
 }
 
 impl Evidence {
@@ -148,6 +150,14 @@ impl Evidence {
         self.count += 1;
         if self.frames.len() < EVIDENCE_FRAMES {
             self.frames.push(frame_no);
+        }
+    }
+
+    /// Adds `frame_no` unless it is the latest added (one gap's PSNs judged one by one).
+    pub fn add_once(&mut self, frame_no: u64) {
+        if self.count == 0 || self.latest != frame_no {
+            self.add(frame_no);
+            self.latest = frame_no;
         }
     }
 }
@@ -191,9 +201,14 @@ impl Retries {
     pub fn request(&mut self, psn: Psn, resent: bool) -> bool {
         let starts_replay = resent && self.last_psn.is_none_or(|last| psn != last + 1);
         self.last_psn = Some(psn);
-        if !starts_replay {
-            return false;
+        if starts_replay {
+            self.replay_from(psn);
         }
+        starts_replay
+    }
+
+    /// A replay started at `psn` (one found late too: its NAK was not captured).
+    pub fn replay_from(&mut self, psn: Psn) {
         let n = match self.current {
             Some((p, n)) if p == psn => n + 1,
             _ => 1,
@@ -202,7 +217,6 @@ impl Retries {
         if self.most.is_none_or(|(_, m)| n > m) {
             self.most = Some((psn, n));
         }
-        true
     }
 }
 
@@ -300,7 +314,7 @@ const ALLOWANCE_MIN_NS: u64 = 20_000;
 const ALLOWANCE_MAX_RTTS: u64 = 2;
 
 impl AckAllowance {
-    fn of(rtt: &Samples) -> Self {
+    pub(crate) fn of(rtt: &Samples) -> Self {
         let summary = (rtt.count() > 0).then(|| rtt.summary());
         let Some((p99, max)) = summary.and_then(|s| Some((s.p99?, s.max?))) else {
             return AckAllowance {
@@ -370,7 +384,10 @@ pub struct FlowEvidence {
 /// A flow's troubles as findings see them (`FlowEvidence::troubles`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FlowTroubles {
+    /// Frames of the gaps whose PSNs were lost or are missing (not those the capture missed).
     pub loss: Rare<Evidence>,
+    /// Frames of the gaps whose PSNs the other end acknowledged: missed by the capture.
+    pub missed: Rare<Evidence>,
     pub retrans: Rare<Evidence>,
     pub dups: Rare<Evidence>,
     pub naks: Rare<NakCounts>,
@@ -458,6 +475,9 @@ pub struct Flow {
     /// The flow of the other direction of the same QP pair.
     pub peer: Option<usize>,
     pub paired_by: Option<PairingMethod>,
+    /// The pairing is certain (RDMA-CM, or a PSN match with one candidate): only then do the
+    /// peer's ACKs show what the capture missed.
+    pub pair_certain: bool,
     // What came back for this flow's requests.
     pub acks: u64,
     pub naks: Rare<NakCounts>,
@@ -552,6 +572,7 @@ impl Flow {
             read_resp: ResponseTracker::default(),
             peer: None,
             paired_by: None,
+            pair_certain: false,
             acks: 0,
             naks: Default::default(),
             read_responses: 0,
@@ -754,29 +775,40 @@ impl Flow {
             || self.ud_psn.is_set()
             || self.cnp_class.is_set()
             || self.read_resp.gaps > 0
+            || self.read_resp.pending()
+            || self.req.capture_missed() > 0
             || !self.unacked.is_empty()
+    }
+
+    /// PSNs (requests and READ responses) the capture missed on this flow, as judged at `now`
+    /// (`None`: at its end, or the capture's, `end`).
+    pub fn capture_missed(&self, now: Option<u64>, end: u64) -> u64 {
+        self.req.capture_missed() + self.read_resp.judged(now, end).1
     }
 
     /// What findings need of the flow at the capture's end, or once it ended.
     pub fn evidence(&self, capture_end: u64) -> FlowEvidence {
-        self.evidence_with(self.unacknowledged(capture_end))
+        self.evidence_with(self.unacknowledged(capture_end), None)
     }
 
-    /// What findings need of the flow while it and the capture run: its requests waiting for
-    /// an ACK are pending, not unanswered (the ACK may be next, and a finding once told is
-    /// not taken back); they count when the flow ends or the capture does.
-    pub fn evidence_while_open(&self) -> FlowEvidence {
-        self.evidence_with(Unacknowledged::default())
+    /// What findings need of the flow while it and the capture run (at `now`): its requests
+    /// waiting for an ACK are pending, not unanswered (the ACK may be next, and a finding once
+    /// told is not taken back), and so are PSNs skipped within the flow's ACK allowance;
+    /// they count when the flow ends or the capture does.
+    pub fn evidence_while_open(&self, now: u64) -> FlowEvidence {
+        self.evidence_with(Unacknowledged::default(), Some(now))
     }
 
-    fn evidence_with(&self, unacknowledged: Unacknowledged) -> FlowEvidence {
+    fn evidence_with(&self, unacknowledged: Unacknowledged, now: Option<u64>) -> FlowEvidence {
+        let (lost, missed) = self.req.verdict_frames(now);
         FlowEvidence {
             link: self.link,
             reliable: self.transport.is_some_and(Transport::is_reliable),
             first_ts_ns: self.first_ts,
             last_ts_ns: self.last_ts,
             troubles: Rare::of(FlowTroubles {
-                loss: self.loss.clone(),
+                loss: Rare::of(lost),
+                missed: Rare::of(missed),
                 retrans: self.retrans.clone(),
                 dups: self.dups.clone(),
                 naks: self.naks.clone(),

@@ -9,6 +9,7 @@
 
 use super::flow::{Flow, FlowEvidence, FlowKey};
 use super::flow_table::Chunked;
+use super::report_build::At;
 use super::Analyzer;
 use crate::model::FlowReport;
 
@@ -137,8 +138,8 @@ impl Analyzer {
         }
         let entries: [_; 2] = std::array::from_fn(|k| match members.get(k) {
             Some(&m) => (
-                (report || recent[k]).then(|| self.flow_report(&self.flows[m], now)),
-                (keep || recent[k]).then(|| self.flow_evidence(m, Some(now))),
+                (report || recent[k]).then(|| self.flow_report(&self.flows[m], At::End(now))),
+                (keep || recent[k]).then(|| self.flow_evidence(m, At::End(now))),
                 recent[k],
             ),
             None => (None, None, false),
@@ -243,7 +244,7 @@ impl Analyzer {
         now: u64,
     ) {
         self.flows_ended += 1;
-        self.fold_ended_samples(&flow);
+        self.fold_ended_samples(&flow, now);
         if let Some(e) = evidence {
             // The entry itself when no output tells the flow's end; a copy when one does.
             let kept = if self.tell_ended {
@@ -298,7 +299,14 @@ impl Analyzer {
     }
 
     /// The plots' RTT distribution keeps the samples of flows that ended.
-    pub(super) fn fold_ended_samples(&mut self, flow: &Flow) {
+    /// What the capture-wide figures keep of a flow that ended at `end`: the PSNs the capture
+    /// missed on it, and its ACK RTT samples for the plots.
+    pub(super) fn fold_ended_samples(&mut self, flow: &Flow, end: u64) {
+        let missed = flow.capture_missed(None, end);
+        if missed > 0 {
+            self.state.missed_psns += missed;
+            self.state.missed_flows += 1;
+        }
         if self.timelines.is_some() {
             for &ns in flow.ack_rtt.kept() {
                 self.ended_rtt.push(ns);

@@ -105,6 +105,18 @@ fn oversize_limit(f: &Flow, mtu: Option<u32>) -> u32 {
     f.cm_mtu.or(f.path_mtu).or(mtu).unwrap_or(u32::MAX)
 }
 
+/// The PSNs a request consumes, and the DMA length of a READ whose responses' count is not
+/// known (the path MTU `mtu` unknown): a READ asks for ceil(len/MTU) responses, one PSN each.
+fn psns_consumed(r: &RoceSummary, mtu: Option<u32>) -> (u32, Option<u32>) {
+    match (r.opcode.operation(), r.dma_len) {
+        (Operation::ReadRequest, Some(len)) => match mtu {
+            Some(m) if m > 0 => (len.div_ceil(m).max(1), None),
+            _ => (1, Some(len)),
+        },
+        _ => (1, None),
+    }
+}
+
 /// What a NAK says, for its note (`without_gap`: the analysis just counted this PSN
 /// sequence error as one no gap explains).
 fn nak_note(aeth: Aeth, without_gap: bool) -> notes::NakNote {
@@ -163,6 +175,9 @@ pub struct CaptureState {
     pub flows_untracked_packets: u64,
     /// RoCE frames captured twice (the same identity close in time on one flow).
     pub capture_duplicates: u64,
+    /// PSNs the capture missed on the flows that ended, and on how many of them.
+    pub missed_psns: u64,
+    pub missed_flows: u64,
     /// Frames that are not RoCE, by PCP (tagged) and by DSCP (IP): what shares RoCE's class.
     pub other_by_pcp: [flow::Evidence; 8],
     pub other_by_dscp: BTreeMap<u8, flow::Evidence>,
@@ -694,6 +709,9 @@ impl Analyzer {
         // and a NIC drops a frame with a bad ICRC, so it never moved the receiver either: both
         // are counted, and change no sequence state.
         if p.malformed || r.icrc == IcrcStatus::Bad {
+            if !p.malformed && op.is_request() {
+                self.damaged_request(fi, r);
+            }
             return;
         }
         let f = &mut self.flows[fi];
@@ -721,6 +739,8 @@ impl Analyzer {
         self.flows[b].peer = Some(a);
         self.flows[a].paired_by = Some(how);
         self.flows[b].paired_by = Some(how);
+        self.flows[a].pair_certain = how == PairingMethod::RdmaCm;
+        self.flows[b].pair_certain = how == PairingMethod::RdmaCm;
     }
 
     /// The path MTU of a QP pair: what either direction's packets show, else what RDMA-CM
@@ -760,13 +780,7 @@ impl Analyzer {
             f.expire_ce(p.ts_ns, CNP_WINDOW_NS, self.notes.as_mut());
             f.ce_pending.push_back((p.ts_ns, p.frame_no));
         }
-        let (consumes, read_len) = match (op.operation(), r.dma_len) {
-            (Operation::ReadRequest, Some(len)) => match mtu.or(f.path_mtu) {
-                Some(m) if m > 0 => (len.div_ceil(m).max(1), None),
-                _ => (1, Some(len)),
-            },
-            _ => (1, None),
-        };
+        let (consumes, read_len) = psns_consumed(r, mtu.or(f.path_mtu));
         // The PSNs of a READ's responses are the READ's own: another request there is the
         // requester's protocol error, not a resend (a READ may be reissued from within).
         if let Some((read_psn, n)) = f.last_read {
@@ -789,19 +803,41 @@ impl Analyzer {
                 } else {
                     let sender = self.ud_senders.entry((f.key.src, sqpn)).or_default();
                     sender.1 = p.ts_ns;
-                    let a = sender.0.request(r.psn, p.ts_ns, 1, None, false);
+                    let a =
+                        sender
+                            .0
+                            .request(r.psn, p.ts_ns, 1, None, false, false, p.frame_no, || 0);
                     f.ud_psn.record(a);
                     a
                 }
             }
-            _ => f.req.request(
-                r.psn,
-                p.ts_ns,
-                consumes,
-                read_len,
-                f.transport.is_some_and(Transport::is_reliable),
-            ),
+            _ => {
+                let rtt = &f.ack_rtt;
+                f.req.request(
+                    r.psn,
+                    p.ts_ns,
+                    consumes,
+                    read_len,
+                    f.transport.is_some_and(Transport::is_reliable),
+                    r.ackreq,
+                    p.frame_no,
+                    || flow::AckAllowance::of(rtt).ns,
+                )
+            }
         };
+        self.late_resends(fi);
+        // A READ sent again: the responses the capture saw a gap in were lost, not missed.
+        if op.operation() == Operation::ReadRequest
+            && matches!(
+                arrival,
+                Arrival::Retransmitted | Arrival::Duplicate | Arrival::OutOfOrder
+            )
+        {
+            if let Some(j) = self.flows[fi].peer {
+                self.flows[j].read_resp.reissued(p.ts_ns);
+            }
+        }
+        let f = &mut self.flows[fi];
         match arrival {
             Arrival::Gap(_) => {
                 self.totals.psn_gaps += 1;
@@ -857,7 +893,55 @@ impl Analyzer {
         }
     }
 
+    /// Hole fillers the latest request showed to be resends (a go-back whose NAK the capture
+    /// missed): counted, kept as evidence and noted as the resends they were.
+    fn late_resends(&mut self, fi: usize) {
+        let Some(late) = self.flows[fi].req.take_late_resends() else {
+            return;
+        };
+        self.totals.retransmitted += late.count;
+        let f = &mut self.flows[fi];
+        f.retry.replay_from(late.first);
+        for &frame in &late.frames {
+            f.retrans.add(frame);
+        }
+        let cause = f.req.resend_cause();
+        for (i, &frame) in late.frames.iter().enumerate() {
+            let psn = (late.first + i as u32).value();
+            self.note(fi, frame, |flow| notes::NoteKind::Resend {
+                flow,
+                psn,
+                cause,
+            });
+        }
+    }
+
+    /// The gaps of flow `fi` just judged missed by the capture: their notes say so.
+    fn note_missed_gaps(&mut self, fi: usize) {
+        let frames = self.flows[fi].req.take_newly_missed();
+        if let (Some(n), false) = (self.notes.as_mut(), frames.is_empty()) {
+            let flow = self.flows[fi].id;
+            for frame in frames {
+                n.gap_missed(frame, flow);
+            }
+        }
+    }
+
+    /// A request with a bad ICRC: its receiver dropped it, so it moves no PSN state, except
+    /// that it takes its place in the sequence when its PSN is the next expected (damaged:
+    /// no gap, nothing missing).
+    fn damaged_request(&mut self, fi: usize, r: &RoceSummary) {
+        let mtu = self.mtu_of(fi);
+        let f = &mut self.flows[fi];
+        if f.transport == Some(Transport::Ud) {
+            return;
+        }
+        let (consumes, _) = psns_consumed(r, mtu.or(f.path_mtu));
+        f.req.damaged(r.psn, consumes);
+    }
+
     /// Notes a request's PSN event: a gap (what was expected, what came) or a resend (and
+    /// what started the go-back).    /// Notes a request's PSN event: a gap (what was expected, what came) or a resend (and
     /// what started the go-back).
     fn note_arrival(&mut self, fi: usize, frame: u64, psn: Psn, arrival: Arrival) {
         let flow = self.flows[fi].id;
@@ -867,6 +951,7 @@ impl Analyzer {
                 expected: (psn + (Psn::MODULUS - missing % Psn::MODULUS)).value(),
                 seen: psn.value(),
                 missing,
+                missed: false,
             },
             Arrival::Retransmitted => notes::NoteKind::Resend {
                 flow,
@@ -893,6 +978,7 @@ impl Analyzer {
         }
         let key = self.flows[fi].key;
         let mut best: Option<(usize, i32)> = None;
+        let mut candidates = 0;
         for j in self.data_from_to(key.dst, key.src) {
             let d = &self.flows[j];
             if j == fi || d.peer.is_some() || key.vlan != d.key.vlan {
@@ -905,6 +991,7 @@ impl Analyzer {
             // or within the responses of a READ whose size is unknown.
             let dist = psn - expected;
             if (-65_536..4_096).contains(&dist) {
+                candidates += 1;
                 let closeness = (dist + 1).abs();
                 if best.is_none_or(|(_, c)| closeness < c) {
                     best = Some((j, closeness));
@@ -913,25 +1000,23 @@ impl Analyzer {
         }
         let (j, _) = best?;
         self.pair(fi, j, PairingMethod::Psn);
+        // Matched among several flows, the pairing is a guess: its ACKs prove nothing.
+        for k in [fi, j] {
+            self.flows[k].pair_certain = candidates == 1;
+        }
         Some(j)
     }
 
     fn response(&mut self, fi: usize, p: &PacketSummary, r: &RoceSummary) {
         let op = r.opcode;
+        let request_flow = self.request_flow_for(fi, r.psn);
+        // What the responder acknowledges shows what the capture missed only where the two
+        // directions are paired for certain.
+        let certain = request_flow.filter(|_| self.flows[fi].pair_certain);
         if op.operation() == Operation::ReadResponse {
-            let first = matches!(op.position(), Position::First | Position::Only);
-            let last = matches!(op.position(), Position::Last | Position::Only);
-            let mtu = self.mtu_of(fi);
-            let f = &mut self.flows[fi];
-            f.read_resp.response(r.psn, first, last);
-            if matches!(op.position(), Position::First | Position::Middle) && f.path_mtu.is_none() {
-                f.path_mtu = Some(r.payload_len);
-            }
-            if r.payload_len > oversize_limit(f, mtu) {
-                f.oversize.add(p.frame_no);
-            }
+            self.read_response(fi, certain, p, r);
         }
-        let Some(di) = self.request_flow_for(fi, r.psn) else {
+        let Some(di) = request_flow else {
             return;
         };
         if self.flows[di].path_mtu.is_none() {
@@ -960,6 +1045,19 @@ impl Analyzer {
         };
         let aeth = Aeth { syndrome, msn };
         let without_gap_before = d.nak_without_gap.count;
+        if certain.is_some() {
+            match aeth.kind() {
+                AethKind::Ack => d.req.acknowledged(r.psn, p.ts_ns),
+                AethKind::Nak => {
+                    let sequence = NakCode::from_value(aeth.value()) == NakCode::PsnSequenceError;
+                    d.req.nak_evidence(r.psn, p.ts_ns, sequence)
+                }
+                AethKind::RnrNak => d.req.nak_evidence(r.psn, p.ts_ns, false),
+                AethKind::Reserved => 0,
+            };
+            self.note_missed_gaps(di);
+        }
+        let d = &mut self.flows[di];
         match aeth.kind() {
             AethKind::Ack => {
                 if op.operation() == Operation::Ack {
@@ -1024,6 +1122,38 @@ impl Analyzer {
                     ..Event::default()
                 },
             );
+        }
+    }
+
+    /// A READ response on flow `fi`: the response sequence (gaps wait for their verdict only
+    /// where the pairing with `certain`, the request flow, is certain), the path MTU, and, as an
+    /// acknowledgement, what it shows the capture missed of the requests.
+    fn read_response(
+        &mut self,
+        fi: usize,
+        certain: Option<usize>,
+        p: &PacketSummary,
+        r: &RoceSummary,
+    ) {
+        let op = r.opcode;
+        let first = matches!(op.position(), Position::First | Position::Only);
+        let last = matches!(op.position(), Position::Last | Position::Only);
+        // Asked for only on a gap: the allowance is a percentile of the RTT samples.
+        let allowance = certain
+            .filter(|_| self.flows[fi].read_resp.gap_at(r.psn, first))
+            .map(|di| flow::AckAllowance::of(&self.flows[di].ack_rtt).ns);
+        if let Some(di) = certain {
+            self.flows[di].req.acknowledged(r.psn, p.ts_ns);
+            self.note_missed_gaps(di);
+        }
+        let mtu = self.mtu_of(fi);
+        let f = &mut self.flows[fi];
+        f.read_resp.response(r.psn, first, last, p.ts_ns, allowance);
+        if matches!(op.position(), Position::First | Position::Middle) && f.path_mtu.is_none() {
+            f.path_mtu = Some(r.payload_len);
+        }
+        if r.payload_len > oversize_limit(f, mtu) {
+            f.oversize.add(p.frame_no);
         }
     }
 

@@ -19,8 +19,20 @@ use crate::model::{Finding, FindingCode};
 /// Why the requester resent: a NAK asking from a PSN, or silence (its retry timer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ResendCause {
-    Nak { from_psn: u32 },
-    Timeout { idle_ns: u64 },
+    Nak {
+        from_psn: u32,
+    },
+    Timeout {
+        idle_ns: u64,
+    },
+    /// The resend of a frame captured with a bad ICRC (which its receiver dropped).
+    Damaged {
+        psn: u32,
+    },
+    /// A go-back from `from_psn` whose NAK the capture did not see.
+    Unseen {
+        from_psn: u32,
+    },
 }
 
 /// A NAK, by what it says.
@@ -42,6 +54,8 @@ pub enum NoteKind {
         expected: u32,
         seen: u32,
         missing: u32,
+        /// The other end acknowledged the PSNs it skipped: the capture missed them.
+        missed: bool,
     },
     Resend {
         flow: u64,
@@ -123,6 +137,22 @@ impl Notes {
         }
     }
 
+    /// The gap noted at `frame` on flow `flow` was missed by the capture, not lost (the
+    /// other end acknowledged what it skipped): its note says so. The latest notes first:
+    /// a gap is judged within its flow's ACK allowance.
+    pub fn gap_missed(&mut self, frame: u64, flow: u64) {
+        let note = self.list.iter_mut().rev().find(|n| {
+            n.frame == frame && matches!(n.kind, NoteKind::PsnGap { flow: f, .. } if f == flow)
+        });
+        if let Some(Note {
+            kind: NoteKind::PsnGap { missed, .. },
+            ..
+        }) = note
+        {
+            *missed = true;
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.list.len()
     }
@@ -151,9 +181,21 @@ impl Notes {
                 expected,
                 seen,
                 missing,
+                missed: false,
             } => write!(
                 t,
                 "psn_loss: first frame after a PSN gap on {}: expected PSN {expected}, saw {seen}, {missing} missing",
+                self.label(flow)
+            ),
+            NoteKind::PsnGap {
+                flow,
+                expected,
+                seen,
+                missing,
+                missed: true,
+            } => write!(
+                t,
+                "capture_missed: first frame after a PSN gap on {}: expected PSN {expected}, saw {seen}; the other end acknowledged the {missing} skipped, so the capture point missed them",
                 self.label(flow)
             ),
             NoteKind::Resend { flow, psn, cause } => {
@@ -164,6 +206,12 @@ impl Notes {
                     Some(ResendCause::Timeout { idle_ns }) => format!(
                         "after a timeout ({} ms without a request)",
                         fmt_ms(idle_ns)
+                    ),
+                    Some(ResendCause::Damaged { psn }) => {
+                        format!("after PSN {psn} was captured with a bad ICRC")
+                    }
+                    Some(ResendCause::Unseen { from_psn }) => format!(
+                        "going back to PSN {from_psn}: a NAK the capture did not see asked for it"
                     ),
                     None => "without a NAK or a timeout before it".to_string(),
                 };
@@ -336,6 +384,7 @@ mod tests {
             expected: 10,
             seen: 13,
             missing: 3,
+            missed: false,
         };
         n.add(5, gap);
         n.add(5, gap);
@@ -346,6 +395,17 @@ mod tests {
         assert!(five[0].starts_with("roce-sniff: psn_loss: "), "{}", five[0]);
         assert!(five[0].contains("expected PSN 10, saw 13, 3 missing"));
         assert!(five[0].contains("qp 0x000213"), "{}", five[0]);
+        // A gap the other end acknowledged: the capture missed it.
+        let mut m = Notes::default();
+        m.flow(0, &key());
+        m.add(5, gap);
+        m.gap_missed(5, 0);
+        let five = m.into_sorted().comments_of(5);
+        assert!(
+            five[0].starts_with("roce-sniff: capture_missed: "),
+            "{}",
+            five[0]
+        );
         // No CNP for the flow: the CE mark is one of ce_without_cnp.
         assert!(sorted.comments_of(9)[0].contains("ce_without_cnp"));
         assert!(sorted.comments_of(10).is_empty());

@@ -2,22 +2,41 @@
 //!
 //! 24-bit sequence numbers compared modulo 2^24 with a window of 2^23. Arrivals are classified
 //! against the next expected PSN:
-//! - ahead: a gap; the skipped PSNs become holes (missing until something fills them);
-//! - behind and in a hole: filled late, either by a retransmission (after a NAK, or after the
-//!   stream was idle for a retransmission timeout) or by reordering (out of order);
+//! - ahead: a gap (counted as it happens); the skipped PSNs become holes, judged later;
+//! - behind and in a hole: filled late, either by a retransmission (after a NAK, after the
+//!   stream was idle for a retransmission timeout, or in a go-back-N replay) or by reordering;
 //! - behind and not in a hole (seen before): a retransmission when a NAK covers it, when it is
 //!   part of a go-back-N replay, or when the stream was idle for a timeout; otherwise a duplicate.
+//!
+//! One classifier of skipped PSNs, as Wireshark's TCP analysis has one verdict per segment
+//! ("previous segment not captured", "ACKed segment that wasn't captured"). Each PSN a gap
+//! skipped is, by the first evidence that comes:
+//! - *damaged*: a frame with a bad ICRC carried it (a NIC drops such a frame);
+//! - *missed by the capture*: the other end acknowledged it before any captured resend of it
+//!   (an ACK, atomic ACK or READ response at or after it, a sequence NAK naming a later PSN, an
+//!   RNR NAK at or after it): in RC a responder never acknowledges past a PSN it did not
+//!   receive, so the network delivered it and the capture point did not see it;
+//! - *lost*: a sequence NAK named it, or a resend filled it (`recovered`);
+//! - *reordered*: captured later with neither (`out_of_order`);
+//! - *missing*: otherwise. A hole whose flow's ACK allowance has run out since a request asked
+//!   for an ACK after it is settled as missing, so that a verdict once told (a live event) is
+//!   never taken back by evidence that comes later.
+//!
+//! A go-back replay whose NAK the capture missed is still a replay: hole fillers followed by a
+//! PSN seen before are resends, not reordering and duplicates.
 //!
 //! A READ request consumes as many PSNs as responses it asks for: exactly ceil(len/MTU) when the
 //! path MTU is known, otherwise the next request may be anywhere from 1 to ceil(len/256) PSNs on.
 
 use roce_parsers::Psn;
 
+use super::flow::Evidence;
 use super::notes::ResendCause;
 
 use crate::model::PsnCounts;
+use crate::rare::Rare;
 
-/// Most holes tracked individually; beyond, skipped PSNs are only counted.
+/// Most holes tracked individually; beyond, skipped PSNs are only counted (missing).
 const MAX_HOLES: usize = 1024;
 /// Ranges listed in the report.
 const MISSING_RANGES_SHOWN: usize = 8;
@@ -26,6 +45,8 @@ const MISSING_RANGES_SHOWN: usize = 8;
 pub const RETRANSMIT_IDLE_NS: u64 = 100_000;
 /// Smallest path MTU: bounds how many responses a READ of unknown MTU can ask for.
 const MIN_MTU: u32 = 256;
+/// PSNs of bad-ICRC frames remembered per stream (a burst of corruption is a few frames).
+const DAMAGED_KEPT: usize = 8;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Arrival {
@@ -45,21 +66,92 @@ struct Replay {
     cause: ResendCause,
 }
 
+/// PSNs one gap skipped, not judged yet.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Hole {
+    start: Psn,
+    len: u32,
+    /// The frame whose arrival skipped them.
+    frame: u64,
+    /// A sequence NAK named its first PSN: lost (a resend fills it, or it stays missing).
+    named: bool,
+    /// When the first request asking for an ACK went by after the gap: the flow's ACK
+    /// allowance runs from then.
+    asked_at: Option<u64>,
+    /// The flow's ACK allowance when the gap was seen.
+    allowance_ns: u64,
+}
+
+impl Hole {
+    fn contains(&self, psn: Psn) -> bool {
+        (0..self.len as i32).contains(&(psn - self.start))
+    }
+
+    fn range(&self) -> [u32; 2] {
+        [self.start.value(), (self.start + (self.len - 1)).value()]
+    }
+
+    /// Whether its allowance ran out by `now`: it is missing, whatever comes later.
+    fn settles_by(&self, now: u64) -> bool {
+        !self.named
+            && self
+                .asked_at
+                .is_some_and(|t| now > t.saturating_add(self.allowance_ns))
+    }
+}
+
+/// Hole fillers that no NAK, replay or timeout explains: reordered, unless the next request
+/// goes on right behind them with a PSN seen before (a replay whose NAK was not captured).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Fillers {
+    /// The first PSN filled.
+    pub first: Psn,
+    /// The PSN right after the last filled.
+    next: Psn,
+    /// The fillers' frames, and the frames of the gaps that made their holes.
+    pub frames: Vec<u64>,
+    gap_frames: Vec<u64>,
+    pub count: u64,
+}
+
+/// What a stream rarely needs: the holes and what became of them, damaged PSNs, fillers.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Skipped {
+    holes: Vec<Hole>,
+    /// PSNs settled as missing before the end (their allowance ran out), and their first
+    /// ranges.
+    settled: u64,
+    settled_ranges: Vec<[u32; 2]>,
+    /// Skipped PSNs that did not fit in `holes` (and those of an older connection).
+    untracked: u64,
+    /// PSNs of bad-ICRC frames ahead of the sequence: a gap that covers one counts it damaged.
+    damaged_ahead: Vec<Psn>,
+    /// PSNs of bad-ICRC frames taken in the sequence: their next arrival is a resend.
+    damaged_taken: Vec<Psn>,
+    fillers: Option<Fillers>,
+    /// Fillers just found to be resends, for the caller (`take_late_resends`).
+    late: Option<Fillers>,
+    /// Frames of the gaps whose PSNs were judged lost or missing, and missed by the capture.
+    lost_at: Evidence,
+    missed_at: Evidence,
+    /// Frames of the gaps judged missed by the latest acknowledgement (`take_newly_missed`).
+    newly_missed: Vec<u64>,
+}
+
+crate::empty!(Skipped);
+
 #[derive(Debug, Clone, Default)]
 pub struct PsnTracker {
     expected: Option<Psn>,
     /// (PSN, DMA length) of the previous request when it was a READ of unknown response count.
     open_read: Option<(Psn, u32)>,
-    /// Skipped ranges (start, length) in the order they appeared.
-    holes: Vec<(Psn, u32)>,
-    /// Skipped PSNs that did not fit in `holes`.
-    untracked_missing: u64,
     replay: Option<Replay>,
     /// PSN from the latest NAK (sequence error) or RNR NAK for this stream, not yet acted on.
     nak_from: Option<Psn>,
     last_ts: u64,
     /// Anomalies: none on most streams.
-    counts: crate::rare::Rare<PsnCounts>,
+    counts: Rare<PsnCounts>,
+    skipped: Rare<Skipped>,
 }
 
 impl PsnTracker {
@@ -73,26 +165,30 @@ impl PsnTracker {
     }
 
     /// A new connection took over this QP (RDMA-CM announced it): the PSN history starts
-    /// again, the counts stay; PSNs still missing from the old connection stay missing.
+    /// again, the counts stay; PSNs still unjudged from the old connection are missing.
     pub fn restart(&mut self) {
-        self.untracked_missing += self.holes.iter().map(|&(_, l)| u64::from(l)).sum::<u64>();
+        let mut skipped = std::mem::take(&mut self.skipped);
+        if let Some(s) = skipped.get_mut() {
+            s.untracked += s.holes.drain(..).map(|h| u64::from(h.len)).sum::<u64>();
+            s.damaged_ahead.clear();
+            s.damaged_taken.clear();
+            s.fillers = None;
+        }
         *self = PsnTracker {
-            untracked_missing: self.untracked_missing,
             counts: std::mem::take(&mut self.counts),
+            skipped,
             ..PsnTracker::default()
         };
     }
 
-    /// Whether `psn` went by: behind the next expected PSN and in no hole.
+    /// Whether `psn` went by whole: behind the next expected PSN, in no hole, and not carried
+    /// by a frame with a bad ICRC (whose NAK that explains).
     pub fn saw(&self, psn: Psn) -> bool {
         let behind = self
             .expected
             .is_some_and(|e| (-(1 << 22)..0).contains(&(psn - e)));
-        behind
-            && !self
-                .holes
-                .iter()
-                .any(|&(s, l)| (0..l as i32).contains(&(psn - s)))
+        let s = &*self.skipped;
+        behind && !s.holes.iter().any(|h| h.contains(psn)) && !s.damaged_taken.contains(&psn)
     }
 
     /// The responder asked for a resend from `psn` (NAK sequence error or RNR NAK).
@@ -102,7 +198,9 @@ impl PsnTracker {
 
     /// Records a request. `consumes` is the PSNs it uses (ceil(len/MTU) for a READ of known
     /// MTU, else 1); `read_len` is the DMA length of a READ whose MTU is unknown. `reliable`
-    /// is false for UC/UD, which never retransmit.
+    /// is false for UC/UD, which never retransmit. `ack_req`: it asks for an ACK; `frame`: its
+    /// frame number; `allowance`: the flow's ACK allowance now, asked for only on a gap.
+    #[allow(clippy::too_many_arguments)]
     pub fn request(
         &mut self,
         psn: Psn,
@@ -110,6 +208,9 @@ impl PsnTracker {
         consumes: u32,
         read_len: Option<u32>,
         reliable: bool,
+        ack_req: bool,
+        frame: u64,
+        allowance: impl FnOnce() -> u64,
     ) -> Arrival {
         let idle_ns = ts.saturating_sub(self.last_ts);
         let idle = idle_ns >= RETRANSMIT_IDLE_NS && self.last_ts != 0;
@@ -119,12 +220,24 @@ impl PsnTracker {
             self.advance(psn, consumes, read_len);
             return Arrival::InOrder;
         };
+        self.settle(ts);
         if let Some(r) = self.replay {
             if psn > r.until {
                 self.replay = None;
             }
         }
         let d = psn - expected;
+        if d >= 0 {
+            if let Some(s) = self.skipped.get_mut() {
+                // A new request after fillers: they were reordered.
+                s.fillers = None;
+                if ack_req {
+                    for h in s.holes.iter_mut().filter(|h| h.asked_at.is_none()) {
+                        h.asked_at = Some(ts);
+                    }
+                }
+            }
+        }
         if d == 0 {
             self.advance(psn, consumes, read_len);
             return Arrival::InOrder;
@@ -140,14 +253,34 @@ impl PsnTracker {
                 }
             }
             self.counts.gaps += 1;
-            self.add_hole(expected, d as u32);
+            let hole = Hole {
+                start: expected,
+                len: d as u32,
+                frame,
+                named: false,
+                asked_at: ack_req.then_some(ts),
+                allowance_ns: allowance(),
+            };
+            self.add_hole(hole);
             self.advance(psn, consumes, read_len);
             return Arrival::Gap(d as u32);
         }
-        // Behind the expected PSN.
+        self.behind(psn, frame, reliable, expected, idle_ns, idle)
+    }
+
+    /// A request behind the expected PSN: a resend, a filler, or a duplicate.
+    fn behind(
+        &mut self,
+        psn: Psn,
+        frame: u64,
+        reliable: bool,
+        expected: Psn,
+        idle_ns: u64,
+        idle: bool,
+    ) -> Arrival {
         let filled = self.fill_hole(psn);
         if !reliable {
-            return if filled {
+            return if filled.is_some() {
                 self.counts.out_of_order += 1;
                 Arrival::OutOfOrder
             } else {
@@ -157,32 +290,242 @@ impl PsnTracker {
         }
         let in_replay = self.replay.is_some();
         let nak_covers = self.nak_from.filter(|&n| psn >= n && psn < expected);
-        if in_replay || nak_covers.is_some() || idle {
+        let damaged = self.take_damaged_taken(psn);
+        if in_replay || nak_covers.is_some() || idle || damaged {
             if !in_replay {
                 let cause = match nak_covers {
                     Some(n) => ResendCause::Nak {
                         from_psn: n.value(),
                     },
+                    None if damaged => ResendCause::Damaged { psn: psn.value() },
                     None => ResendCause::Timeout { idle_ns },
                 };
-                self.replay = Some(Replay {
-                    until: expected.prev(),
-                    cause,
-                });
-                self.nak_from = None;
+                self.start_replay(expected, cause);
             }
             self.counts.retransmitted += 1;
-            if filled {
+            if let Some(gap_frame) = filled {
                 self.counts.recovered += 1;
+                self.skipped.lost_at.add_once(gap_frame);
             }
-            Arrival::Retransmitted
-        } else if filled {
-            self.counts.out_of_order += 1;
-            Arrival::OutOfOrder
-        } else {
-            self.counts.duplicates += 1;
-            Arrival::Duplicate
+            if let Some(s) = self.skipped.get_mut() {
+                s.fillers = None;
+            }
+            return Arrival::Retransmitted;
         }
+        if let Some(gap_frame) = filled {
+            self.counts.out_of_order += 1;
+            let s = &mut *self.skipped;
+            match s.fillers.as_mut().filter(|f| f.next == psn) {
+                Some(f) => f.count += 1,
+                None => {
+                    s.fillers = Some(Fillers {
+                        first: psn,
+                        next: psn,
+                        count: 1,
+                        ..Fillers::default()
+                    })
+                }
+            }
+            let f = s.fillers.as_mut().expect("just set");
+            f.next = psn + 1;
+            f.frames.push(frame);
+            f.gap_frames.push(gap_frame);
+            return Arrival::OutOfOrder;
+        }
+        // Right behind fillers, a PSN seen before: the fillers began a go-back replay whose
+        // NAK the capture did not see.
+        let fillers = self.skipped.get_mut().and_then(|s| s.fillers.take());
+        if let Some(f) = fillers.filter(|f| f.next == psn) {
+            let c = &mut *self.counts;
+            c.out_of_order -= f.count;
+            c.retransmitted += f.count + 1;
+            c.recovered += f.count;
+            for &g in &f.gap_frames {
+                self.skipped.lost_at.add_once(g);
+            }
+            self.start_replay(
+                expected,
+                ResendCause::Unseen {
+                    from_psn: f.first.value(),
+                },
+            );
+            self.skipped.late = Some(f);
+            return Arrival::Retransmitted;
+        }
+        self.counts.duplicates += 1;
+        Arrival::Duplicate
+    }
+
+    fn start_replay(&mut self, expected: Psn, cause: ResendCause) {
+        self.replay = Some(Replay {
+            until: expected.prev(),
+            cause,
+        });
+        self.nak_from = None;
+    }
+
+    /// Fillers found to be resends at the latest request (they were counted out of order):
+    /// their frames and the PSN the replay went back to.
+    pub fn take_late_resends(&mut self) -> Option<Fillers> {
+        self.skipped.get_mut().and_then(|s| s.late.take())
+    }
+
+    /// A request with a bad ICRC (a NIC drops it): it moves no state, except that one whose
+    /// PSN is the next expected takes its place in the sequence (no gap; damaged), and its
+    /// next arrival is a resend. One ahead is remembered: a later gap over it counts it
+    /// damaged, not missing. Whether it took its place.
+    pub fn damaged(&mut self, psn: Psn, consumes: u32) -> bool {
+        let Some(expected) = self.expected else {
+            return false;
+        };
+        let d = psn - expected;
+        if d == 0 {
+            self.counts.damaged += 1;
+            self.advance(psn, consumes, None);
+            let s = &mut *self.skipped;
+            if s.damaged_taken.len() == DAMAGED_KEPT {
+                s.damaged_taken.remove(0);
+            }
+            s.damaged_taken.push(psn);
+            return true;
+        }
+        if d > 0 {
+            let s = &mut *self.skipped;
+            if s.damaged_ahead.len() < DAMAGED_KEPT && !s.damaged_ahead.contains(&psn) {
+                s.damaged_ahead.push(psn);
+            }
+        } else if self.fill_hole(psn).is_some() {
+            self.counts.damaged += 1;
+        }
+        false
+    }
+
+    fn take_damaged_taken(&mut self, psn: Psn) -> bool {
+        let Some(s) = self.skipped.get_mut() else {
+            return false;
+        };
+        match s.damaged_taken.iter().position(|&p| p == psn) {
+            Some(i) => {
+                s.damaged_taken.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The other end acknowledged every request up to `psn` (an ACK, an atomic ACK, a READ
+    /// response) at `ts`. Unjudged PSNs up to it were delivered: missed by the capture (or,
+    /// named by a NAK before, resent where the capture did not see it). An ACK beyond the
+    /// highest PSN sent is no evidence. The PSNs newly judged missed.
+    pub fn acknowledged(&mut self, psn: Psn, ts: u64) -> u64 {
+        self.received_before(psn + 1, ts)
+    }
+
+    /// A NAK at `psn` at `ts` from a responder paired for certain: a sequence NAK
+    /// (`sequence`) says every PSN before it was received and names it lost (with the rest of
+    /// its hole, which the requester resends with it); an RNR or error NAK says it was received
+    /// too. The PSNs newly judged missed.
+    pub fn nak_evidence(&mut self, psn: Psn, ts: u64, sequence: bool) -> u64 {
+        if !sequence {
+            return self.received_before(psn + 1, ts);
+        }
+        let missed = self.received_before(psn, ts);
+        if let Some(s) = self.skipped.get_mut() {
+            if let Some(i) = s.holes.iter().position(|h| h.contains(psn)) {
+                let h = s.holes[i];
+                let before = (psn - h.start) as u32;
+                if before > 0 {
+                    // Not reached: `received_before` judged the PSNs before it.
+                    s.holes[i].len = before;
+                    s.holes.insert(
+                        i + 1,
+                        Hole {
+                            start: psn,
+                            len: h.len - before,
+                            named: true,
+                            ..h
+                        },
+                    );
+                } else {
+                    s.holes[i].named = true;
+                }
+            }
+        }
+        missed
+    }
+
+    /// Judges the unjudged PSNs before `end` as received by the other end at `ts`.
+    fn received_before(&mut self, end: Psn, ts: u64) -> u64 {
+        let Some(expected) = self.expected else {
+            return 0;
+        };
+        if !self.skipped.is_set() || self.skipped.holes.is_empty() || end - expected > 0 {
+            return 0;
+        }
+        self.settle(ts);
+        let s = &mut *self.skipped;
+        let c = &mut *self.counts;
+        let mut missed = 0;
+        let mut i = 0;
+        while i < s.holes.len() {
+            let h = s.holes[i];
+            let covered = (end - h.start).clamp(0, h.len as i32) as u32;
+            if covered == 0 {
+                i += 1;
+                continue;
+            }
+            if h.named {
+                // Lost, then resent where the capture did not see it.
+                c.recovered += u64::from(covered);
+                s.lost_at.add_once(h.frame);
+            } else {
+                c.capture_missed += u64::from(covered);
+                missed += u64::from(covered);
+                s.missed_at.add_once(h.frame);
+                if s.newly_missed.last() != Some(&h.frame) {
+                    s.newly_missed.push(h.frame);
+                }
+            }
+            if covered == h.len {
+                s.holes.remove(i);
+            } else {
+                s.holes[i].start = h.start + covered;
+                s.holes[i].len -= covered;
+                i += 1;
+            }
+        }
+        missed
+    }
+
+    /// The frames of the gaps the latest acknowledgement judged missed by the capture.
+    pub fn take_newly_missed(&mut self) -> Vec<u64> {
+        self.skipped
+            .get_mut()
+            .map(|s| std::mem::take(&mut s.newly_missed))
+            .unwrap_or_default()
+    }
+
+    /// Settles as missing the holes whose allowance ran out by `now`.
+    fn settle(&mut self, now: u64) {
+        let Some(s) = self.skipped.get_mut() else {
+            return;
+        };
+        if !s.holes.iter().any(|h| h.settles_by(now)) {
+            return;
+        }
+        let mut kept = Vec::with_capacity(s.holes.len());
+        for h in std::mem::take(&mut s.holes) {
+            if h.settles_by(now) {
+                s.settled += u64::from(h.len);
+                if s.settled_ranges.len() < MISSING_RANGES_SHOWN {
+                    s.settled_ranges.push(h.range());
+                }
+                s.lost_at.add_once(h.frame);
+            } else {
+                kept.push(h);
+            }
+        }
+        s.holes = kept;
     }
 
     fn advance(&mut self, psn: Psn, consumes: u32, read_len: Option<u32>) {
@@ -190,53 +533,121 @@ impl PsnTracker {
         self.open_read = read_len.map(|len| (psn, len));
     }
 
-    fn add_hole(&mut self, start: Psn, len: u32) {
-        if self.holes.len() < MAX_HOLES {
-            self.holes.push((start, len));
-        } else {
-            self.untracked_missing += u64::from(len);
+    /// A new hole, less the PSNs bad-ICRC frames carried (damaged, not missing).
+    fn add_hole(&mut self, hole: Hole) {
+        let s = &mut *self.skipped;
+        let c = &mut *self.counts;
+        let mut damaged: Vec<u32> = Vec::new();
+        s.damaged_ahead.retain(|&p| {
+            let inside = hole.contains(p);
+            if inside {
+                damaged.push((p - hole.start) as u32);
+            }
+            !inside
+        });
+        damaged.sort_unstable();
+        c.damaged += damaged.len() as u64;
+        let mut from = 0;
+        for cut in damaged.into_iter().chain([hole.len]) {
+            if cut > from {
+                let part = Hole {
+                    start: hole.start + from,
+                    len: cut - from,
+                    ..hole
+                };
+                if s.holes.len() < MAX_HOLES {
+                    s.holes.push(part);
+                } else {
+                    s.untracked += u64::from(part.len);
+                }
+            }
+            from = cut + 1;
         }
     }
 
-    /// Removes `psn` from the hole that holds it; false if no hole does.
-    fn fill_hole(&mut self, psn: Psn) -> bool {
-        let Some(i) = self
-            .holes
-            .iter()
-            .position(|&(s, l)| (0..l as i32).contains(&(psn - s)))
-        else {
-            return false;
+    /// Removes `psn` from the hole that holds it: the frame of the gap that made the hole, or
+    /// None if no hole holds it.
+    fn fill_hole(&mut self, psn: Psn) -> Option<u64> {
+        let s = self.skipped.get_mut()?;
+        let i = s.holes.iter().position(|h| h.contains(psn))?;
+        let h = s.holes[i];
+        let offset = (psn - h.start) as u32;
+        let before = Hole { len: offset, ..h };
+        let after = Hole {
+            start: psn + 1,
+            len: h.len - offset - 1,
+            ..h
         };
-        let (start, len) = self.holes[i];
-        let offset = (psn - start) as u32;
-        let before = (start, offset);
-        let after = (psn + 1, len - offset - 1);
-        match (before.1 > 0, after.1 > 0) {
+        match (before.len > 0, after.len > 0) {
             (true, true) => {
-                self.holes[i] = before;
-                self.holes.insert(i + 1, after);
+                s.holes[i] = before;
+                s.holes.insert(i + 1, after);
             }
-            (true, false) => self.holes[i] = before,
-            (false, true) => self.holes[i] = after,
+            (true, false) => s.holes[i] = before,
+            (false, true) => s.holes[i] = after,
             (false, false) => {
-                self.holes.remove(i);
+                s.holes.remove(i);
             }
         }
-        true
+        Some(h.frame)
     }
 
-    /// Final counts: holes still open are the missing PSNs.
-    pub fn finish(&self) -> PsnCounts {
-        let mut c = (*self.counts).clone();
-        c.missing =
-            self.untracked_missing + self.holes.iter().map(|&(_, l)| u64::from(l)).sum::<u64>();
-        c.missing_ranges = self
+    /// Holes judged missing in a report made at `now`: every one at the end (`None`), else
+    /// those named by a NAK or past their allowance (the others are pending: the ACK that
+    /// shows the capture missed them may be on its way).
+    fn missing_holes(&self, now: Option<u64>) -> impl Iterator<Item = &Hole> + '_ {
+        self.skipped
             .holes
             .iter()
+            .filter(move |h| now.is_none_or(|t| h.named || h.settles_by(t)))
+    }
+
+    /// The counts in a report made at `now`, or at the end (`None`): holes not judged by
+    /// then are missing (see `missing_holes`).
+    pub fn finish(&self, now: Option<u64>) -> PsnCounts {
+        let mut c = (*self.counts).clone();
+        let s = &*self.skipped;
+        c.missing = s.untracked
+            + s.settled
+            + self
+                .missing_holes(now)
+                .map(|h| u64::from(h.len))
+                .sum::<u64>();
+        c.missing_ranges = s
+            .settled_ranges
+            .iter()
+            .copied()
+            .chain(self.missing_holes(now).map(Hole::range))
             .take(MISSING_RANGES_SHOWN)
-            .map(|&(s, l)| [s.value(), (s + (l - 1)).value()])
             .collect();
         c
+    }
+
+    /// PSNs the network lost as judged at `now` (recovered by a resend, or missing): a count
+    /// that only grows as the capture runs.
+    pub fn lost_by(&self, now: u64) -> u64 {
+        let s = &*self.skipped;
+        let missing: u64 = self
+            .missing_holes(Some(now))
+            .map(|h| u64::from(h.len))
+            .sum();
+        self.counts.recovered + s.untracked + s.settled + missing
+    }
+
+    /// PSNs the capture missed so far.
+    pub fn capture_missed(&self) -> u64 {
+        self.counts.capture_missed
+    }
+
+    /// The frames of the gaps judged lost or missing at `now` (`None`: the end), and of
+    /// those the capture missed: the evidence of `psn_loss` and `capture_missed`.
+    pub fn verdict_frames(&self, now: Option<u64>) -> (Evidence, Evidence) {
+        let s = &*self.skipped;
+        let mut lost = s.lost_at.clone();
+        for h in self.missing_holes(now) {
+            lost.add_once(h.frame);
+        }
+        (lost, s.missed_at.clone())
     }
 }
 
@@ -259,32 +670,123 @@ impl PsnCounts {
     }
 }
 
-/// READ responses on a flow: within one READ the PSNs run consecutively.
+/// A gap in the READ responses of one READ, not judged yet.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct ResponseGap {
+    psns: u64,
+    ts: u64,
+    allowance_ns: u64,
+}
+
+/// READ responses on a flow: within one READ the PSNs run consecutively. A response the
+/// capture missed leaves a gap that a later response reached the requester past; it is
+/// *missed* when no READ re-issue followed within the flow's ACK allowance, *lost* (the
+/// requester must re-read) when one did. Without a pairing of the two directions that is
+/// certain, nothing tells the re-issues apart: the gap is lost.
 #[derive(Debug, Clone, Default)]
 pub struct ResponseTracker {
     next: Option<Psn>,
+    /// Gaps judged lost, and their PSNs.
     pub gaps: u64,
     pub missing: u64,
+    /// PSNs judged missed by the capture.
+    pub missed: u64,
+    pending: Vec<ResponseGap>,
 }
 
+/// Response gaps waiting for their verdict at once (a capture missing many at once keeps the
+/// first; the rest are judged lost).
+const PENDING_RESPONSE_GAPS: usize = 64;
+
 impl ResponseTracker {
-    /// `first` is true for READ Response First/Only (a new READ starts), `last` for Last/Only.
     /// A new connection: responses start afresh, the counts stay.
     pub fn restart(&mut self) {
         self.next = None;
     }
 
-    pub fn response(&mut self, psn: Psn, first: bool, last: bool) {
+    /// A READ response at `ts`: `first` is true for READ Response First/Only (a new READ
+    /// starts), `last` for Last/Only. `judged` when its gaps can be judged (a pairing that is
+    /// certain), with the flow's ACK allowance. The PSNs judged missed now.
+    pub fn response(
+        &mut self,
+        psn: Psn,
+        first: bool,
+        last: bool,
+        ts: u64,
+        judged: Option<u64>,
+    ) -> u64 {
+        let missed = self.settle(ts);
         if !first {
             if let Some(n) = self.next {
                 let d = psn - n;
                 if d > 0 {
-                    self.gaps += 1;
-                    self.missing += d as u64;
+                    match judged {
+                        Some(allowance_ns) if self.pending.len() < PENDING_RESPONSE_GAPS => {
+                            self.pending.push(ResponseGap {
+                                psns: d as u64,
+                                ts,
+                                allowance_ns,
+                            })
+                        }
+                        _ => {
+                            self.gaps += 1;
+                            self.missing += d as u64;
+                        }
+                    }
                 }
             }
         }
         self.next = if last { None } else { Some(psn + 1) };
+        missed
+    }
+
+    /// The requester issued a READ again at `ts`: the gaps still pending were lost.
+    pub fn reissued(&mut self, ts: u64) -> u64 {
+        let missed = self.settle(ts);
+        for g in self.pending.drain(..) {
+            self.gaps += 1;
+            self.missing += g.psns;
+        }
+        missed
+    }
+
+    /// Whether a response at `psn` (`first`: of a new READ) leaves a gap.
+    pub fn gap_at(&self, psn: Psn, first: bool) -> bool {
+        !first && self.next.is_some_and(|n| psn - n > 0)
+    }
+
+    /// Whether gaps wait for their verdict.
+    pub fn pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Gaps whose allowance ran out by `now` with no re-issue: missed. Their PSNs.
+    fn settle(&mut self, now: u64) -> u64 {
+        let before = self.missed;
+        self.pending.retain(|g| {
+            let due = now > g.ts.saturating_add(g.allowance_ns);
+            if due {
+                self.missed += g.psns;
+            }
+            !due
+        });
+        self.missed - before
+    }
+
+    /// (gaps lost, PSNs missed by the capture) in a report made at `now`, or at the end
+    /// (`None`, `end`: the capture's last time): a gap still pending at the end is lost
+    /// unless its allowance ran out by then; while the capture runs it is left out.
+    pub fn judged(&self, now: Option<u64>, end: u64) -> (u64, u64) {
+        let at = now.unwrap_or(end);
+        let (mut gaps, mut missed) = (self.gaps, self.missed);
+        for g in &self.pending {
+            if at > g.ts.saturating_add(g.allowance_ns) {
+                missed += g.psns;
+            } else if now.is_none() {
+                gaps += 1;
+            }
+        }
+        (gaps, missed)
     }
 }
 
@@ -292,10 +794,18 @@ impl ResponseTracker {
 mod tests {
     use super::*;
 
+    const ALLOWANCE: u64 = 50_000;
+
+    fn req(t: &mut PsnTracker, p: u32, ts: u64) -> Arrival {
+        t.request(Psn::new(p), ts, 1, None, true, true, u64::from(p), || {
+            ALLOWANCE
+        })
+    }
+
     fn feed(t: &mut PsnTracker, psns: &[u32]) -> Vec<Arrival> {
         psns.iter()
             .enumerate()
-            .map(|(i, &p)| t.request(Psn::new(p), 1_000 + i as u64 * 10, 1, None, true))
+            .map(|(i, &p)| req(t, p, 1_000 + i as u64 * 10))
             .collect()
     }
 
@@ -304,7 +814,7 @@ mod tests {
         let mut t = PsnTracker::default();
         let a = feed(&mut t, &[0xfffffd, 0xfffffe, 0xffffff, 0, 1]);
         assert!(a.iter().all(|&x| x == Arrival::InOrder));
-        assert_eq!(t.finish(), PsnCounts::default());
+        assert_eq!(t.finish(None), PsnCounts::default());
     }
 
     #[test]
@@ -314,7 +824,7 @@ mod tests {
         t.nak(Psn::new(13));
         let a: Vec<_> = [13, 14, 15, 16]
             .iter()
-            .map(|&p| t.request(Psn::new(p), 5_000, 1, None, true))
+            .map(|&p| req(&mut t, p, 5_000))
             .collect();
         assert_eq!(
             a,
@@ -325,7 +835,7 @@ mod tests {
                 Arrival::InOrder
             ]
         );
-        let c = t.finish();
+        let c = t.finish(None);
         assert_eq!(
             (c.gaps, c.missing, c.retransmitted, c.duplicates),
             (1, 0, 3, 0)
@@ -340,7 +850,7 @@ mod tests {
         assert_eq!(a[3], Arrival::OutOfOrder);
         assert_eq!(a[5], Arrival::Duplicate);
         assert_eq!(a[6], Arrival::Gap(3));
-        let c = t.finish();
+        let c = t.finish(None);
         assert_eq!(
             (c.gaps, c.out_of_order, c.duplicates, c.missing),
             (2, 1, 1, 3)
@@ -351,17 +861,17 @@ mod tests {
     #[test]
     fn timeout_retransmission_after_idle() {
         let mut t = PsnTracker::default();
-        t.request(Psn::new(1), 1_000, 1, None, true);
-        t.request(Psn::new(2), 1_100, 1, None, true);
+        req(&mut t, 1, 1_000);
+        req(&mut t, 2, 1_100);
         assert_eq!(
-            t.request(Psn::new(2), 1_100 + RETRANSMIT_IDLE_NS, 1, None, true),
+            req(&mut t, 2, 1_100 + RETRANSMIT_IDLE_NS),
             Arrival::Retransmitted
         );
         // Unreliable transports never retransmit: the same is a duplicate.
         let mut u = PsnTracker::default();
-        u.request(Psn::new(1), 1_000, 1, None, false);
+        u.request(Psn::new(1), 1_000, 1, None, false, false, 1, || 0);
         assert_eq!(
-            u.request(Psn::new(1), 1_000_000, 1, None, false),
+            u.request(Psn::new(1), 1_000_000, 1, None, false, false, 2, || 0),
             Arrival::Duplicate
         );
     }
@@ -369,23 +879,147 @@ mod tests {
     #[test]
     fn read_requests_advance_by_their_responses() {
         let mut t = PsnTracker::default();
+        let r = |t: &mut PsnTracker, p, ts, consumes, len| {
+            t.request(Psn::new(p), ts, consumes, len, true, true, 0, || 0)
+        };
         // MTU known: 4096 bytes at MTU 1024 is 4 PSNs.
-        t.request(Psn::new(100), 1, 4, None, true);
-        assert_eq!(t.request(Psn::new(104), 2, 1, None, true), Arrival::InOrder);
+        r(&mut t, 100, 1, 4, None);
+        assert_eq!(r(&mut t, 104, 2, 1, None), Arrival::InOrder);
         // MTU unknown: anything up to ceil(len/256) is fine, beyond is a gap.
-        t.request(Psn::new(105), 3, 1, Some(2048), true);
-        assert_eq!(t.request(Psn::new(109), 4, 1, None, true), Arrival::InOrder);
-        t.request(Psn::new(110), 5, 1, Some(512), true);
-        assert_eq!(t.request(Psn::new(115), 6, 1, None, true), Arrival::Gap(4));
+        r(&mut t, 105, 3, 1, Some(2048));
+        assert_eq!(r(&mut t, 109, 4, 1, None), Arrival::InOrder);
+        r(&mut t, 110, 5, 1, Some(512));
+        assert_eq!(r(&mut t, 115, 6, 1, None), Arrival::Gap(4));
+    }
+
+    /// The capture missed data frames the responder acknowledged: missed, not missing; a
+    /// later gap nobody acknowledges stays missing.
+    #[test]
+    fn an_ack_past_a_hole_says_the_capture_missed_it() {
+        let mut t = PsnTracker::default();
+        feed(&mut t, &[1, 2, 5, 6]);
+        assert_eq!(t.acknowledged(Psn::new(6), 1_100), 2);
+        // An ACK beyond the highest PSN sent is no evidence.
+        feed(&mut t, &[7, 9]);
+        assert_eq!(t.acknowledged(Psn::new(20), 1_200), 0);
+        let c = t.finish(None);
+        assert_eq!((c.gaps, c.capture_missed, c.missing), (2, 2, 1));
+        assert_eq!(c.missing_ranges, vec![[8, 8]]);
+        let (lost, missed) = t.verdict_frames(None);
+        assert_eq!((lost.frames, missed.frames), (vec![9], vec![5]));
+    }
+
+    /// A sequence NAK names its PSN lost and says the ones before it arrived; the resend that
+    /// fills a named hole recovers it. An RNR NAK says its own PSN arrived too.
+    #[test]
+    fn a_nak_judges_the_psns_before_it_received_and_names_its_own_lost() {
+        let mut t = PsnTracker::default();
+        feed(&mut t, &[1, 4, 5]);
+        assert_eq!(t.nak_evidence(Psn::new(3), 1_100, true), 1);
+        t.nak(Psn::new(3));
+        assert_eq!(req(&mut t, 3, 2_000), Arrival::Retransmitted);
+        let c = t.finish(None);
+        assert_eq!((c.capture_missed, c.recovered, c.missing), (1, 1, 0));
+        let mut r = PsnTracker::default();
+        feed(&mut r, &[1, 4, 5]);
+        assert_eq!(r.nak_evidence(Psn::new(3), 1_100, false), 2);
+        assert_eq!(r.finish(None).missing, 0);
+    }
+
+    /// Fillers followed by a PSN seen before: a go-back replay whose NAK was not captured.
+    /// Fillers followed by new data: reordering.
+    #[test]
+    fn a_replay_whose_nak_was_not_captured_is_resends_not_duplicates() {
+        let mut t = PsnTracker::default();
+        let a = feed(&mut t, &[1, 2, 4, 5, 3, 4, 5, 6]);
+        assert_eq!(a[4], Arrival::OutOfOrder, "judged so on arrival");
+        assert_eq!(
+            &a[5..],
+            [
+                Arrival::Retransmitted,
+                Arrival::Retransmitted,
+                Arrival::InOrder
+            ]
+        );
+        let late = t.take_late_resends().expect("the filler was a resend");
+        assert_eq!(
+            (late.first, late.count, late.frames.clone()),
+            (Psn::new(3), 1, vec![3])
+        );
+        let c = t.finish(None);
+        assert_eq!(
+            (
+                c.out_of_order,
+                c.duplicates,
+                c.retransmitted,
+                c.recovered,
+                c.missing
+            ),
+            (0, 0, 3, 1, 0)
+        );
+        let mut r = PsnTracker::default();
+        let a = feed(&mut r, &[1, 2, 4, 3, 5, 6]);
+        assert_eq!(a[3], Arrival::OutOfOrder);
+        assert!(r.take_late_resends().is_none());
+        assert_eq!(r.finish(None).out_of_order, 1);
+    }
+
+    /// A hole settles as missing once the allowance ran out after a request asked for an ACK:
+    /// an ACK after that does not take the verdict back. While the capture runs, a younger
+    /// hole is pending: not missing yet.
+    #[test]
+    fn a_hole_past_its_allowance_is_missing_for_good() {
+        let mut t = PsnTracker::default();
+        req(&mut t, 1, 1_000);
+        req(&mut t, 3, 2_000);
+        assert_eq!(t.finish(Some(2_000 + ALLOWANCE)).missing, 0, "pending");
+        assert_eq!(t.lost_by(2_000 + ALLOWANCE), 0);
+        assert_eq!(t.finish(None).missing, 1, "at the end");
+        assert_eq!(t.lost_by(2_001 + ALLOWANCE), 1);
+        assert_eq!(t.acknowledged(Psn::new(3), 3_000 + ALLOWANCE), 0);
+        let c = t.finish(None);
+        assert_eq!((c.missing, c.capture_missed), (1, 0));
+        assert_eq!(c.missing_ranges, vec![[2, 2]]);
+    }
+
+    /// A bad-ICRC frame whose PSN is the next expected takes its place (no gap); one ahead
+    /// is damaged when a gap covers it; its resend is a retransmission.
+    #[test]
+    fn bad_icrc_frames_are_damaged_not_gaps() {
+        let mut t = PsnTracker::default();
+        feed(&mut t, &[1, 2]);
+        for p in 3..8 {
+            assert!(t.damaged(Psn::new(p), 1));
+        }
+        assert_eq!(req(&mut t, 8, 2_000), Arrival::InOrder);
+        assert!(!t.damaged(Psn::new(10), 1));
+        assert_eq!(req(&mut t, 11, 2_100), Arrival::Gap(2));
+        let c = t.finish(None);
+        assert_eq!((c.gaps, c.damaged, c.missing), (1, 6, 1));
+        assert_eq!(req(&mut t, 3, 2_200), Arrival::Retransmitted);
     }
 
     #[test]
-    fn read_response_gaps() {
+    fn read_response_gaps_missed_or_lost() {
         let mut r = ResponseTracker::default();
-        r.response(Psn::new(10), true, false);
-        r.response(Psn::new(11), false, false);
-        r.response(Psn::new(13), false, true);
-        r.response(Psn::new(20), true, true);
+        r.response(Psn::new(10), true, false, 0, None);
+        r.response(Psn::new(11), false, false, 1, None);
+        r.response(Psn::new(13), false, true, 2, None);
+        r.response(Psn::new(20), true, true, 3, None);
         assert_eq!((r.gaps, r.missing), (1, 1));
+        // Judged: no re-issue within the allowance: missed.
+        let mut m = ResponseTracker::default();
+        m.response(Psn::new(10), true, false, 0, Some(100));
+        m.response(Psn::new(12), false, true, 10, Some(100));
+        assert_eq!(m.judged(Some(50), 50), (0, 0), "pending");
+        assert_eq!(m.judged(None, 50), (1, 0), "lost at the end, unproven");
+        assert_eq!(m.judged(Some(200), 200), (0, 1));
+        assert_eq!(m.response(Psn::new(20), true, true, 200, Some(100)), 1);
+        // A re-issue within the allowance: lost.
+        let mut l = ResponseTracker::default();
+        l.response(Psn::new(10), true, false, 0, Some(100));
+        l.response(Psn::new(12), false, true, 10, Some(100));
+        l.reissued(60);
+        assert_eq!(l.judged(None, 500), (1, 0));
     }
 }

@@ -14,9 +14,9 @@ use super::pfc::PauseTracker;
 use super::{Analyzer, CNP_WINDOW_NS};
 use crate::decode::FrameCounts;
 use crate::model::{
-    Bin, CaptureReport, CaptureWarning, Feedback, Finding, FlowLabel, FlowReport, FlowRole,
-    FlowSeries, MirrorReport, NakReport, PauseReport, PfcReport, PfcRow, PlotData, PriorityReport,
-    Rates, Report, Tally, SCHEMA,
+    Bin, CaptureMissed, CaptureReport, CaptureWarning, Feedback, Finding, FlowLabel, FlowReport,
+    FlowRole, FlowSeries, MirrorReport, NakReport, PauseReport, PfcReport, PfcRow, PlotData,
+    PriorityReport, Rates, Report, Tally, SCHEMA,
 };
 use crate::rare::Rare;
 
@@ -170,8 +170,34 @@ fn mtu_at_least(f: &Flow, known: bool) -> Option<u32> {
 /// the path MTU its packets show.
 type PeerFacts = Option<(super::flow::FlowKey, Option<u32>)>;
 
-/// The report entry of `f` at `last_ts` (numbered 0).
-fn flow_entry(f: &Flow, last_ts: u64, peer: PeerFacts, hosts: &HostNames) -> FlowReport {
+/// When a flow's entry and evidence are made: while it and the capture run, at the capture's
+/// time (PSNs within their ACK allowance are pending), or at its end or the capture's (every
+/// PSN is judged).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum At {
+    Running(u64),
+    End(u64),
+}
+
+impl At {
+    fn time(self) -> u64 {
+        match self {
+            At::Running(t) | At::End(t) => t,
+        }
+    }
+
+    /// The time a running judgement is made at; None at the end.
+    fn running(self) -> Option<u64> {
+        match self {
+            At::Running(t) => Some(t),
+            At::End(_) => None,
+        }
+    }
+}
+
+/// The report entry of `f` made `at` (numbered 0).
+fn flow_entry(f: &Flow, at: At, peer: PeerFacts, hosts: &HostNames) -> FlowReport {
+    let last_ts = at.time();
     // CE marks still waiting for a CNP when the capture ended count only if their window
     // ended inside the capture.
     let late_unanswered = f
@@ -222,14 +248,10 @@ fn flow_entry(f: &Flow, last_ts: u64, peer: PeerFacts, hosts: &HostNames) -> Flo
             ecn_counts(f)
         },
         opcodes: Tally::by_name(f.opcodes.iter().map(|(op, n)| (Opcode(op), n))),
-        psn: Rare::of(if f.transport == Some(Transport::Ud) {
-            (*f.ud_psn).clone()
-        } else {
-            f.req.finish()
-        }),
+        psn: Rare::of(psn_counts(f, at)),
         loss_frames: Rare::of(f.loss.frames.clone()),
         retransmit_frames: Rare::of(f.retrans.frames.clone()),
-        read_response_gaps: f.read_resp.gaps,
+        read_response_gaps: f.read_resp.judged(at.running(), last_ts).0,
         acks: f.acks,
         feedback: Rare::of(Feedback {
             naks: Rare::of(nak_report(f)),
@@ -254,11 +276,23 @@ fn flow_entry(f: &Flow, last_ts: u64, peer: PeerFacts, hosts: &HostNames) -> Flo
     }
 }
 
-/// What findings need of `f` at `capture_end` (or, `None`, while it and the capture run).
-fn flow_evidence(f: &Flow, capture_end: Option<u64>, peer: PeerFacts) -> FlowEvidence {
-    let mut e = match capture_end {
-        Some(end) => f.evidence(end),
-        None => f.evidence_while_open(),
+/// The PSN counts of `f`'s requests made `at`, with the READ responses it carries that the
+/// capture missed.
+fn psn_counts(f: &Flow, at: At) -> crate::model::PsnCounts {
+    let mut c = if f.transport == Some(Transport::Ud) {
+        (*f.ud_psn).clone()
+    } else {
+        f.req.finish(at.running())
+    };
+    c.capture_missed += f.read_resp.judged(at.running(), at.time()).1;
+    c
+}
+
+/// What findings need of `f` made `at`.
+fn flow_evidence(f: &Flow, at: At, peer: PeerFacts) -> FlowEvidence {
+    let mut e = match at {
+        At::End(end) => f.evidence(end),
+        At::Running(now) => f.evidence_while_open(now),
     };
     e.path_mtu_seen = e.path_mtu_seen.or(peer.and_then(|(_, mtu)| mtu));
     e
@@ -343,18 +377,17 @@ impl Analyzer {
         f.peer.map(|j| (self.flows[j].key, self.flows[j].path_mtu))
     }
 
-    /// The report entry of open flow `f` at `last_ts`, numbered by its own id.
-    pub(super) fn flow_report(&self, f: &Flow, last_ts: u64) -> FlowReport {
-        let mut r = flow_entry(f, last_ts, self.peer_facts(f), &self.host_names);
+    /// The report entry of open flow `f` made `at`, numbered by its own id.
+    pub(super) fn flow_report(&self, f: &Flow, at: At) -> FlowReport {
+        let mut r = flow_entry(f, at, self.peer_facts(f), &self.host_names);
         r.id = f.id as usize + 1;
         r
     }
 
-    /// What findings need of open flow `i` as it ends at `now` (or, `None`, while it and the
-    /// capture run on).
-    pub(super) fn flow_evidence(&self, i: usize, now: Option<u64>) -> FlowEvidence {
+    /// What findings need of open flow `i` made `at`.
+    pub(super) fn flow_evidence(&self, i: usize, at: At) -> FlowEvidence {
         let f = &self.flows[i];
-        flow_evidence(f, now, self.peer_facts(f))
+        flow_evidence(f, at, self.peer_facts(f))
     }
 
     /// Every flow of the run at the end, the open flows' state freed as their entries are
@@ -369,11 +402,11 @@ impl Analyzer {
         let flows = std::mem::take(&mut self.flows);
         self.index.clear();
         for (n, (f, peer)) in flows.into_iter().zip(peers).enumerate() {
-            let mut r = flow_entry(&f, last_ts, peer, &self.host_names);
+            let mut r = flow_entry(&f, At::End(last_ts), peer, &self.host_names);
             r.id = f.id as usize + 1;
             reports.push(r);
-            evidence.push(flow_evidence(&f, Some(last_ts), peer));
-            self.fold_ended_samples(&f);
+            evidence.push(flow_evidence(&f, At::End(last_ts), peer));
+            self.fold_ended_samples(&f, last_ts);
             if n % RELEASE_EVERY == RELEASE_EVERY - 1 {
                 crate::memory::release_free_memory();
             }
@@ -480,10 +513,40 @@ impl Analyzer {
             flows_untracked_packets: self.state.flows_untracked_packets,
             cnps_unattributed: self.state.cnps_unattributed,
             capture_duplicates: self.state.capture_duplicates,
+            missed: self.missed_so_far_of(c.roce),
             warnings: meta.warnings.clone(),
             live: None,
             selection: meta.selection.clone(),
         }
+    }
+
+    /// What the capture point missed so far (its share of `roce_packets`): of the flows that
+    /// ended, and of those still open as judged now (PSNs within their ACK allowance pending).
+    pub fn missed_so_far_of(&self, roce_packets: u64) -> CaptureMissed {
+        let now = self.state.last_ts;
+        let open = self
+            .flows
+            .iter()
+            .map(|f| f.capture_missed(Some(now), now))
+            .filter(|&m| m > 0);
+        let (psns, flows) = open.fold(
+            (self.state.missed_psns, self.state.missed_flows),
+            |(p, n), m| (p + m, n + 1),
+        );
+        CaptureMissed {
+            psns,
+            flows,
+            share: if psns == 0 {
+                0.0
+            } else {
+                psns as f64 / (roce_packets + psns) as f64
+            },
+        }
+    }
+
+    /// PSNs the capture point missed so far, and on how many flows.
+    pub fn missed_so_far(&self) -> CaptureMissed {
+        self.missed_so_far_of(0)
     }
 
     /// Ends the analysis and builds the report.
@@ -555,13 +618,15 @@ impl Analyzer {
             t.finish(&self.cfg.pfc);
         }
         let last_ts = self.state.last_ts;
-        let open_reports: Vec<FlowReport> = self
-            .flows
-            .iter()
-            .map(|f| self.flow_report(f, last_ts))
-            .collect();
+        let at = if at_end {
+            At::End(last_ts)
+        } else {
+            At::Running(last_ts)
+        };
+        let open_reports: Vec<FlowReport> =
+            self.flows.iter().map(|f| self.flow_report(f, at)).collect();
         let open_evidence: Vec<FlowEvidence> = (0..self.flows.len())
-            .map(|i| self.flow_evidence(i, at_end.then_some(last_ts)))
+            .map(|i| self.flow_evidence(i, at))
             .collect();
         let recent = self.recent_ended.as_ref();
         let (reports, evidence) = ranked_refs(

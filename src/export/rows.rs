@@ -114,6 +114,8 @@ pub const FLOW_COLUMNS: &[Column] = &[
     col("psn_out_of_order", Kind::I64, false),
     col("psn_retransmitted", Kind::I64, false),
     col("psn_recovered", Kind::I64, false),
+    col("psn_capture_missed", Kind::I64, false),
+    col("psn_damaged", Kind::I64, false),
     col("acks", Kind::I64, false),
     col("naks", Kind::I64, false),
     col("read_responses", Kind::I64, false),
@@ -530,33 +532,35 @@ pub fn flow_row(
         p.out_of_order,
         p.retransmitted,
         p.recovered,
+        p.capture_missed,
+        p.damaged,
     ]
     .into_iter()
     .enumerate()
     {
         t.i64(20 + i, i64_of(v));
     }
-    t.i64(26, i64_of(f.acks));
-    t.i64(27, i64_of(f.feedback.naks.total()));
-    t.i64(28, i64_of(f.feedback.read_responses));
-    t.i64(29, i64_of(f.read_response_gaps));
-    t.i64(30, i64_of(f.feedback.cnps));
-    t.i64(31, i64_of(f.feedback.cnps_sent));
-    t.i64(32, i64_of(f.feedback.ce));
-    t.i64(33, i64_of(f.feedback.ce_without_cnp));
-    t.i64(34, i64_of(f.icrc_bad));
-    t.i64(35, i64_of(f.oversize));
-    t.f64(36, f.ack_rtt_us.p50);
-    t.f64(37, f.ack_rtt_us.p99);
-    t.f64(38, f.ack_rtt_us.max);
-    t.f64(39, f.read_latency_us.p50);
-    t.f64(40, f.read_latency_us.p99);
+    t.i64(28, i64_of(f.acks));
+    t.i64(29, i64_of(f.feedback.naks.total()));
+    t.i64(30, i64_of(f.feedback.read_responses));
+    t.i64(31, i64_of(f.read_response_gaps));
+    t.i64(32, i64_of(f.feedback.cnps));
+    t.i64(33, i64_of(f.feedback.cnps_sent));
+    t.i64(34, i64_of(f.feedback.ce));
+    t.i64(35, i64_of(f.feedback.ce_without_cnp));
+    t.i64(36, i64_of(f.icrc_bad));
+    t.i64(37, i64_of(f.oversize));
+    t.f64(38, f.ack_rtt_us.p50);
+    t.f64(39, f.ack_rtt_us.p99);
+    t.f64(40, f.ack_rtt_us.max);
+    t.f64(41, f.read_latency_us.p50);
+    t.f64(42, f.read_latency_us.p99);
     let peer = f.peer.as_ref().map(|p| {
         let mut text = Vec::with_capacity(64);
         p.write_plain(&mut text);
         ByteArray::from(text)
     });
-    t.owned(41, peer);
+    t.owned(43, peer);
     t.end_row()
 }
 

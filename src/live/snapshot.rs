@@ -114,6 +114,8 @@ pub struct Snapshot {
     pub retransmitted: u64,
     pub ce: u64,
     pub cnps: u64,
+    /// PSNs the capture missed (the other end acknowledged them): figures are lower bounds.
+    pub capture_missed: u64,
     pub sort: SortBy,
     pub qps: Vec<QpRow>,
     pub pfc: Vec<PfcRow>,
@@ -215,6 +217,7 @@ impl Snapshots {
             retransmitted: t.retransmitted,
             ce: t.ce,
             cnps: t.cnps,
+            capture_missed: an.missed_so_far().psns,
             sort,
             qps,
             pfc,

@@ -107,8 +107,13 @@ pub fn line(s: &Snapshot, previous: Option<&Snapshot>) -> String {
             k.received, k.dropped, k.if_dropped
         )
     });
+    let missed = if s.capture_missed > 0 {
+        format!(" | capture missed {} PSNs", s.capture_missed)
+    } else {
+        String::new()
+    };
     format!(
-        "{} {} | RoCE {} in {} flows | gaps {} retx {} CE {} CNP {}{worst} | PFC XOFF{} | {kernel}",
+        "{} {} | RoCE {} in {} flows | gaps {} retx {} CE {} CNP {}{worst} | PFC XOFF{} | {kernel}{missed}",
         frame_rate(s.fps),
         bit_rate(s.bps),
         s.roce,

@@ -12,6 +12,7 @@ use ratatui::Frame;
 
 use super::snapshot::{QpRow, Snapshot};
 use super::units::{bit_rate, duration_ns, frame_rate};
+use crate::words::plural;
 
 /// What the person at the view chose.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -45,8 +46,10 @@ pub fn draw(f: &mut Frame, s: &Snapshot, state: &ViewState) {
     let pfc_rows = s.pfc.len().clamp(1, 4) as u16;
     // Findings get the room they need, up to a third of a tall terminal.
     let finding_rows = (s.findings.len().max(1) as u16 + 1).clamp(5, (area.height / 3).max(5));
+    // A fourth header line when the capture missed PSNs: every figure below is a lower bound.
+    let header_rows = 3 + u16::from(s.capture_missed > 0);
     let [header, qps, pfc, findings, footer] = Layout::vertical([
-        Constraint::Length(3),
+        Constraint::Length(header_rows),
         Constraint::Min(4),
         Constraint::Length(pfc_rows + 3),
         Constraint::Length(finding_rows),
@@ -121,6 +124,16 @@ fn draw_header(f: &mut Frame, area: Rect, s: &Snapshot, state: &ViewState) {
             )),
         ]),
     ];
+    let mut lines = lines;
+    if s.capture_missed > 0 {
+        lines.push(Line::from(Span::styled(
+            format!(
+                "the capture missed {} the other end acknowledged: figures are lower bounds",
+                plural(s.capture_missed, "PSN")
+            ),
+            style(state, Color::Yellow),
+        )));
+    }
     f.render_widget(Paragraph::new(lines), area);
 }
 
@@ -368,6 +381,7 @@ mod tests {
             retransmitted: 9,
             ce: 24,
             cnps: 6,
+            capture_missed: 0,
             sort: SortBy::Trouble,
             qps: vec![
                 qp("10.0.0.5 > 10.0.0.2 qp 0x000213 vlan 100", 3, 9, 4.1e9),
@@ -419,6 +433,27 @@ mod tests {
             })
             .collect::<Vec<_>>()
             .join("\n")
+    }
+
+    /// The capture missed PSNs: a header line says the figures are lower bounds, and the
+    /// rest still fits.
+    #[test]
+    fn the_header_says_when_the_capture_missed_psns() {
+        let mut s = fixed();
+        assert!(!screen(80, 24, &s, &ViewState::default()).contains("capture missed"));
+        s.capture_missed = 4;
+        let text = screen(80, 24, &s, &ViewState::default());
+        assert!(
+            text.contains(
+                "the capture missed 4 PSNs the other end acknowledged: figures are lower bounds"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("10.0.0.5 > 10.0.0.2 qp 0x000213 vlan 100"),
+            "{text}"
+        );
+        assert!(text.lines().all(|l| l.chars().count() <= 80));
     }
 
     #[test]

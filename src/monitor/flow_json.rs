@@ -199,6 +199,10 @@ fn psn<const PRETTY: bool>(j: &mut Json<PRETTY>, p: &PsnCounts) -> io::Result<()
     j.u64(p.retransmitted);
     key!(j, "recovered");
     j.u64(p.recovered);
+    key!(j, "capture_missed");
+    j.u64(p.capture_missed);
+    key!(j, "damaged");
+    j.u64(p.damaged);
     j.close(b'}');
     Ok(())
 }

@@ -40,6 +40,8 @@ pub struct QpCounts {
     packets: u64,
     bytes: u64,
     gaps: u64,
+    /// PSNs lost on the network (resent, or missing), not those the capture missed.
+    lost: u64,
     retx: u64,
     ce: u64,
     cnps: u64,
@@ -58,12 +60,21 @@ const NAK_CODES: [&str; 6] = [
 ];
 
 impl QpCounts {
-    pub fn of(f: &Flow) -> Self {
+    /// The counts of `f` as judged at `now` (`None`: the flow ended), PSNs within their ACK
+    /// allowance not lost yet.
+    pub fn of(f: &Flow, now: Option<u64>) -> Self {
         let n = &f.naks;
         QpCounts {
             packets: f.packets,
             bytes: f.bytes,
             gaps: f.loss.count,
+            lost: match now {
+                Some(t) => f.req.lost_by(t),
+                None => {
+                    let c = f.req.finish(None);
+                    c.recovered + c.missing
+                }
+            },
             retx: f.retrans.count,
             ce: f.ce.count,
             cnps: f.cnps.count,
@@ -87,6 +98,7 @@ impl QpCounts {
             packets: self.packets.saturating_sub(o.packets),
             bytes: self.bytes.saturating_sub(o.bytes),
             gaps: self.gaps.saturating_sub(o.gaps),
+            lost: self.lost.saturating_sub(o.lost),
             retx: self.retx.saturating_sub(o.retx),
             ce: self.ce.saturating_sub(o.ce),
             cnps: self.cnps.saturating_sub(o.cnps),
@@ -98,6 +110,7 @@ impl QpCounts {
         self.packets += o.packets;
         self.bytes += o.bytes;
         self.gaps += o.gaps;
+        self.lost += o.lost;
         self.retx += o.retx;
         self.ce += o.ce;
         self.cnps += o.cnps;
@@ -220,7 +233,7 @@ impl Metrics {
         // Once no tracked QP is idle enough to make room, none is for the rest of this update.
         let mut room = true;
         for f in flows {
-            let now_counts = QpCounts::of(f);
+            let now_counts = QpCounts::of(f, Some(now));
             let seen = self.seen.entry(f.id).or_default();
             let delta = now_counts.minus(*seen);
             if delta == QpCounts::default() {
@@ -297,6 +310,14 @@ impl Metrics {
         let _ = writeln!(o, "roce_sniff_dropped_frames_total {dropped}");
         header(
             o,
+            "roce_sniff_capture_missed_psns_total",
+            "counter",
+            "PSNs the capture missed: skipped PSNs the other end acknowledged, so the network delivered them.",
+        );
+        let missed = an.missed_so_far().psns;
+        let _ = writeln!(o, "roce_sniff_capture_missed_psns_total {missed}");
+        header(
+            o,
             "roce_sniff_flows_active",
             "gauge",
             "Flows (source, destination, destination QP, VLAN) open now.",
@@ -327,7 +348,7 @@ impl Metrics {
             "src=\"other\",dst=\"other\",qp=\"other\"".into(),
             self.other,
         ));
-        let families: [Family; 6] = [
+        let families: [Family; 7] = [
             (
                 "roce_sniff_qp_packets_total",
                 "RoCE packets of a QP (flow).",
@@ -340,8 +361,13 @@ impl Metrics {
             ),
             (
                 "roce_sniff_qp_psn_gaps_total",
-                "PSN gaps (loss) on a QP.",
+                "PSN gaps seen on arrival on a QP (loss, or packets the capture missed).",
                 |q| q.gaps,
+            ),
+            (
+                "roce_sniff_qp_psns_lost_total",
+                "PSNs of a QP lost on the network: resent or never seen, not those the other end acknowledged (missed by the capture); counted once judged (an ACK allowance after the gap).",
+                |q| q.lost,
             ),
             (
                 "roce_sniff_qp_retransmitted_total",
@@ -525,6 +551,28 @@ mod tests {
             .collect()
     }
 
+    /// PSNs the other end acknowledged are the capture's misses, not the QP's loss: QP 0x100
+    /// of diagnose/capture_missed.pcap has 3 gaps and lost nothing; 0x104 lost its gap.
+    #[test]
+    fn psns_lost_leave_out_what_the_capture_missed() {
+        let (an, counts) = analysed("diagnose/capture_missed.pcap");
+        let mut m = Metrics::new(1000);
+        m.update(&counts, &an, &SourceStatus::default());
+        let text = m.text();
+        let lost = series(&text, "roce_sniff_qp_psns_lost_total");
+        let of = |qp: &str| {
+            lost.iter()
+                .find(|(k, _)| k.contains(&format!("qp=\"{qp}\"")))
+                .map(|(_, v)| *v)
+        };
+        assert_eq!(of("0x000100"), Some(0.0), "{text}");
+        assert_eq!(of("0x000104"), Some(1.0), "{text}");
+        assert!(
+            text.contains("roce_sniff_capture_missed_psns_total 5\n"),
+            "{text}"
+        );
+    }
+
     #[test]
     fn qp_series_are_bounded_and_always_add_up_to_the_totals() {
         let (an, counts) = analysed("sample.pcap");
@@ -627,7 +675,7 @@ mod tests {
         let (mut scraped, mut ended) = (Scraped::default(), 0);
         let (an, counts) = crate::analysis::testing::feed(&data, an, |an, counts| {
             for e in an.take_ended() {
-                m.flow_ended(e.flow.id, QpCounts::of(&e.flow));
+                m.flow_ended(e.flow.id, QpCounts::of(&e.flow, None));
                 ended += 1;
             }
             if counts.frames % 1000 == 0 {

@@ -82,6 +82,15 @@ fn capture_summary(o: &mut String, c: &CaptureReport) {
         c.malformed,
         cut_split(c)
     );
+    if c.missed.psns > 0 {
+        // Before any loss figure: what the capture point itself did not see.
+        let _ = writeln!(
+            o,
+            "  the capture missed {} of {}: figures are lower bounds (capture_missed)",
+            plural(c.missed.psns, "PSN"),
+            c.roce_packets + c.missed.psns
+        );
+    }
     if c.live.is_some() && c.flows_ended > 0 {
         // A live capture frees ended flows: say where they went, or the flows listed below
         // (those still open) look like all there were.

@@ -5,9 +5,11 @@
 //! Every QP is its own flow (a destination QP number never reused), its ACK another: `qps`
 //! QPs give `2 * qps` flows (`qps` without ACKs) and `(requests + 1) * qps` frames. The last
 //! request asks for the ACK; the ACK covers it, so a healthy analysis finds no loss and no
-//! unanswered request. With `lossy_every`, one QP in that many loses its second request before
-//! the capture point (a PSN gap the ACK then covers): loss that keeps coming over a long run.
-//! Deterministic.
+//! unanswered request. With `lossy_every`, one QP in that many loses its second request on the
+//! path before the capture point: its responder answers with a NAK (PSN sequence error) for
+//! it instead of the ACK, and the QP ends without resending it. Loss that keeps coming over a
+//! long run (an ACK covering the gap would say the capture missed the request, not the
+//! network). Deterministic.
 
 use std::io::{self, Write};
 
@@ -98,6 +100,11 @@ impl ChurnConfig {
                 s = s.ackreq();
             }
             frames::rocev2(&link, net, sport, &s)
+        } else if self.is_lossy(qp) {
+            // A NAK, PSN sequence error, for the lost second request.
+            let nak = RoceSpec::new(0x11, requester_qpn, (psn + 1) & 0xff_ffff).aeth(0x60, 1);
+            let rev = FrameSpec::new(mac(b), mac(a)).vlan(100, 3);
+            frames::rocev2(&rev, net.reversed(), sport, &nak)
         } else {
             let last = (psn + requests - 1) & 0xff_ffff;
             let ack = RoceSpec::new(0x11, requester_qpn, last).aeth(0x1f, requests);

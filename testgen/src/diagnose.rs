@@ -197,6 +197,25 @@ pub fn scenarios() -> Vec<Scenario> {
         ),
         scenario("damaged_bad_icrc", damaged_bad_icrc(), &[("icrc_bad", 1)]),
         scenario(
+            "capture_missed",
+            capture_missed(),
+            &[
+                ("capture_missed", 5),
+                ("psn_loss", 1),
+                ("psn_loss", 1),
+                ("psn_loss", 1),
+                ("retransmissions", 2),
+                ("retransmissions", 2),
+                ("unacknowledged_requests", 2),
+            ],
+        ),
+        scenario("one_way_loss", one_way_loss(), &[("psn_loss", 1)]),
+        scenario(
+            "bad_icrc_in_sequence",
+            bad_icrc_in_sequence(),
+            &[("icrc_bad", 5), ("icrc_bad", 1), ("retransmissions", 1)],
+        ),
+        scenario(
             "damaged_udp_length",
             damaged_udp_length(),
             &[("malformed_frames", 1)],
@@ -1039,6 +1058,156 @@ fn damaged_among_writes(damage: impl Fn(&mut RoceSpec, &mut Vec<u8>)) -> Frames 
     }
     tl.push(t - 10 * US, frame);
     writes(&mut tl, &mut c, t, 20);
+    tl.into_frames()
+}
+
+/// What becomes of message `i` of `writes_as`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fate {
+    Plain,
+    /// The capture misses the data frame (the responder got it and ACKs it).
+    DataUnseen,
+    /// The capture misses the ACK.
+    AckUnseen,
+    /// Lost on the path: the next message reveals the gap, the responder NAKs it (captured
+    /// or not) and the requester goes back to it 10 us later, resending both.
+    Lost {
+        nak_seen: bool,
+    },
+    /// Lost on the path, and the responder answers nothing from then on.
+    LostUnanswered,
+    /// The capture point damaged its copy (bad ICRC); the responder got it and ACKs it.
+    CopyDamaged,
+    /// Damaged on the path (bad ICRC): the responder drops it, NAKs it, and gets it resent.
+    Damaged,
+}
+
+/// `messages` WRITEs of 1024 bytes from `t`, 20 us apart, each ACKed 5 us later unless
+/// `fate` says otherwise; returns the time after the last.
+fn writes_as(
+    tl: &mut Timeline,
+    c: &mut Conn,
+    mut t: u64,
+    messages: u32,
+    fate: impl Fn(u32) -> Fate,
+) -> u64 {
+    let mut answering = true;
+    let mut i = 0;
+    while i < messages {
+        let p = c.write(1024).remove(0);
+        match fate(i) {
+            Fate::Lost { nak_seen } if i + 1 < messages => {
+                let next = c.write(1024).remove(0);
+                tl.push(t + 20 * US, c.request_frame(&next));
+                if nak_seen {
+                    tl.push(t + 25 * US, c.response_frame(&c.nak(p.bth.psn, 0)));
+                }
+                tl.push(t + 30 * US, c.request_frame(&p));
+                tl.push(t + 31 * US, c.request_frame(&next));
+                tl.push(t + 36 * US, c.response_frame(&c.ack(next.bth.psn)));
+                t += 40 * US;
+                i += 2;
+                continue;
+            }
+            Fate::LostUnanswered => answering = false,
+            Fate::DataUnseen => {}
+            Fate::CopyDamaged | Fate::Damaged => {
+                let mut bad = p;
+                bad.corrupt_icrc = true;
+                tl.push(t, c.request_frame(&bad));
+            }
+            _ => tl.push(t, c.request_frame(&p)),
+        }
+        match fate(i) {
+            Fate::Damaged => {
+                tl.push(t + 5 * US, c.response_frame(&c.nak(p.bth.psn, 0)));
+                tl.push(t + 10 * US, c.request_frame(&p));
+                tl.push(t + 15 * US, c.response_frame(&c.ack(p.bth.psn)));
+            }
+            Fate::AckUnseen => {}
+            _ if answering => tl.push(t + 5 * US, c.response_frame(&c.ack(p.bth.psn))),
+            _ => {}
+        }
+        t += 20 * US;
+        i += 1;
+    }
+    t
+}
+
+/// A capture that missed frames beside a network that lost some, one responder each (no
+/// incast). .1 > .2: 20 WRITEs, the capture missing the data frames of messages 5, 6, 12 and
+/// 15 (the ACKs of 5 and 6 too): 4 PSNs the ACKs show delivered. .3 > .4: three READs of
+/// 4096 bytes at MTU 1024, the capture missing the third response of the second READ (no
+/// re-issue follows). .5 > .6: message 8 lost, NAKed and resent with message 9. .7 > .8: the
+/// same, the capture missing the NAK. .9 > .10: message 10 lost, and the responder answers
+/// nothing after it (messages 11 and 12 wait for their ACK while the others run on).
+fn capture_missed() -> Frames {
+    let mut tl = Timeline::default();
+    let mut a = conn(host(1), host(2), 0x400, 0x100);
+    writes_as(&mut tl, &mut a, T0_NS, 20, |i| match i {
+        5 | 6 | 12 | 15 => Fate::DataUnseen,
+        4 => Fate::AckUnseen,
+        _ => Fate::Plain,
+    });
+    let mut b = conn(host(3), host(4), 0x401, 0x101);
+    b.mtu = 1024;
+    for k in 0..3u64 {
+        let t = T0_NS + 3 * US + k * 40 * US;
+        let (req, resps) = b.read(4096);
+        tl.push(t, b.request_frame(&req));
+        for (i, r) in resps.iter().enumerate() {
+            if !(k == 1 && i == 2) {
+                tl.push(t + (5 + i as u64) * US, b.response_frame(r));
+            }
+        }
+    }
+    let mut c = conn(host(5), host(6), 0x402, 0x102);
+    writes_as(&mut tl, &mut c, T0_NS + 7 * US, 20, |i| match i {
+        8 => Fate::Lost { nak_seen: true },
+        _ => Fate::Plain,
+    });
+    let mut d = conn(host(7), host(8), 0x403, 0x103);
+    writes_as(&mut tl, &mut d, T0_NS + 9 * US, 20, |i| match i {
+        8 => Fate::Lost { nak_seen: false },
+        _ => Fate::Plain,
+    });
+    let mut e = conn(host(9), host(10), 0x404, 0x104);
+    writes_as(&mut tl, &mut e, T0_NS + 11 * US, 13, |i| match i {
+        10 => Fate::LostUnanswered,
+        _ => Fate::Plain,
+    });
+    tl.into_frames()
+}
+
+/// A one-way mirror: only .1 > .2's requests, 20 WRITEs with message 5 missing. Nothing can
+/// tell the capture's miss from the network's loss.
+fn one_way_loss() -> Frames {
+    let mut tl = Timeline::default();
+    let mut c = conn(host(1), host(2), 0x400, 0x100);
+    for i in 0..20u64 {
+        let p = c.write(1024).remove(0);
+        if i != 5 {
+            tl.push(T0_NS + i * 20 * US, c.request_frame(&p));
+        }
+    }
+    tl.into_frames()
+}
+
+/// .1 > .2: 20 WRITEs, each ACKed, the capture point's copies of messages 5, 8, 11, 14 and 17
+/// damaged (bad ICRC): 5 PSNs damaged in their place, no gap. .3 > .4: message 6 damaged on
+/// the path: its responder NAKs it and gets it resent.
+fn bad_icrc_in_sequence() -> Frames {
+    let mut tl = Timeline::default();
+    let mut a = conn(host(1), host(2), 0x400, 0x100);
+    writes_as(&mut tl, &mut a, T0_NS, 20, |i| match i {
+        5 | 8 | 11 | 14 | 17 => Fate::CopyDamaged,
+        _ => Fate::Plain,
+    });
+    let mut b = conn(host(3), host(4), 0x401, 0x101);
+    writes_as(&mut tl, &mut b, T0_NS + 7 * US, 20, |i| match i {
+        6 => Fate::Damaged,
+        _ => Fate::Plain,
+    });
     tl.into_frames()
 }
 

@@ -169,6 +169,36 @@ pub fn ndjson(path: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// A copy of the capture at `path` without the frames numbered in `drop` (from 1), as a
+/// capture that missed them holds it: the file `NAME` in a scratch directory tagged `tag`.
+pub fn capture_without(path: &Path, drop: &[u64], tag: &str) -> Scratch {
+    use roce_parsers::capture::{CaptureParser, Next};
+    let data = std::fs::read(path).unwrap();
+    let (mut parser, mut at) = CaptureParser::new(&data).unwrap();
+    let mut out = data[..at].to_vec();
+    let mut frame = 0;
+    loop {
+        match parser.next(&data[at..], at as u64).unwrap() {
+            Next::Record(_, used) => {
+                frame += 1;
+                if !drop.contains(&frame) {
+                    out.extend_from_slice(&data[at..at + used]);
+                }
+                at += used;
+            }
+            Next::Skip(used) => {
+                out.extend_from_slice(&data[at..at + used]);
+                at += used;
+            }
+            Next::Incomplete { .. } => break,
+        }
+    }
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    let copy = Scratch::file(tag, &name);
+    std::fs::write(&copy, out).unwrap();
+    copy
+}
+
 /// A process killed (SIGTERM) when the test ends, however it ends.
 pub struct Running(pub std::process::Child);
 

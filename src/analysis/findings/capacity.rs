@@ -120,7 +120,7 @@ pub(super) fn host_limited(
     let network_quiet = r.feedback.ce == 0
         && r.feedback.cnps == 0
         && r.feedback.naks.total() == 0
-        && r.psn.gaps == 0
+        && r.psn.missing + r.psn.recovered == 0
         && r.psn.retransmitted == 0
         && !paused;
     let steady = duration_ns >= HOST_LIMITED_MIN_NS && f.longest_gap_ns <= HOST_LIMITED_MAX_GAP_NS;

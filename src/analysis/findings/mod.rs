@@ -6,9 +6,10 @@ use std::net::IpAddr;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use roce_parsers::link::{is_cooked, LINKTYPE_ETHERNET};
+use roce_parsers::link::LINKTYPE_ETHERNET;
 
 mod capacity;
+mod capture;
 mod connections;
 mod pfc_ecn;
 mod qos;
@@ -20,7 +21,7 @@ use super::pfc::MutualPause;
 use super::INCAST_MIN_SENDERS;
 use crate::model::{
     CaptureReport, Finding, FindingCode, FindingGroup, FlowReport, FlowRole, GroupMember,
-    PauseReport, PfcReport, PriorityReport, Severity, WarningKind,
+    PauseReport, PfcReport, PriorityReport, Severity,
 };
 use crate::words::plural;
 
@@ -177,8 +178,7 @@ pub fn find_each(
     facts: &CaptureFacts,
 ) -> Vec<Finding> {
     let mut out = Vec::new();
-    let mirror_lossy = capture.mirror_sessions.values().any(|m| m.mirror_drops > 0);
-    let capture_lossy = mirror_lossy || capture.warnings.iter().any(|w| w.kind.frames_missing());
+    let capture_lossy = capture::lossy(capture);
     let paused = pfc_ecn::paused_priorities(pfc);
     let roce_dscp = qos::roce_dscp(flows, evidence);
     let largest_payloads = capacity::largest_payloads(flows, evidence);
@@ -215,7 +215,8 @@ pub fn find_each(
     pfc_ecn::pfc_before_ecn(flows, evidence, pfc, &mut out);
     let roce_paused = paused.iter().any(|p| pfc.roce_priorities.contains(p));
     out.extend(incast(flows, evidence, facts.first_ts_ns, roce_paused));
-    capture_findings(capture, &pfc.roce_priorities, facts, &mut out);
+    capture::capture_findings(capture, &pfc.roce_priorities, facts, &mut out);
+    capture::capture_missed(flows, capture, &mut out);
     out
 }
 
@@ -244,6 +245,13 @@ fn loss_findings(
             );
             if !r.psn.missing_ranges.is_empty() {
                 msg.push_str(&format!("; first missing: {}", ranges(r)));
+            }
+            if reliable
+                && r.acks == 0
+                && r.feedback.naks.total() == 0
+                && r.feedback.read_responses == 0
+            {
+                msg.push_str("; no ACKs were seen for this flow (its reverse direction is not in the capture), so the capture's own misses cannot be told from the network's loss");
             }
             let cause = if !reliable {
                 "packets were dropped on the path and UC/UD never resend: the loss reached the application"
@@ -623,7 +631,7 @@ fn incast(
     let (dst, senders, ts) = worst?;
     let troubled = roce_paused
         || data().any(|(r, _)| {
-            (r.feedback.ce > 0 || r.psn.gaps > 0 || r.psn.retransmitted > 0)
+            (r.feedback.ce > 0 || r.psn.missing + r.psn.recovered > 0 || r.psn.retransmitted > 0)
                 && hosts.of(r).is_some_and(|(_, d)| d == dst)
         });
     let enough = if troubled {
@@ -646,212 +654,6 @@ fn incast(
         senders as u64,
         vec![],
     ))
-}
-
-/// Why a capture holds no RoCE: a hardware RNIC's traffic bypasses the kernel, Soft-RoCE's does
-/// not, and the traffic may not have run at all.
-const NO_ROCE_SEEN: &str = "the RDMA traffic may not have run while the capture did; a hardware RDMA NIC (ConnectX, BlueField, Broadcom, Intel) bypasses the kernel, so tcpdump on its netdev sees no RoCE: capture on a switch mirror port, with ibdump, or with a libpcap that can open the RDMA device (e.g. mlx5_0); Soft-RoCE (rxe) goes through the kernel, so its traffic does show on the netdev it is bound to";
-
-/// What the capture point hides: no RoCE, no VLAN tags, cooked headers, a snap length.
-fn capture_findings(
-    capture: &CaptureReport,
-    roce_priorities: &[u8],
-    facts: &CaptureFacts,
-    out: &mut Vec<Finding>,
-) {
-    let c = capture;
-    if let Some(s) = c
-        .selection
-        .as_ref()
-        .filter(|s| c.packets == 0 && s.frames_read > 0)
-    {
-        out.push(finding(
-            Severity::Warning,
-            FindingCode::NoRoce,
-            format!("{}: nothing was analysed", crate::app::nothing_kept(s)),
-            "the selection (filter, --qp, --finding) keeps no frame of this capture",
-            None,
-            0,
-            vec![],
-        ));
-    } else if c.packets == 0 {
-        out.push(finding(
-            Severity::Warning,
-            FindingCode::NoRoce,
-            "no frames at all in this capture: nothing was analysed".into(),
-            &format!(
-                "the capture filter matched nothing or the capture stopped at once; {NO_ROCE_SEEN}"
-            ),
-            None,
-            0,
-            vec![],
-        ));
-    } else if c.roce_packets == 0 {
-        out.push(finding(
-            Severity::Info,
-            FindingCode::NoRoce,
-            "no RoCE frames in this capture".into(),
-            NO_ROCE_SEEN,
-            None,
-            0,
-            vec![],
-        ));
-    }
-    let eth_roce = facts.link_types.contains_key(&LINKTYPE_ETHERNET) && c.roce_packets > 0;
-    if eth_roce && roce_priorities.is_empty() {
-        out.push(finding(
-            Severity::Info,
-            FindingCode::NoVlanTags,
-            "no RoCE frame carries a VLAN tag: PCP cannot be seen in this capture".into(),
-            "the traffic is untagged, or the capture was taken on a VLAN sub-interface whose tags the kernel strips; capture on the parent interface or a mirror port",
-            None,
-            c.roce_packets,
-            vec![],
-        ));
-    }
-    let cooked = facts
-        .link_types
-        .iter()
-        .filter(|(&lt, _)| is_cooked(lt))
-        .map(|(_, n)| n)
-        .sum::<u64>();
-    if cooked > 0 {
-        out.push(finding(
-            Severity::Info,
-            FindingCode::CookedCapture,
-            format!("{cooked} frames are Linux cooked (tcpdump -i any): no Ethernet header, no PCP"),
-            "`tcpdump -i any` replaces the Ethernet header; capture on the interface itself to see VLAN tags and PCP",
-            None,
-            cooked,
-            vec![],
-        ));
-    }
-    // Malformed frames have no ICRC to check either, but nothing cut them.
-    let cut = c
-        .icrc_unchecked
-        .saturating_sub(facts.icrc_unchecked_malformed);
-    if cut > 0 {
-        let t = &c.truncated_by;
-        let (message, cause) = if t.mirror + t.length_mismatch == 0 {
-            (
-                format!("{} RoCE frames were cut by the snap length: their ICRC could not be checked", cut),
-                "the capture was taken with a snap length (-s); capture whole frames (-s 0) to check ICRCs",
-            )
-        } else {
-            (
-                format!(
-                    "{} RoCE frames were cut ({} by the snap length, {} by a mirror that says so, {} with IP/UDP lengths longer than the frame): their ICRC could not be checked; their headers count",
-                    cut, t.snaplen, t.mirror, t.length_mismatch
-                ),
-                "the mirror session (or the capture) keeps only the first bytes of each frame; the headers are genuine, the ICRC cannot be checked",
-            )
-        };
-        out.push(finding(
-            Severity::Info,
-            FindingCode::SnaplenHidesIcrc,
-            message,
-            cause,
-            None,
-            cut,
-            vec![],
-        ));
-    }
-    if c.capture_duplicates > 0 {
-        out.push(finding(
-            Severity::Info,
-            FindingCode::CaptureDuplicates,
-            format!(
-                "{} RoCE frames were captured twice (the same frame within {} us at one point, or seen at two points of the files read together): counted once",
-                c.capture_duplicates,
-                super::flow::COPY_WINDOW_NS / 1000
-            ),
-            "a mirror session copies both directions of a port (or a TAP duplicates), or the files were captured at several points of the path; the copies are not resends and not duplicate PSNs",
-            None,
-            c.capture_duplicates,
-            vec![],
-        ));
-    }
-    for (session, m) in c.mirror_sessions.iter().filter(|(_, m)| m.mirror_drops > 0) {
-        out.push(finding(
-            Severity::Warning,
-            FindingCode::MirrorDrops,
-            format!(
-                "ERSPAN session {session} lost {} of {} frames (holes in its GRE sequence numbers)",
-                m.mirror_drops,
-                m.frames + m.mirror_drops
-            ),
-            "the mirror session dropped frames (an oversubscribed mirror port or a busy collector): PSN gaps at the same time may be the mirror's, not the network's",
-            None,
-            m.mirror_drops,
-            vec![],
-        ));
-    }
-    damage_findings(capture, facts.malformed_frames, out);
-}
-
-/// What is missing from the capture or could not be analysed: damage, drops, malformed
-/// frames, unsupported link types, flows beyond --max-flows.
-fn damage_findings(capture: &CaptureReport, malformed_frames: &[u64], out: &mut Vec<Finding>) {
-    for w in &capture.warnings {
-        let cause = match w.kind {
-            WarningKind::FileDamaged => "the capture file is incomplete (a tcpdump that was killed, a full disk, or a damaged copy); everything before the damage was analysed",
-            WarningKind::CaptureDrops => "the capture did not keep up: the kernel or the interface dropped frames before they were captured (a small capture buffer, or a busy CPU); PSN gaps at the same time may be these drops",
-            WarningKind::CaptureStopped => "the live capture ended on an error of the capture device; everything captured before it was analysed",
-            // Not the capture's: the run fails naming the output.
-            WarningKind::Notice | WarningKind::Interrupted | WarningKind::OutputFailed => continue,
-        };
-        out.push(finding(
-            Severity::Warning,
-            FindingCode::CaptureDamaged,
-            w.message.clone(),
-            cause,
-            None,
-            1,
-            vec![],
-        ));
-    }
-    if capture.malformed > 0 {
-        out.push(finding(
-            Severity::Warning,
-            FindingCode::MalformedFrames,
-            format!("{} malformed frames", capture.malformed),
-            "frames whose headers contradict their lengths: corruption, a capture device that mangles frames, or traffic that is not RoCE on UDP port 4791",
-            None,
-            capture.malformed,
-            malformed_frames.to_vec(),
-        ));
-    }
-    if capture.unsupported_link_type > 0 {
-        out.push(finding(
-            Severity::Warning,
-            FindingCode::UnsupportedLinkType,
-            format!(
-                "{} frames have a link type roce-sniff does not decode",
-                capture.unsupported_link_type
-            ),
-            &format!(
-                "the capture uses a link type other than the supported ones ({})",
-                roce_parsers::link::SUPPORTED_SUMMARY
-            ),
-            None,
-            capture.unsupported_link_type,
-            vec![],
-        ));
-    }
-    if capture.flows_untracked_packets > 0 {
-        out.push(finding(
-            Severity::Warning,
-            FindingCode::FlowsUntracked,
-            format!(
-                "{} packets belong to flows beyond --max-flows and were not analysed",
-                capture.flows_untracked_packets
-            ),
-            "the capture has more flows than --max-flows allows; raise it to analyse them all",
-            None,
-            capture.flows_untracked_packets,
-            vec![],
-        ));
-    }
 }
 
 #[cfg(test)]
