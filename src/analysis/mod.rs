@@ -895,10 +895,15 @@ impl Analyzer {
 
     /// Hole fillers the latest request showed to be resends (a go-back whose NAK the capture
     /// missed): counted, kept as evidence and noted as the resends they were.
+    #[inline]
     fn late_resends(&mut self, fi: usize) {
-        let Some(late) = self.flows[fi].req.take_late_resends() else {
-            return;
-        };
+        if let Some(late) = self.flows[fi].req.take_late_resends() {
+            self.count_late_resends(fi, late);
+        }
+    }
+
+    #[cold]
+    fn count_late_resends(&mut self, fi: usize, late: psn::Fillers) {
         self.totals.retransmitted += late.count;
         let f = &mut self.flows[fi];
         f.retry.replay_from(late.first);
@@ -917,7 +922,12 @@ impl Analyzer {
     }
 
     /// The gaps of flow `fi` just judged missed by the capture: their notes say so.
+    #[inline]
     fn note_missed_gaps(&mut self, fi: usize) {
+        if self.notes.is_none() {
+            self.flows[fi].req.take_newly_missed();
+            return;
+        }
         let frames = self.flows[fi].req.take_newly_missed();
         if let (Some(n), false) = (self.notes.as_mut(), frames.is_empty()) {
             let flow = self.flows[fi].id;

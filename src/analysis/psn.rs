@@ -227,7 +227,7 @@ impl PsnTracker {
             }
         }
         let d = psn - expected;
-        if d >= 0 {
+        if d >= 0 && self.skipped.is_set() {
             if let Some(s) = self.skipped.get_mut() {
                 // A new request after fillers: they were reordered.
                 s.fillers = None;
@@ -366,6 +366,7 @@ impl PsnTracker {
 
     /// Fillers found to be resends at the latest request (they were counted out of order):
     /// their frames and the PSN the replay went back to.
+    #[inline]
     pub fn take_late_resends(&mut self) -> Option<Fillers> {
         self.skipped.get_mut().and_then(|s| s.late.take())
     }
@@ -417,7 +418,11 @@ impl PsnTracker {
     /// response) at `ts`. Unjudged PSNs up to it were delivered: missed by the capture (or,
     /// named by a NAK before, resent where the capture did not see it). An ACK beyond the
     /// highest PSN sent is no evidence. The PSNs newly judged missed.
+    #[inline]
     pub fn acknowledged(&mut self, psn: Psn, ts: u64) -> u64 {
+        if !self.skipped.is_set() {
+            return 0;
+        }
         self.received_before(psn + 1, ts)
     }
 
@@ -455,6 +460,7 @@ impl PsnTracker {
     }
 
     /// Judges the unjudged PSNs before `end` as received by the other end at `ts`.
+    #[cold]
     fn received_before(&mut self, end: Psn, ts: u64) -> u64 {
         let Some(expected) = self.expected else {
             return 0;
@@ -498,6 +504,7 @@ impl PsnTracker {
     }
 
     /// The frames of the gaps the latest acknowledgement judged missed by the capture.
+    #[inline]
     pub fn take_newly_missed(&mut self) -> Vec<u64> {
         self.skipped
             .get_mut()
@@ -505,8 +512,17 @@ impl PsnTracker {
             .unwrap_or_default()
     }
 
-    /// Settles as missing the holes whose allowance ran out by `now`.
+    /// Settles as missing the holes whose allowance ran out by `now`. Inlined to the check
+    /// every request makes: most streams have no hole.
+    #[inline]
     fn settle(&mut self, now: u64) {
+        if self.skipped.is_set() {
+            self.settle_holes(now);
+        }
+    }
+
+    #[cold]
+    fn settle_holes(&mut self, now: u64) {
         let Some(s) = self.skipped.get_mut() else {
             return;
         };
