@@ -977,6 +977,9 @@ pub struct HopReport {
     pub matched: u64,
     /// Seen at `from`, never at `to`.
     pub lost: u64,
+    /// Seen at `from`, never at `to`, though the receiver acknowledged it before any resend:
+    /// the capture at `to` missed it (not counted in `lost`).
+    pub missed: u64,
     /// Seen at `to` only: `from` missed it.
     pub appeared: u64,
     pub ce_marked: u64,
@@ -1011,6 +1014,8 @@ pub struct FlowHop {
     pub to: String,
     pub matched: u64,
     pub lost: u64,
+    /// Never seen at `to` though the receiver acknowledged it: missed by `to`'s capture.
+    pub missed: u64,
     pub ce_marked: u64,
     pub dscp_changed: u64,
     pub pcp_changed: u64,

@@ -369,7 +369,7 @@ fn correlation_page_shows_the_path(html: &str) {
     assert!(html.contains("<code>loss_located</code>"));
     assert!(html.find("<code>remarked</code>").unwrap() < html.find("id=\"hop_delay\"").unwrap());
     // The hops as table rows, red where they lost packets.
-    assert!(html.contains("<tr class=\"trouble\"><td class=\"l\">spine.pcap → receiver.pcap</td><td>52</td><td>1</td><td>0</td><td>4</td><td>10</td><td>0</td><td>3.0</td><td>3.0</td><td>13.0</td><td>13.0</td><td>10.0</td><td>two_way</td></tr>"), "{html}");
+    assert!(html.contains("<tr class=\"trouble\"><td class=\"l\">spine.pcap → receiver.pcap</td><td>52</td><td>1</td><td>0</td><td>0</td><td>4</td><td>10</td><td>0</td><td>3.0</td><td>3.0</td><td>13.0</td><td>13.0</td><td>10.0</td><td>two_way</td></tr>"), "{html}");
     assert!(
         html.contains("<tr><td class=\"l\">receiver.pcap → spine.pcap</td><td>56</td><td>0</td>")
     );
@@ -386,4 +386,50 @@ fn correlation_page_shows_the_path(html: &str) {
         !html.contains("fill-opacity=\"0.85\""),
         "a legend box is drawn over a plot"
     );
+}
+
+/// The spine's capture misses PSN 1010 of .1 > .2 (its mirror dropped it; the receiver got it
+/// and ACKed it): not a loss of the hop leaf > spine but a packet the spine missed, told as
+/// capture_missed; the hop's one real loss (PSN 1005, NAKed and resent) stays loss_located.
+#[test]
+fn a_packet_the_later_capture_missed_but_the_receiver_acknowledged_is_not_lost() {
+    use roce_testgen::writer::{pcap_bytes, PcapFlavor};
+    let dir = Scratch::dir("correlate-missed");
+    let mut args = vec!["--correlate".to_string()];
+    for (name, frames) in roce_testgen::correlate::points_with_spine_missing(&[1010]) {
+        let path = dir.join(name);
+        std::fs::write(&path, pcap_bytes(&frames, PcapFlavor::NANO_LE, 1, 65535)).unwrap();
+        args.extend(["-r".to_string(), path.display().to_string()]);
+    }
+    args.push("--json".into());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let first = &r["correlation"]["hops"][0];
+    assert_eq!(
+        (first["lost"].as_u64(), first["missed"].as_u64()),
+        (Some(1), Some(1))
+    );
+    let flow = &r["correlation"]["flows"][0];
+    assert_eq!(flow["hops"][0]["missed"], 1, "{flow}");
+    let codes: Vec<(String, u64)> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["code"].as_str().unwrap().to_string(),
+                f["count"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert!(codes.contains(&("capture_missed".into(), 1)), "{codes:?}");
+    // One loss per hop, as without the miss: the missed packet is in neither.
+    let lost: u64 = codes
+        .iter()
+        .filter(|(c, _)| c == "loss_located")
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(lost, 2, "{codes:?}");
 }

@@ -51,6 +51,28 @@ pub fn find(r: &CorrelationReport) -> Vec<Finding> {
             });
         }
     }
+    // What a later point's capture missed: the receiver acknowledged it.
+    for f in r.flows.iter().filter(|f| f.direction == "forward") {
+        let label = flow_label(f);
+        for h in f.hops.iter().filter(|h| h.missed > 0) {
+            out.push(Finding {
+                flow: Some(label.clone()),
+                count: h.missed,
+                ..finding(
+                    Severity::Warning,
+                    FindingCode::CaptureMissed,
+                    format!(
+                        "{} of {label} seen at {} and never at {}, though the receiver acknowledged them: the capture at {} missed them (not lost on the hop)",
+                        plural(h.missed, "packet"),
+                        h.from,
+                        h.to,
+                        h.to
+                    ),
+                    "the capture point did not see every packet the network delivered: its kernel buffer (-B, --capture-thread), an oversubscribed mirror session, or packets sprayed around it; the hop's figures are lower bounds",
+                )
+            });
+        }
+    }
     for h in &r.reverse_hops {
         if h.lost > 0 {
             out.push(Finding {

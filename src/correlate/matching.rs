@@ -17,7 +17,7 @@ use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::net::IpAddr;
 use std::sync::mpsc::Receiver;
 
-use roce_parsers::DecodeOptions;
+use roce_parsers::{DecodeOptions, Psn};
 use rustc_hash::FxHashMap;
 
 use super::reader::{self, Message};
@@ -146,6 +146,8 @@ impl Clocks {
 struct Tally {
     matched: u64,
     lost: u64,
+    /// Never seen at the later point, though its receiver acknowledged it: missed there.
+    missed: u64,
     appeared: u64,
     ce_marked: u64,
     dscp_changed: u64,
@@ -162,6 +164,7 @@ impl Tally {
         Tally {
             matched: 0,
             lost: 0,
+            missed: 0,
             appeared: 0,
             ce_marked: 0,
             dscp_changed: 0,
@@ -217,6 +220,18 @@ impl Tally {
             },
         )
     }
+}
+
+/// The requests one host sends another, as far as their acknowledgements go: an ACK names its
+/// QP pair only by the hosts, so it proves delivery only where one flow runs between them.
+#[derive(Clone, Copy)]
+struct Sent {
+    flow: u32,
+    /// Another flow runs between the same hosts: the ACKs cannot be told apart.
+    several: bool,
+    highest: Psn,
+    /// The highest PSN an acknowledgement has covered, never beyond `highest`.
+    acked: Option<Psn>,
 }
 
 /// A departure waiting for its arrival downstream.
@@ -292,6 +307,8 @@ struct Matcher {
     rev: Tally,
     /// Per (flow, travels forward): the reverse flows (ACKs, NAKs, CNPs, READ responses) too.
     per_flow: HashMap<(u32, bool), Tally>,
+    /// Per pair of hosts (`Sighting::hosts`): what was sent, and acknowledged.
+    sent: FxHashMap<u64, Sent>,
 }
 
 impl Matcher {
@@ -304,10 +321,12 @@ impl Matcher {
             fwd: Tally::new(Samples::default()),
             rev: Tally::new(Samples::default()),
             per_flow: HashMap::new(),
+            sent: FxHashMap::default(),
         }
     }
 
     fn handle(&mut self, time: i64, departure: bool, s: Sighting) {
+        self.learn(&s);
         self.give_up_before(time - MATCH_WINDOW_NS);
         if departure {
             self.seq += 1;
@@ -369,7 +388,42 @@ impl Matcher {
         flow_tally.pair(&from, &to, min_raw);
     }
 
-    /// Departures handled before `time` that are still waiting were lost.
+    /// What a sighting at either point tells of the requests between its hosts: sent up to
+    /// its PSN, or acknowledged up to `acked` (never past what was sent).
+    fn learn(&mut self, s: &Sighting) {
+        let psn = Psn::new(s.psn);
+        if s.forward {
+            let e = self.sent.entry(s.hosts).or_insert(Sent {
+                flow: s.flow,
+                several: false,
+                highest: psn,
+                acked: None,
+            });
+            e.several |= e.flow != s.flow;
+            if psn > e.highest {
+                e.highest = psn;
+            }
+        } else if let (Some(acked), Some(e)) = (s.acked, self.sent.get_mut(&s.hosts)) {
+            let acked = Psn::new(acked);
+            if acked <= e.highest && e.acked.is_none_or(|a| acked > a) {
+                e.acked = Some(acked);
+            }
+        }
+    }
+
+    /// Whether the receiver acknowledged request `s` (one flow between its hosts): it got
+    /// it, whatever a capture point saw.
+    fn delivered(&self, s: &Sighting) -> bool {
+        s.forward
+            && self
+                .sent
+                .get(&s.hosts)
+                .is_some_and(|e| !e.several && e.acked.is_some_and(|a| Psn::new(s.psn) <= a))
+    }
+
+    /// Departures handled before `time` that are still waiting were lost, unless their
+    /// receiver acknowledged them and no copy of them left after (no resend): then the later
+    /// point's capture missed them.
     fn give_up_before(&mut self, time: i64) {
         while let Some(&(t, group, seq)) = self.queue.front() {
             if t >= time {
@@ -381,9 +435,11 @@ impl Matcher {
             };
             if copies.front().is_some_and(|w| w.seq == seq) {
                 let w = copies.pop_front().expect("front");
-                if copies.is_empty() {
+                let resent = !copies.is_empty();
+                if !resent {
                     self.waiting.remove(&group);
                 }
+                let missed = !resent && self.delivered(&w.sighting);
                 let (tally, flow_tally) = tallies(
                     &mut self.fwd,
                     &mut self.rev,
@@ -391,8 +447,13 @@ impl Matcher {
                     w.sighting.forward,
                     w.sighting.flow,
                 );
-                tally.lose(&w.sighting);
-                flow_tally.lose(&w.sighting);
+                if missed {
+                    tally.missed += 1;
+                    flow_tally.missed += 1;
+                } else {
+                    tally.lose(&w.sighting);
+                    flow_tally.lose(&w.sighting);
+                }
             }
         }
     }
@@ -521,6 +582,7 @@ fn hop_report(
         to: to.to_string(),
         matched: t.matched,
         lost: t.lost,
+        missed: t.missed,
         appeared: t.appeared,
         ce_marked: t.ce_marked,
         dscp_changed: t.dscp_changed,
@@ -553,6 +615,7 @@ fn finish(a: &PointFiles, b: &PointFiles, mut m: Matcher, roce_packets: [u64; 2]
                 to: to.name.clone(),
                 matched: t.matched,
                 lost: t.lost,
+                missed: t.missed,
                 ce_marked: t.ce_marked,
                 dscp_changed: t.dscp_changed,
                 pcp_changed: t.pcp_changed,
@@ -587,6 +650,9 @@ mod tests {
             ecn: 2,
             pcp: 3,
             forward,
+            psn: group as u32,
+            acked: None,
+            hosts: 1,
         }
     }
 
@@ -624,6 +690,52 @@ mod tests {
         m.give_up_before(i64::MAX);
         assert_eq!((m.fwd.matched, m.fwd.lost, m.fwd.appeared), (2, 0, 1));
         assert_eq!(m.fwd.max_raw, Some(0));
+    }
+
+    /// A request never seen downstream that its receiver then acknowledged (one flow between
+    /// the hosts) was missed by the downstream capture; with a resend after it, or with
+    /// another flow between the same hosts, it was lost.
+    #[test]
+    fn an_acknowledged_request_never_seen_downstream_was_missed_not_lost() {
+        let ack = |psn: u32, ts: u64| Sighting {
+            acked: Some(psn),
+            ..sighting(1_000 + u64::from(psn), ts, false)
+        };
+        let mut m = Matcher::new(clocks(0));
+        m.handle(0, true, sighting(7, 0, true));
+        m.handle(1_000, true, ack(7, 1_000));
+        m.give_up_before(i64::MAX);
+        assert_eq!((m.fwd.lost, m.fwd.missed), (0, 1));
+        // An ACK past the highest PSN sent proves nothing.
+        let mut beyond = Matcher::new(clocks(0));
+        beyond.handle(0, true, sighting(7, 0, true));
+        beyond.handle(1_000, true, ack(9, 1_000));
+        beyond.give_up_before(i64::MAX);
+        assert_eq!((beyond.fwd.lost, beyond.fwd.missed), (1, 0));
+        // Resent: the original was lost (the resend, never seen downstream either and then
+        // acknowledged, was missed there).
+        let mut resent = Matcher::new(clocks(0));
+        resent.handle(0, true, sighting(7, 0, true));
+        resent.handle(400, true, sighting(7, 400, true));
+        resent.handle(1_000, true, ack(7, 1_000));
+        resent.give_up_before(200);
+        assert_eq!((resent.fwd.lost, resent.fwd.missed), (1, 0));
+        resent.give_up_before(i64::MAX);
+        assert_eq!((resent.fwd.lost, resent.fwd.missed), (1, 1));
+        // Two flows between the hosts: whose ACK it is cannot be told.
+        let mut two = Matcher::new(clocks(0));
+        two.handle(0, true, sighting(7, 0, true));
+        two.handle(
+            10,
+            true,
+            Sighting {
+                flow: 1,
+                ..sighting(8, 10, true)
+            },
+        );
+        two.handle(1_000, true, ack(8, 1_000));
+        two.give_up_before(i64::MAX);
+        assert_eq!((two.fwd.lost, two.fwd.missed), (2, 0));
     }
 
     #[test]

@@ -43,6 +43,13 @@ pub struct Sighting {
     pcp: u8,
     /// A request: it travels in path order. Everything else travels back.
     forward: bool,
+    psn: u32,
+    /// What travels back and says its receiver got every request up to this PSN: an ACK, a
+    /// READ response, an RNR or error NAK (its own PSN), a sequence NAK (the one before).
+    acked: Option<u32>,
+    /// The data's two hosts (sender, receiver), hashed: an ACK names its QP pair only through
+    /// them.
+    hosts: u64,
 }
 
 /// A capture point: its name (the -r argument) and its files (a rotated set, or one).

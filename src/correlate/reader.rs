@@ -109,6 +109,13 @@ fn sighting(
         batch.new_flows.push(key);
         next
     });
+    let forward = b.opcode.is_request() && b.opcode != Opcode::CNP;
+    let mut hosts = FxHasher::default();
+    if forward {
+        (ip.src, ip.dst).hash(&mut hosts);
+    } else {
+        (ip.dst, ip.src).hash(&mut hosts);
+    }
     Some(Sighting {
         group: h.finish(),
         ts: rec.ts_ns,
@@ -117,6 +124,28 @@ fn sighting(
         dscp: ip.dscp,
         ecn: ip.ecn,
         pcp: f.inner_vlan().map_or(8, |v| v.pcp),
-        forward: b.opcode.is_request() && b.opcode != Opcode::CNP,
+        forward,
+        psn: b.psn,
+        acked: acked_to(b, r.ext.aeth),
+        hosts: hosts.finish(),
     })
+}
+
+/// The PSN up to which a packet travelling back says its receiver got every request: an ACK
+/// or a READ response its own, an RNR or error NAK its own (the request arrived and was
+/// refused), a sequence NAK the one before it (the PSN it names did not arrive).
+fn acked_to(b: &roce_parsers::Bth, aeth: Option<roce_parsers::Aeth>) -> Option<u32> {
+    use roce_parsers::{AethKind, NakCode, Operation};
+    if b.opcode.operation() == Operation::ReadResponse && aeth.is_none() {
+        return Some(b.psn);
+    }
+    let aeth = aeth?;
+    match aeth.kind() {
+        AethKind::Ack | AethKind::RnrNak => Some(b.psn),
+        AethKind::Nak if NakCode::from_value(aeth.value()) == NakCode::PsnSequenceError => {
+            Some(b.psn.wrapping_sub(1) & 0xff_ffff)
+        }
+        AethKind::Nak => Some(b.psn),
+        AethKind::Reserved => None,
+    }
 }

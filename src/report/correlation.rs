@@ -65,10 +65,11 @@ fn hop_table(o: &mut String, title: &str, hops: &[HopReport], names: &[(String, 
         .max(3);
     let _ = writeln!(
         o,
-        "  {:<w$} {:>8} {:>6} {:>8} {:>6} {:>6} {:>5}  {:<28} {:>10}  clocks",
+        "  {:<w$} {:>8} {:>6} {:>6} {:>8} {:>6} {:>6} {:>5}  {:<28} {:>10}  clocks",
         "hop",
         "matched",
         "lost",
+        "missed",
         "appeared",
         "CE",
         "DSCP",
@@ -79,10 +80,11 @@ fn hop_table(o: &mut String, title: &str, hops: &[HopReport], names: &[(String, 
     for (h, label) in hops.iter().zip(&labels) {
         let _ = writeln!(
             o,
-            "  {:<w$} {:>8} {:>6} {:>8} {:>6} {:>6} {:>5}  {:<28} {:>10}  {}",
+            "  {:<w$} {:>8} {:>6} {:>6} {:>8} {:>6} {:>6} {:>5}  {:<28} {:>10}  {}",
             label,
             h.matched,
             h.lost,
+            h.missed,
             h.appeared,
             h.ce_marked,
             h.dscp_changed,
@@ -135,7 +137,7 @@ pub fn render(doc: &CorrelationDocument) -> String {
         .filter(|f| {
             f.hops
                 .iter()
-                .any(|h| h.lost + h.ce_marked + h.dscp_changed > 0)
+                .any(|h| h.lost + h.missed + h.ce_marked + h.dscp_changed > 0)
         })
         .collect();
     if !troubled.is_empty() {
@@ -156,11 +158,12 @@ pub fn render(doc: &CorrelationDocument) -> String {
             for h in &f.hops {
                 let _ = writeln!(
                     o,
-                    "    {} > {}: matched {} lost {} CE {} DSCP changed {} delay p50 {} us",
+                    "    {} > {}: matched {} lost {} missed {} CE {} DSCP changed {} delay p50 {} us",
                     short(&names, &h.from),
                     short(&names, &h.to),
                     h.matched,
                     h.lost,
+                    h.missed,
                     h.ce_marked,
                     h.dscp_changed,
                     opt(h.delay_p50_us)

@@ -313,17 +313,18 @@ fn points_table(o: &mut String, d: &CorrelationDocument, names: &Names) {
 fn hops_table(o: &mut String, title: &str, hops: &[HopReport], names: &Names) {
     let _ = writeln!(
         o,
-        "<h2>{}</h2>\n<table><tr><th class=\"l\">hop</th><th>matched</th><th>lost</th><th>appeared</th><th>CE marked</th><th>DSCP re-marked</th><th>PCP re-marked</th><th>delay us min</th><th>p50</th><th>p99</th><th>max</th><th>queueing us p99</th><th>clocks</th></tr>",
+        "<h2>{}</h2>\n<table><tr><th class=\"l\">hop</th><th>matched</th><th>lost</th><th>missed</th><th>appeared</th><th>CE marked</th><th>DSCP re-marked</th><th>PCP re-marked</th><th>delay us min</th><th>p50</th><th>p99</th><th>max</th><th>queueing us p99</th><th>clocks</th></tr>",
         esc(title)
     );
     for h in hops {
         let _ = writeln!(
             o,
-            "<tr{}><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr{}><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             row_class(h.lost, h.ce_marked + h.dscp_changed + h.pcp_changed),
             esc(&names.hop(&h.from, &h.to)),
             h.matched,
             h.lost,
+            h.missed,
             h.appeared,
             h.ce_marked,
             h.dscp_changed,

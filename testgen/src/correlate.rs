@@ -59,8 +59,15 @@ impl Transit {
 
 /// The three captures: (file name, frames).
 pub fn points() -> Vec<(&'static str, Frames)> {
+    points_with_spine_missing(&[])
+}
+
+/// The three captures, the spine's missing the requests of .1 > .2 with these PSNs (its mirror
+/// dropped them; the receiver got them and ACKs them): what the spine's capture missed, not
+/// what the hop lost.
+pub fn points_with_spine_missing(psns: &[u32]) -> Vec<(&'static str, Frames)> {
     let mut transits = Vec::new();
-    data_flow(&mut transits);
+    data_flow(&mut transits, psns);
     remarked_flow(&mut transits);
     ["leaf.pcap", "spine.pcap", "receiver.pcap"]
         .into_iter()
@@ -79,8 +86,8 @@ pub fn points() -> Vec<(&'static str, Frames)> {
         .collect()
 }
 
-/// .1 > .2 qp 0x100 as the module doc tells.
-fn data_flow(out: &mut Vec<Transit>) {
+/// .1 > .2 qp 0x100 as the module doc tells, the spine's capture missing `spine_misses`.
+fn data_flow(out: &mut Vec<Transit>, spine_misses: &[u32]) {
     let mut c = Conn::rc(host(1), host(2), Some((100, 3)), 0x6a, 0x400, 0x100, 1000);
     c.mtu = 4096;
     let packets: Vec<RoceSpec> = (0..40).map(|_| c.write(1024).remove(0)).collect();
@@ -88,6 +95,9 @@ fn data_flow(out: &mut Vec<Transit>) {
         let t = T0_NS + i as u64 * 20 * US;
         let psn = p.bth.psn;
         let mut tr = Transit::everywhere(t, true, c.request_frame(p));
+        if spine_misses.contains(&psn) {
+            tr.at[1] = None;
+        }
         let arrives = t + DEPTH_NS[2];
         match psn {
             1005 => tr.at[1..].iter_mut().for_each(|f| *f = None),
