@@ -544,6 +544,9 @@ fn psns_the_other_end_acknowledged_were_missed_by_the_capture_not_lost() {
         "10.0.0.1 > 10.0.0.2 qp 0x000100 vlan 100"
     );
     assert_eq!(f["group"]["worst"][0]["count"], 4);
+    // Its frames: the first after each gap of the flow (its loss_frames), every one missed.
+    assert_eq!(f["frames"], a["loss_frames"]);
+    assert_eq!(f["frames"].as_array().unwrap().len(), 3);
     let message = f["message"].as_str().unwrap();
     assert!(
         message.contains("the capture missed 5 PSNs of"),

@@ -4,6 +4,7 @@
 use roce_parsers::link::{is_cooked, LINKTYPE_ETHERNET};
 
 use super::{finding, CaptureFacts};
+use crate::analysis::flow::FlowEvidence;
 use crate::model::{
     CaptureReport, Finding, FindingCode, FindingGroup, FlowReport, GroupMember, Severity,
     WarningKind,
@@ -25,6 +26,7 @@ const MISSED_WORST: usize = 5;
 /// delivered them), on which flows, and the capture's own drop counters where it has them.
 pub(super) fn capture_missed(
     flows: &[&FlowReport],
+    evidence: &[&FlowEvidence],
     capture: &CaptureReport,
     out: &mut Vec<Finding>,
 ) {
@@ -32,12 +34,17 @@ pub(super) fn capture_missed(
     if m.psns == 0 {
         return;
     }
-    let mut hit: Vec<&&FlowReport> = flows.iter().filter(|r| r.psn.capture_missed > 0).collect();
-    hit.sort_by_key(|r| std::cmp::Reverse(r.psn.capture_missed));
-    let worst = hit
+    let mut hit: Vec<(&FlowReport, &FlowEvidence)> = flows
+        .iter()
+        .zip(evidence)
+        .filter(|(r, _)| r.psn.capture_missed > 0)
+        .map(|(r, e)| (*r, *e))
+        .collect();
+    hit.sort_by_key(|(r, _)| std::cmp::Reverse(r.psn.capture_missed));
+    let worst: Vec<GroupMember> = hit
         .iter()
         .take(MISSED_WORST)
-        .map(|r| GroupMember {
+        .map(|(r, e)| GroupMember {
             flow: r.label(),
             count: r.psn.capture_missed,
             message: format!(
@@ -45,10 +52,12 @@ pub(super) fn capture_missed(
                 plural(r.psn.capture_missed, "PSN"),
                 r.label()
             ),
-            frames: Vec::new(),
+            // The first frames after the gaps whose PSNs were acknowledged.
+            frames: e.troubles.missed.frames.clone(),
             frame_refs: Vec::new(),
         })
         .collect();
+    let frames = worst.first().map_or(Vec::new(), |w| w.frames.clone());
     let total = capture.roce_packets + m.psns;
     let mut cause = "the capture point did not see every packet the network delivered: the kernel's capture buffer overflowed (raise tcpdump's -B, or use roce-sniff's --capture-thread), a mirror session is oversubscribed by its sources, or packets were sprayed around the capture point (ECMP, a LAG member not mirrored)".to_string();
     let counters = drop_counters(capture);
@@ -63,7 +72,7 @@ pub(super) fn capture_missed(
             flows: m.flows,
             worst,
         }),
-        grouped_flows: hit.iter().map(|r| r.label()).collect(),
+        grouped_flows: hit.iter().map(|(r, _)| r.label()).collect(),
         ..finding(
             Severity::Warning,
             FindingCode::CaptureMissed,
@@ -76,7 +85,7 @@ pub(super) fn capture_missed(
             &cause,
             None,
             m.psns,
-            Vec::new(),
+            frames,
         )
     });
 }

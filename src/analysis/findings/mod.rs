@@ -216,7 +216,7 @@ pub fn find_each(
     let roce_paused = paused.iter().any(|p| pfc.roce_priorities.contains(p));
     out.extend(incast(flows, evidence, facts.first_ts_ns, roce_paused));
     capture::capture_findings(capture, &pfc.roce_priorities, facts, &mut out);
-    capture::capture_missed(flows, capture, &mut out);
+    capture::capture_missed(flows, evidence, capture, &mut out);
     out
 }
 
