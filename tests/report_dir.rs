@@ -376,3 +376,20 @@ fn index_html_renders_in_a_headless_browser() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A capture that missed PSNs says so in a card of its own beside the PSNs lost; one that
+/// missed none has no such card.
+#[test]
+fn the_page_has_a_card_for_the_psns_the_capture_missed() {
+    let dir = tmpdir("missed");
+    let r = make_report(&testdata("diagnose/capture_missed.pcap"), &dir, &[]);
+    assert_eq!(r["capture"]["missed"]["psns"], 5);
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert!(html.contains("PSNs the capture missed"), "{html}");
+    let clean = tmpdir("missed-none");
+    make_report(&testdata("diagnose/clean.pcap"), &clean, &[]);
+    let html = std::fs::read_to_string(clean.join("index.html")).unwrap();
+    assert!(!html.contains("PSNs the capture missed"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&clean);
+}

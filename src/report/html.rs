@@ -21,7 +21,7 @@ pub(crate) fn esc(s: &str) -> String {
 fn caption(kind: PlotKind) -> &'static str {
     match kind {
         PlotKind::Throughput => "Wire throughput of the busiest data flows (the rest summed in grey). A flow that drops to zero while others go on was stalled: look for its gaps, retransmissions or pauses at the same time below.",
-        PlotKind::Psn => "Each line is a QP's request sequence advancing. A red x marks a PSN gap (packets lost before the capture point), an orange triangle a retransmission; a dip in the line is the requester going back (go-back-N).",
+        PlotKind::Psn => "Each line is a QP's request sequence advancing. A red x marks a PSN gap (packets lost before the capture point, or that the capture missed: the findings say which), an orange triangle a retransmission; a dip in the line is the requester going back (go-back-N).",
         PlotKind::EcnCnp => "A lane per flow, in its color: circles (upper half) are bins where a switch marked its packets CE (congestion experienced), triangles (lower half) bins where its receiver sent CNPs back so that the sender slows down. Circles without triangles under them mean congestion control is not reacting for that flow.",
         PlotKind::Pfc => "One row per priority and sender of pause frames; bars are the time that priority was paused on this link, as dark as the share of the time paused (pauses taking turns with others show pale), red on priorities that carry RoCE. An amber band is a storm: the priority paused for a long stretch or flooded with pause frames.",
         PlotKind::AckRtt => "Distribution of the time from a request asking for an ACK to the ACK that covers it, over all QPs. A long tail means queues built up or retransmissions.",
@@ -172,6 +172,14 @@ fn cards(o: &mut String, r: &Report) {
         ("PSNs lost".into(), lost.to_string(), lost > 0),
         ("CE marks".into(), ce.to_string(), ce > 0),
     ];
+    if c.missed.psns > 0 {
+        // Beside the loss: what the capture point itself did not see.
+        cards.push((
+            "PSNs the capture missed".into(),
+            c.missed.psns.to_string(),
+            true,
+        ));
+    }
     if c.ib_packets > 0 {
         cards.insert(
             1,

@@ -375,7 +375,7 @@ pub fn psn<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
     let (area, key_area) = split_for_key(root, keys.len());
     let mut chart = time_chart(
         &area,
-        format!("{title}: x = PSN gap (loss), triangle = retransmission"),
+        format!("{title}: x = PSN gap, triangle = retransmission"),
         t,
         lo..hi * 1.05 + 1.0,
         80,
