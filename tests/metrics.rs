@@ -213,3 +213,49 @@ fn grafana_dashboard_queries_what_is_served(metrics_port: u16, prom_port: u16) {
         "the dashboard queries unserved metrics: {missing:?}"
     );
 }
+
+/// A capture that missed PSNs the other end acknowledged: the alerting rules tell the capture's
+/// misses (RoceSniffMissingPackets) apart from the QPs that lost packets (RoceQpLosingPackets
+/// fires for the three lossy QPs, never for the one whose gaps were acknowledged).
+#[test]
+fn the_alerts_tell_the_captures_misses_apart_from_loss() {
+    if !prometheus_installed() {
+        return;
+    }
+    let (metrics_port, prom_port) = (free_port(), free_port());
+    let _sniff = Running(
+        Command::new(bin())
+            .args([
+                "-r",
+                testdata("diagnose/capture_missed.pcap").to_str().unwrap(),
+            ])
+            .arg(format!("--metrics=127.0.0.1:{metrics_port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let dir = Scratch::dir("prom-missed");
+    let _prometheus = start_prometheus(&dir, metrics_port, prom_port);
+    let started = Instant::now();
+    loop {
+        let firing = firing_alerts(prom_port);
+        let losing: std::collections::BTreeSet<String> = firing
+            .iter()
+            .filter(|(name, _)| name == "RoceQpLosingPackets")
+            .map(|(_, l)| l["qp"].as_str().unwrap_or("").to_string())
+            .collect();
+        let missing = firing
+            .iter()
+            .any(|(name, _)| name == "RoceSniffMissingPackets");
+        if missing && losing.len() == 3 {
+            assert!(!losing.contains("0x000100"), "{losing:?}");
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "alerts firing: {firing:?}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
