@@ -988,10 +988,12 @@ impl Analyzer {
         }
         let key = self.flows[fi].key;
         let mut best: Option<(usize, i32)> = None;
+        // Flows the PSN fits, the one taken among them; a flow paired by a guess before
+        // counts too (the pairing then is a guess as well).
         let mut candidates = 0;
         for j in self.data_from_to(key.dst, key.src) {
             let d = &self.flows[j];
-            if j == fi || d.peer.is_some() || key.vlan != d.key.vlan {
+            if j == fi || d.pair_certain || key.vlan != d.key.vlan {
                 continue;
             }
             let Some(expected) = d.req.expected() else {
@@ -1000,8 +1002,11 @@ impl Analyzer {
             // A response carries the PSN of a request already sent: at or behind the last one,
             // or within the responses of a READ whose size is unknown.
             let dist = psn - expected;
-            if (-65_536..4_096).contains(&dist) {
-                candidates += 1;
+            if !(-65_536..4_096).contains(&dist) {
+                continue;
+            }
+            candidates += 1;
+            if d.peer.is_none() {
                 let closeness = (dist + 1).abs();
                 if best.is_none_or(|(_, c)| closeness < c) {
                     best = Some((j, closeness));
