@@ -110,17 +110,7 @@ fn three_points_locate_loss_marking_and_delay() {
         (Some(1), Some(4))
     );
     assert_eq!(flow(0x101)[1]["dscp_changed"], 10);
-    let mut codes: Vec<(String, u64)> = r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            (
-                f["code"].as_str().unwrap().to_string(),
-                f["count"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let mut codes: Vec<(String, u64)> = finding_counts(&r);
     codes.sort();
     let expected = [
         ("ce_marked_at", 4),
@@ -413,17 +403,7 @@ fn a_packet_the_later_capture_missed_but_the_receiver_acknowledged_is_not_lost()
     );
     let flow = &r["correlation"]["flows"][0];
     assert_eq!(flow["hops"][0]["missed"], 1, "{flow}");
-    let codes: Vec<(String, u64)> = r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            (
-                f["code"].as_str().unwrap().to_string(),
-                f["count"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let codes: Vec<(String, u64)> = finding_counts(&r);
     assert!(codes.contains(&("capture_missed".into(), 1)), "{codes:?}");
     // One loss per hop, as without the miss: the missed packet is in neither.
     let lost: u64 = codes

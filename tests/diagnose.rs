@@ -18,17 +18,7 @@ fn findings(path: &std::path::Path, args: &[&str]) -> Vec<(String, u64)> {
         stderr(&out)
     );
     let r: Value = serde_json::from_str(&stdout(&out)).expect("one JSON document");
-    let mut got: Vec<(String, u64)> = r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            (
-                f["code"].as_str().unwrap().into(),
-                f["count"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let mut got = finding_counts(&r);
     got.sort();
     got
 }

@@ -153,6 +153,21 @@ pub fn finding_codes(report: &Value) -> Vec<String> {
         .collect()
 }
 
+/// (code, count) of each of a report's findings, in order.
+pub fn finding_counts(report: &Value) -> Vec<(String, u64)> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["code"].as_str().unwrap().to_string(),
+                f["count"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
 /// `--packets --json` of a capture, one value per frame; asserts exit code 0.
 pub fn ndjson(path: &Path) -> Vec<Value> {
     let out = run_path(path, &["--packets", "--json"]);
