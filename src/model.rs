@@ -611,6 +611,18 @@ pub struct CaptureMissed {
     pub share: f64,
 }
 
+impl CaptureMissed {
+    /// `psns` missed on `flows` flows of a capture that holds `roce_packets` RoCE frames.
+    pub fn of(psns: u64, flows: u64, roce_packets: u64) -> Self {
+        let share = if psns == 0 {
+            0.0
+        } else {
+            psns as f64 / (roce_packets + psns) as f64
+        };
+        CaptureMissed { psns, flows, share }
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
 pub struct TruncatedBy {
     pub snaplen: u64,

@@ -513,40 +513,28 @@ impl Analyzer {
             flows_untracked_packets: self.state.flows_untracked_packets,
             cnps_unattributed: self.state.cnps_unattributed,
             capture_duplicates: self.state.capture_duplicates,
-            missed: self.missed_so_far_of(c.roce),
+            missed: {
+                let (psns, flows) = self.missed_so_far();
+                CaptureMissed::of(psns, flows, c.roce)
+            },
             warnings: meta.warnings.clone(),
             live: None,
             selection: meta.selection.clone(),
         }
     }
 
-    /// What the capture point missed so far (its share of `roce_packets`): of the flows that
-    /// ended, and of those still open as judged now (PSNs within their ACK allowance pending).
-    pub fn missed_so_far_of(&self, roce_packets: u64) -> CaptureMissed {
+    /// PSNs the capture point missed so far, and on how many flows: of the flows that ended,
+    /// and of those still open as judged now (PSNs within their ACK allowance pending).
+    pub fn missed_so_far(&self) -> (u64, u64) {
         let now = self.state.last_ts;
-        let open = self
-            .flows
+        self.flows
             .iter()
             .map(|f| f.capture_missed(Some(now), now))
-            .filter(|&m| m > 0);
-        let (psns, flows) = open.fold(
-            (self.state.missed_psns, self.state.missed_flows),
-            |(p, n), m| (p + m, n + 1),
-        );
-        CaptureMissed {
-            psns,
-            flows,
-            share: if psns == 0 {
-                0.0
-            } else {
-                psns as f64 / (roce_packets + psns) as f64
-            },
-        }
-    }
-
-    /// PSNs the capture point missed so far, and on how many flows.
-    pub fn missed_so_far(&self) -> CaptureMissed {
-        self.missed_so_far_of(0)
+            .filter(|&m| m > 0)
+            .fold(
+                (self.state.missed_psns, self.state.missed_flows),
+                |(psns, flows), m| (psns + m, flows + 1),
+            )
     }
 
     /// Ends the analysis and builds the report.

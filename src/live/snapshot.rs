@@ -217,7 +217,7 @@ impl Snapshots {
             retransmitted: t.retransmitted,
             ce: t.ce,
             cnps: t.cnps,
-            capture_missed: an.missed_so_far().psns,
+            capture_missed: an.missed_so_far().0,
             sort,
             qps,
             pfc,

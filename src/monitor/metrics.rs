@@ -314,7 +314,7 @@ impl Metrics {
             "counter",
             "PSNs the capture missed: skipped PSNs the other end acknowledged, so the network delivered them.",
         );
-        let missed = an.missed_so_far().psns;
+        let missed = an.missed_so_far().0;
         let _ = writeln!(o, "roce_sniff_capture_missed_psns_total {missed}");
         header(
             o,
