@@ -733,6 +733,7 @@ impl Analyzer {
             if let Some(old) = self.flows[x].peer.filter(|&old| old != y) {
                 self.flows[old].peer = None;
                 self.flows[old].paired_by = None;
+                self.flows[old].pair_certain = false;
             }
         }
         self.flows[a].peer = Some(b);
@@ -951,7 +952,6 @@ impl Analyzer {
     }
 
     /// Notes a request's PSN event: a gap (what was expected, what came) or a resend (and
-    /// what started the go-back).    /// Notes a request's PSN event: a gap (what was expected, what came) or a resend (and
     /// what started the go-back).
     fn note_arrival(&mut self, fi: usize, frame: u64, psn: Psn, arrival: Arrival) {
         let flow = self.flows[fi].id;
