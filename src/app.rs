@@ -870,12 +870,7 @@ fn render(
         }
     }
     let written = if opts.json.is_some() {
-        // The report's small parts are serde's, written token by token: into a buffer, not
-        // through the boxed writer's dynamic call each time.
-        let mut buffered = io::BufWriter::with_capacity(64 << 10, &mut *out);
-        report::json::write_pretty(&mut buffered, report)
-            .and_then(|_| buffered.write_all(b"\n"))
-            .and_then(|_| buffered.flush())
+        report::json::write_pretty(&mut *out, report).and_then(|_| out.write_all(b"\n"))
     } else if let Some(v) = &report.verify {
         out.write_all(report::verify::render(v, &report.capture.file).as_bytes())
     } else {

@@ -18,7 +18,6 @@
 use std::io::{self, Write};
 
 use serde::Serialize;
-use serde_json::ser::Formatter;
 
 use crate::model::{Finding, FlowReport, Report};
 
@@ -29,8 +28,6 @@ enum Event<'a> {
         ts_ns: u64,
         finding: &'a Finding,
     },
-    /// What `flow_end` writes by hand; the tests hold the two equal.
-    #[cfg(test)]
     FlowEnd {
         ts_ns: u64,
         flow: &'a FlowReport,
@@ -127,20 +124,8 @@ impl EventWriter {
     }
 
     /// A flow ended before the capture did; `flow.id` is its own.
-    /// Written by hand (`flow_json`), as serde writes `Event::FlowEnd`: the monitor's most
-    /// frequent line.
     pub fn flow_end(&mut self, ts_ns: u64, flow: &FlowReport) -> io::Result<()> {
-        let start = self.buf.len();
-        self.buf
-            .extend_from_slice(b"{\"event\":\"flow_end\",\"ts_ns\":");
-        serde_json::ser::CompactFormatter.write_u64(&mut self.buf, ts_ns)?;
-        self.buf.extend_from_slice(b",\"flow\":");
-        if let Err(e) = super::flow_json::write_flow(&mut self.buf, flow) {
-            self.buf.truncate(start);
-            return Err(e);
-        }
-        self.buf.push(b'}');
-        self.end_line()
+        self.write(&Event::FlowEnd { ts_ns, flow })
     }
 
     /// The end of the capture: every flow still open ending. `order[i]`: the `Flow::id` of
@@ -170,7 +155,7 @@ impl Drop for EventWriter {
 
 #[cfg(test)]
 mod tests {
-    use super::{Event, EventWriter};
+    use super::EventWriter;
 
     /// logrotate's `copytruncate` empties the file under the monitor: the lines written
     /// after it start the file, with no hole of zero bytes before them.
@@ -209,22 +194,6 @@ mod tests {
             counts,
             ..Default::default()
         })
-    }
-
-    #[test]
-    fn a_flow_end_line_is_what_serde_writes_for_the_event() {
-        let report = sample_report();
-        let mut w = EventWriter::new(Box::new(std::io::sink()));
-        for flow in &report.flows {
-            w.buf.clear();
-            w.flow_end(1_796_320_189_536_484_209, flow).unwrap();
-            let serde = serde_json::to_string(&Event::FlowEnd {
-                ts_ns: 1_796_320_189_536_484_209,
-                flow,
-            })
-            .unwrap();
-            assert_eq!(String::from_utf8_lossy(&w.buf), serde + "\n");
-        }
     }
 
     /// A `Write` whose bytes the test can read after the writer is gone.

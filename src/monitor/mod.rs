@@ -3,7 +3,6 @@
 //! they first hold and flows as they end (`events`).
 
 pub mod events;
-pub mod flow_json;
 pub mod http;
 pub mod metrics;
 pub mod watch;
