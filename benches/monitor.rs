@@ -15,6 +15,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use roce_parsers::capture::{CaptureParser, Next};
 use roce_parsers::DecodeOptions;
 use roce_sniff::analysis::report_build::CaptureMeta;
+use roce_sniff::analysis::verify::CaptureContext;
 use roce_sniff::analysis::AnalysisConfig;
 use roce_sniff::decode::summarize;
 use roce_sniff::export::{ExportConfig, Exporter, DEFAULT_BIN_NS};
@@ -22,7 +23,6 @@ use roce_sniff::monitor::events::EventWriter;
 use roce_sniff::pipeline::Sink;
 use roce_sniff::report_sink::ReportSink;
 use roce_sniff::summary::PacketSummary;
-use roce_sniff::verify::CaptureContext;
 use roce_testgen::churn::{write_churn, ChurnConfig};
 
 /// Frames handed to the sink at once, as a live capture's batches.

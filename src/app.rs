@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use crate::analysis::report_build::CaptureMeta;
+use crate::analysis::verify::CaptureContext;
 use crate::analysis::AnalysisConfig;
 use crate::cli::{Config, Mode, ReportOptions, Source};
 use crate::diagnostics::Diagnostics;
@@ -23,7 +24,6 @@ use crate::source::file::{FileSource, ReadMethod};
 use crate::source::live::{self, LiveConfig, LiveSource};
 use crate::source::Input;
 use crate::source::{consumed, consumer_failed, SourceEnd};
-use crate::verify::CaptureContext;
 use crate::{exit, report};
 
 /// Files at least this large get a progress bar (on a terminal).
@@ -483,7 +483,7 @@ fn packets_from_file<W: Write + Send>(
     let frames = counts.frames;
     if frames == 0 {
         if let Some(s) = &end.selection {
-            stderr_line!("roce-sniff: {}", nothing_kept(s));
+            stderr_line!("roce-sniff: {}", s.nothing_kept());
         }
     }
     let selection = end.selection.clone();
@@ -503,28 +503,6 @@ fn packets_from_file<W: Write + Send>(
         exporter.finish(&end.report, &end.order, &end.open_ids, &end.pauses)?;
     }
     Ok((out, frames))
-}
-
-/// What to tell when a selection kept none of the frames read.
-pub fn nothing_kept(s: &crate::model::SelectionStats) -> String {
-    let what = match &s.filter {
-        Some(f) => format!("the filter `{f}`"),
-        None => "the selection".to_string(),
-    };
-    let mut msg = format!("{what} matched none of the {} frames read", s.frames_read);
-    if let Some(f) = s
-        .filter
-        .as_ref()
-        .filter(|f| !f.trim_start().starts_with("vlan"))
-    {
-        if s.tagged_read > 0 {
-            msg.push_str(&format!(
-                "; {} of them are VLAN-tagged, and a filter sees inside the tag only after `vlan`: try `vlan and {f}`",
-                s.tagged_read
-            ));
-        }
-    }
-    msg
 }
 
 /// The report of a file, rendered to `out` (and the report directory).

@@ -43,7 +43,6 @@ pub mod report_sink;
 pub mod select;
 pub mod source;
 pub mod summary;
-pub mod verify;
 pub mod words;
 
 pub use app::{analyze_bytes, main_with_args, run, run_in_memory, run_in_memory_files};

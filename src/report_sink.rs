@@ -7,6 +7,8 @@ use roce_parsers::capture::Record;
 use roce_parsers::DecodeOptions;
 
 use crate::analysis::report_build::CaptureMeta;
+use crate::analysis::verify::{CaptureContext, Verifier};
+use crate::analysis::watch::{FindingWatch, NewFindings, Told};
 use crate::analysis::{AnalysisConfig, Analyzer};
 use crate::decode::{summarize, FrameCounts};
 use crate::error::Error;
@@ -14,11 +16,9 @@ use crate::export::Exporter;
 use crate::model::{Expectations, Finding, PlotData, Report};
 use crate::monitor::events::EventWriter;
 use crate::monitor::metrics::QpCounts;
-use crate::monitor::watch::{FindingWatch, NewFindings, Told};
 use crate::pipeline::{Position, Sink};
 use crate::source::origins::FrameOrigins;
 use crate::summary::PacketSummary;
-use crate::verify::{CaptureContext, Verifier};
 
 pub struct ReportSink {
     analyzer: Analyzer,
@@ -158,7 +158,7 @@ impl ReportSink {
     fn watch(&mut self) {
         self.watch.get_or_insert_with(FindingWatch::default);
         self.analyzer
-            .keep_recent_ended(crate::monitor::watch::EVALUATE_EVERY_NS);
+            .keep_recent_ended(crate::analysis::watch::EVALUATE_EVERY_NS);
     }
 
     /// The findings that first held since the last call.
@@ -463,7 +463,7 @@ mod tests {
         let mut told = sink.take_told_findings();
         let during = told.len();
         // The rest (ended since the last evaluation, or open) is told at the end.
-        let ctx = crate::verify::CaptureContext::default();
+        let ctx = crate::analysis::verify::CaptureContext::default();
         told.extend(sink.finish(meta, &ctx, None).unwrap().told_at_end);
         let loss: Vec<u64> = told
             .iter()

@@ -16,6 +16,8 @@ pub mod report_build;
 #[cfg(test)]
 pub mod testing;
 pub mod timeline;
+pub mod verify;
+pub mod watch;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -25,7 +27,7 @@ use std::net::IpAddr;
 use roce_parsers::{Aeth, AethKind, Ecn, IcrcStatus, MacAddr, NakCode, Operation};
 use roce_parsers::{Opcode, Position, Psn, Qpn, Transport};
 
-use crate::model::PairingMethod;
+use crate::model::{Outcome, PairingMethod, PsnEvent};
 use crate::summary::{PacketSummary, Payload, RoceSummary};
 use flow::{Flow, FlowKey};
 use pfc::{PauseTracker, PfcConfig};
@@ -324,37 +326,6 @@ pub struct Analyzer {
     last: Outcome,
     /// Frame notes, when asked for (`AnalysisConfig::notes`).
     pub(crate) notes: Option<notes::Notes>,
-}
-
-/// What one frame did in the analysis: the flow it counted in (by `Flow::id`), and how its
-/// PSN was judged.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Outcome {
-    pub flow: Option<usize>,
-    pub psn: Option<PsnEvent>,
-    /// A CNP: the data flow it tells to slow down.
-    pub cnp_for: Option<usize>,
-    /// A NAK (sequence, error or RNR): the data flow it answers.
-    pub nak_for: Option<usize>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PsnEvent {
-    Gap,
-    Retransmitted,
-    Duplicate,
-    OutOfOrder,
-}
-
-impl PsnEvent {
-    pub fn name(self) -> &'static str {
-        match self {
-            PsnEvent::Gap => "gap",
-            PsnEvent::Retransmitted => "retransmitted",
-            PsnEvent::Duplicate => "duplicate",
-            PsnEvent::OutOfOrder => "out_of_order",
-        }
-    }
 }
 
 impl Analyzer {

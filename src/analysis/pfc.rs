@@ -338,7 +338,7 @@ pub struct MutualPause {
 }
 
 /// A PFC pause of one (source, priority): that key, and its (start, end) in ns.
-pub type SourcePause = ((MacAddr, u8), (u64, u64));
+pub use crate::model::SourcePause;
 
 /// Which sources paused one priority at the same time, told pause by pause as each closes,
 /// so that it holds however many pauses a capture or a monitor sees (the overlaps were once

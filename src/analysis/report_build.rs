@@ -33,24 +33,6 @@ pub struct AnalysisEnd {
     pub open_ids: Vec<usize>,
 }
 
-/// The report's flows still open at the end, as (`Flow::id`, entry) in the order they appeared:
-/// `order[i]` is the `Flow::id` of report flow `i`, `open` the ids still open.
-pub fn still_open<'a>(
-    report: &'a Report,
-    order: &[usize],
-    open: &[usize],
-) -> Vec<(usize, &'a FlowReport)> {
-    let open: std::collections::HashSet<usize> = open.iter().copied().collect();
-    let mut ending: Vec<(usize, &FlowReport)> = order
-        .iter()
-        .copied()
-        .zip(&report.flows)
-        .filter(|(id, _)| open.contains(id))
-        .collect();
-    ending.sort_by_key(|&(id, _)| id);
-    ending
-}
-
 /// What the reader and decoder know about the file, beyond the packets.
 #[derive(Debug, Clone, Default)]
 pub struct CaptureMeta {

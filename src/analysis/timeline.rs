@@ -217,44 +217,9 @@ impl Timelines {
     }
 }
 
-/// The time `[from, to)` spends in each slot of `slot_ns` from `origin` that it touches:
-/// (slot number, ns), in order. Time before `origin` is left out.
-pub fn slot_overlaps(
-    from: u64,
-    to: u64,
-    origin: u64,
-    slot_ns: u64,
-) -> impl Iterator<Item = (u64, u64)> {
-    let from = from.max(origin);
-    let slot_ns = slot_ns.max(1);
-    let first = (from - origin) / slot_ns;
-    let end = if to > from {
-        (to - 1 - origin) / slot_ns + 1
-    } else {
-        first
-    };
-    (first..end).map(move |k| {
-        let lo = origin + k * slot_ns;
-        (k, to.min(lo + slot_ns) - from.max(lo))
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_span_is_cut_at_the_slots_it_crosses() {
-        let cut: Vec<_> = slot_overlaps(15, 42, 10, 10).collect();
-        assert_eq!(cut, vec![(0, 5), (1, 10), (2, 10), (3, 2)]);
-        // Before the origin is left out; an empty span touches nothing.
-        assert_eq!(
-            slot_overlaps(0, 25, 10, 10).collect::<Vec<_>>(),
-            vec![(0, 10), (1, 5)]
-        );
-        assert_eq!(slot_overlaps(30, 30, 0, 10).count(), 0);
-        assert_eq!(slot_overlaps(5, 8, 10, 10).count(), 0);
-    }
 
     /// Found by tests/damaged.rs's mutated files: traffic 1,000 s after the capture's first
     /// frame, then a frame at its start, padded 10^9 one-microsecond bins in front (64 GB).

@@ -8,7 +8,7 @@ use roce_parsers::MacAddr;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::rows::TimelineRow;
-use crate::analysis::{Outcome, PsnEvent};
+use crate::model::{Outcome, PsnEvent};
 use crate::summary::{PacketSummary, Payload};
 
 /// A flow's current timeline bin.
@@ -129,7 +129,7 @@ impl Bins {
 
     /// The time from `from` to `to` that `key` (source, priority) paused, in its bins.
     pub fn paused(&mut self, (mac, prio): (MacAddr, u8), from: u64, to: u64) {
-        for (k, ns) in crate::analysis::timeline::slot_overlaps(from, to, 0, self.bin_ns) {
+        for (k, ns) in crate::model::slot_overlaps(from, to, 0, self.bin_ns) {
             self.pfc.entry((mac, prio, k * self.bin_ns)).or_default().2 += ns;
         }
     }

@@ -147,7 +147,7 @@ impl Exporter {
         report: &Report,
         order: &[usize],
         open: &[usize],
-        pauses: &[crate::analysis::pfc::SourcePause],
+        pauses: &[crate::model::SourcePause],
     ) -> Result<(), Error> {
         match self {
             Exporter::Whole(w) => w.finish(report, order, pauses),

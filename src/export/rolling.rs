@@ -21,8 +21,9 @@ use super::bins::{Bins, PfcBins};
 use super::rows::{self, PacketRow, TextCache, TimelineRow};
 use super::table::Table;
 use super::{io_err, remove_partitions, ExportConfig, TABLES};
-use crate::analysis::{Analyzer, Outcome};
+use crate::analysis::Analyzer;
 use crate::error::Error;
+use crate::model::Outcome;
 use crate::model::{Finding, FlowReport, Report};
 use crate::summary::PacketSummary;
 
@@ -245,12 +246,12 @@ impl RollingExport {
         report: &Report,
         order: &[usize],
         open: &[usize],
-        pauses: &[crate::analysis::pfc::SourcePause],
+        pauses: &[crate::model::SourcePause],
     ) -> Result<(), Error> {
         for &(key, iv) in pauses {
             self.pause_closed(key, iv);
         }
-        for (id, f) in crate::analysis::report_build::still_open(report, order, open) {
+        for (id, f) in report.still_open(order, open) {
             self.send(Row::Flow(Box::new(f.clone()), id as u64))?;
         }
         for row in self.bins.close_bins(None) {

@@ -12,9 +12,9 @@ use roce_parsers::{Aeth, IcrcStatus, NakCode, Opcode, TrafficClass};
 
 use super::bins::PfcBins;
 use super::table::{col, Column, Kind, Table};
-use crate::analysis::{Outcome, PsnEvent};
 use crate::error::Error;
 use crate::model::{Finding, FlowReport};
+use crate::model::{Outcome, PsnEvent};
 use crate::summary::{PacketSummary, Payload};
 
 pub const PACKET_COLUMNS: &[Column] = &[

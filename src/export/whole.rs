@@ -13,8 +13,8 @@ use super::bins::Bins;
 use super::rows::{self, PacketRow, TimelineRow};
 use super::table::Table;
 use super::{io_err, remove_partitions, ExportConfig};
-use crate::analysis::Outcome;
 use crate::error::Error;
+use crate::model::Outcome;
 use crate::model::Report;
 use crate::summary::PacketSummary;
 
@@ -92,7 +92,7 @@ impl WholeExport {
         mut self,
         report: &Report,
         order: &[usize],
-        pauses: &[crate::analysis::pfc::SourcePause],
+        pauses: &[crate::model::SourcePause],
     ) -> Result<(), Error> {
         for &(key, iv) in pauses {
             self.pause_closed(key, iv);

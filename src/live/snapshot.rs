@@ -284,7 +284,7 @@ impl Snapshots {
 
     /// Findings that first held (as `--events` tells them, ranked as the report ranks them):
     /// shown newest first, each once; those told together in the report's order.
-    pub fn findings_told(&mut self, told: &[crate::monitor::watch::Told]) {
+    pub fn findings_told(&mut self, told: &[crate::analysis::watch::Told]) {
         let at_s = self.started.elapsed().as_secs();
         for f in told.iter().rev().map(|t| &t.finding) {
             self.push_finding(LiveFinding {
@@ -419,7 +419,7 @@ pub mod tests {
             counts: counts.clone(),
             ..Default::default()
         };
-        let mut watch = crate::monitor::watch::FindingWatch::default();
+        let mut watch = crate::analysis::watch::FindingWatch::default();
         let told = watch
             .untold(0, &an.findings_now(&meta, false))
             .expect("findings");
@@ -470,7 +470,7 @@ pub mod tests {
             counts: counts.clone(),
             ..Default::default()
         };
-        let mut watch = crate::monitor::watch::FindingWatch::default();
+        let mut watch = crate::analysis::watch::FindingWatch::default();
         let told: Vec<_> = watch
             .untold(0, &an.findings_now(&meta, false))
             .expect("findings")

@@ -137,7 +137,7 @@ impl EventWriter {
         open: &[usize],
         ts_ns: u64,
     ) -> io::Result<()> {
-        for (id, f) in crate::analysis::report_build::still_open(report, order, open) {
+        for (id, f) in report.still_open(order, open) {
             let mut flow = f.clone();
             flow.id = id + 1;
             self.flow_end(ts_ns, &flow)?;

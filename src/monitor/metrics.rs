@@ -187,7 +187,7 @@ impl Metrics {
     /// by code and flow: the watch sees to that), or the final report's not told before:
     /// each counts the flows it told of first (a group's flows told before on their own are
     /// not counted twice).
-    pub fn findings_told(&mut self, told: &[crate::monitor::watch::Told]) {
+    pub fn findings_told(&mut self, told: &[crate::analysis::watch::Told]) {
         for t in told {
             self.count(&t.finding, t.first_told);
         }
@@ -729,7 +729,7 @@ mod tests {
             grouped_flows: Vec::new(),
         };
         let storm = |flow| finding(crate::model::FindingCode::PfcStorm, flow);
-        let mut watch = crate::monitor::watch::FindingWatch::default();
+        let mut watch = crate::analysis::watch::FindingWatch::default();
         let mut tell = |m: &mut Metrics, findings: &[crate::model::Finding]| {
             let told = watch.untold(0, findings);
             m.findings_told(&told.map_or(Vec::new(), |t| t.told().collect()));

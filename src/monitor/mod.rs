@@ -5,4 +5,3 @@
 pub mod events;
 pub mod http;
 pub mod metrics;
-pub mod watch;

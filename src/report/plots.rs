@@ -557,7 +557,7 @@ pub(super) fn paused_per_slot(
     let mut out = vec![0.0; slots];
     for &(a, b, paused) in spans.iter().filter(|s| s.1 > s.0) {
         let density = paused as f64 / (b - a) as f64;
-        let overlaps = crate::analysis::timeline::slot_overlaps(a, b, start_ns, slot_ns);
+        let overlaps = crate::model::slot_overlaps(a, b, start_ns, slot_ns);
         for (k, ns) in overlaps.take_while(|&(k, _)| k < slots as u64) {
             out[k as usize] += ns as f64 * density;
         }

@@ -140,7 +140,7 @@ pub(super) fn capture_findings(
         out.push(finding(
             Severity::Warning,
             FindingCode::NoRoce,
-            format!("{}: nothing was analysed", crate::app::nothing_kept(s)),
+            format!("{}: nothing was analysed", s.nothing_kept()),
             "the selection (filter, --qp, --finding) keeps no frame of this capture",
             None,
             0,

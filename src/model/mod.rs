@@ -9,6 +9,9 @@ use std::fmt::{self, Display};
 
 use serde::Serialize;
 
+mod values;
+pub use values::{slot_overlaps, Outcome, PsnEvent, SourcePause};
+
 use crate::rare::Rare;
 use std::sync::Arc;
 
@@ -26,6 +29,22 @@ pub struct Report {
     /// Present when --expect-* options were given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verify: Option<VerifyReport>,
+}
+
+impl Report {
+    /// The flows still open at the end, as (`Flow::id`, entry) in the order they appeared:
+    /// `order[i]` is the `Flow::id` of report flow `i`, `open` the ids still open.
+    pub fn still_open(&self, order: &[usize], open: &[usize]) -> Vec<(usize, &FlowReport)> {
+        let open: std::collections::HashSet<usize> = open.iter().copied().collect();
+        let mut ending: Vec<(usize, &FlowReport)> = order
+            .iter()
+            .copied()
+            .zip(&self.flows)
+            .filter(|(id, _)| open.contains(id))
+            .collect();
+        ending.sort_by_key(|&(id, _)| id);
+        ending
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -95,6 +114,33 @@ pub struct SelectionStats {
     /// Of those, VLAN-tagged (802.1Q or 802.1ad) Ethernet frames: a filter sees inside the
     /// tag only after `vlan`.
     pub tagged_read: u64,
+}
+
+impl SelectionStats {
+    /// What to tell when the selection kept none of the frames read.
+    pub fn nothing_kept(&self) -> String {
+        let what = match &self.filter {
+            Some(f) => format!("the filter `{f}`"),
+            None => "the selection".to_string(),
+        };
+        let mut msg = format!(
+            "{what} matched none of the {} frames read",
+            self.frames_read
+        );
+        if let Some(f) = self
+            .filter
+            .as_ref()
+            .filter(|f| !f.trim_start().starts_with("vlan"))
+        {
+            if self.tagged_read > 0 {
+                msg.push_str(&format!(
+                    "; {} of them are VLAN-tagged, and a filter sees inside the tag only after `vlan`: try `vlan and {f}`",
+                    self.tagged_read
+                ));
+            }
+        }
+        msg
+    }
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -1421,7 +1467,7 @@ mod tests {
 
     #[test]
     fn every_finding_code_is_documented() {
-        let docs = include_str!("../docs/json.md");
+        let docs = include_str!("../../docs/json.md");
         for code in FindingCode::ALL {
             assert_eq!(json(&code), format!("\"{}\"", code.name()));
             assert!(
@@ -1450,7 +1496,7 @@ mod tests {
         let value = serde_json::to_value(&flow).unwrap();
         let keys: Vec<&String> = value.as_object().unwrap().keys().collect();
         assert_eq!(keys.len(), 45, "{keys:?}");
-        let docs = include_str!("../docs/json.md");
+        let docs = include_str!("../../docs/json.md");
         for k in keys {
             assert!(
                 docs.contains(&format!("`{k}`")),
