@@ -18,7 +18,7 @@ use roce_parsers::link::LINKTYPE_ERF;
 use roce_parsers::pcapng_write::{self, OutPacket};
 
 use crate::analysis::notes::Notes;
-use crate::error::Error;
+use crate::common::error::Error;
 use crate::source::origins::FrameOrigins;
 
 /// Frame numbers kept, one bit each.
@@ -137,7 +137,10 @@ pub fn write_copy(out: AnnotateOutput, plan: CopyPlan<'_>) -> Result<CopyStats, 
                 let mut comments = notes.comments_of(frame);
                 if copy.several_inputs || subset {
                     let whose = if copy.several_inputs {
-                        format!(" (frame {in_input} of {})", crate::error::shown(name))
+                        format!(
+                            " (frame {in_input} of {})",
+                            crate::common::error::shown(name)
+                        )
                     } else {
                         format!(" (frame {in_input} of the input)")
                     };

@@ -10,21 +10,22 @@ use crate::analysis::report_build::CaptureMeta;
 use crate::analysis::verify::CaptureContext;
 use crate::analysis::AnalysisConfig;
 use crate::cli::{Config, Mode, ReportOptions, Source};
+use crate::common::destination::{self as output, Destination};
+use crate::common::error::{is_broken_pipe, Error};
+use crate::common::exit;
 use crate::diagnostics::Diagnostics;
-use crate::error::{is_broken_pipe, Error};
 use crate::live::snapshot::Snapshots;
 use crate::live::status::Status;
 use crate::model::{PlotData, Report};
-use crate::output::{self, Output};
 use crate::packets::{PacketPrinter, PrintSettings};
 use crate::pipeline::{Finished, Pipeline};
+use crate::report;
 use crate::report_sink::{ReportSink, SinkEnd};
 use crate::select::{SelectConfig, Selection};
 use crate::source::file::{FileSource, ReadMethod};
 use crate::source::live::{self, LiveConfig, LiveSource};
 use crate::source::Input;
 use crate::source::{consumed, consumer_failed, SourceEnd};
-use crate::{exit, report};
 
 /// Files at least this large get a progress bar (on a terminal).
 const PROGRESS_MIN_BYTES: u64 = 64 << 20;
@@ -228,7 +229,7 @@ fn run_correlate(config: &Config, paths: &[String]) -> Result<u8, Error> {
         });
     }
     let inputs: Vec<&str> = all_inputs.iter().map(String::as_str).collect();
-    if let Some(Output::File(out)) = json {
+    if let Some(Destination::File(out)) = json {
         output::refuse_input(out, &inputs)?;
     }
     if let Some(dir) = report_dir {
@@ -241,7 +242,7 @@ fn run_correlate(config: &Config, paths: &[String]) -> Result<u8, Error> {
         crate::report::correlation_dir::write_dir(dir, &doc)?;
         stderr_line!(
             "roce-sniff: report written to {}",
-            crate::error::shown(&dir.join("index.html").to_string_lossy())
+            crate::common::error::shown(&dir.join("index.html").to_string_lossy())
         );
     }
     let mut writer = output::open(json.as_ref())?;
@@ -259,7 +260,10 @@ fn run_correlate(config: &Config, paths: &[String]) -> Result<u8, Error> {
 }
 
 /// The exit code `--fail-on` gives `findings`, saying which finding failed the run.
-fn fail_on_code(fail_on: Option<&crate::exit::FailOn>, findings: &[crate::model::Finding]) -> u8 {
+fn fail_on_code(
+    fail_on: Option<&crate::common::exit::FailOn>,
+    findings: &[crate::model::Finding],
+) -> u8 {
     let Some(f) = fail_on.and_then(|f| f.first_failing(findings)) else {
         return exit::OK;
     };
@@ -286,7 +290,7 @@ fn check_outputs(config: &Config, inputs: &[&str]) -> Result<(), Error> {
         Mode::Report(opts) => (opts.json.as_ref(), opts.report_dir.as_ref()),
         Mode::Correlate { json, .. } => (json.as_ref(), None::<&std::path::PathBuf>),
     };
-    if let Some(Output::File(path)) = file {
+    if let Some(Destination::File(path)) = file {
         output::refuse_input(path, inputs)?;
     }
     if let Some(path) = &config.select.write {
@@ -356,7 +360,7 @@ fn expand_directories(paths: &[String]) -> Result<Vec<String>, Error> {
             Some(why) => {
                 stderr_line!(
                     "roce-sniff: warning: {}: {why}; skipped",
-                    crate::error::shown(f)
+                    crate::common::error::shown(f)
                 );
                 false
             }
@@ -365,7 +369,7 @@ fn expand_directories(paths: &[String]) -> Result<Vec<String>, Error> {
         if files.is_empty() {
             return Err(Error::Usage(format!(
                 "{}: a directory with no capture files",
-                crate::error::shown(p)
+                crate::common::error::shown(p)
             )));
         }
         out.extend(files);
@@ -426,14 +430,14 @@ fn open_inputs(paths: &[String], read: ReadMethod) -> Result<Input, Error> {
     }
     let files = paths
         .iter()
-        .map(|p| Ok(FileSource::open(p, read)?.stop_on(crate::interrupt::flag())))
+        .map(|p| Ok(FileSource::open(p, read)?.stop_on(crate::common::signals::flag())))
         .collect::<Result<Vec<_>, Error>>()?;
     Ok(Input::of_files(files))
 }
 
 /// A capture file (or `-`), with a progress bar for large files on a terminal.
 fn open_file(path: &str, read: ReadMethod) -> Result<FileSource, Error> {
-    let source = FileSource::open(path, read)?.stop_on(crate::interrupt::flag());
+    let source = FileSource::open(path, read)?.stop_on(crate::common::signals::flag());
     match source.size.filter(|&s| s >= PROGRESS_MIN_BYTES) {
         Some(size) if io::stderr().is_terminal() => {
             let bar = indicatif::ProgressBar::new(size);
@@ -449,7 +453,7 @@ fn open_file(path: &str, read: ReadMethod) -> Result<FileSource, Error> {
     }
 }
 
-fn output_error(out: Option<&Output>) -> impl Fn(io::Error) -> Error + '_ {
+fn output_error(out: Option<&Destination>) -> impl Fn(io::Error) -> Error + '_ {
     move |source| Error::Output {
         path: output::name(out),
         source,
@@ -575,7 +579,7 @@ fn report_from_file(
                 "roce-sniff: {} frames, {} comments, written to {}",
                 stats.frames,
                 stats.comments,
-                crate::error::shown(&path.to_string_lossy())
+                crate::common::error::shown(&path.to_string_lossy())
             );
         }
     }
@@ -610,15 +614,15 @@ fn stopped_by_output(
 }
 
 /// `--events`: its output opened before any work, written line by line.
-fn events_writer(out: &Output) -> Result<crate::monitor::events::EventWriter, Error> {
+fn events_writer(out: &Destination) -> Result<crate::monitor::events::EventWriter, Error> {
     let w: Box<dyn Write + Send> = match out {
-        Output::File(path) => Box::new(crate::monitor::events::create_file(path).map_err(
+        Destination::File(path) => Box::new(crate::monitor::events::create_file(path).map_err(
             |source| Error::Output {
                 path: path.clone(),
                 source,
             },
         )?),
-        Output::Stdout => Box::new(io::stdout()),
+        Destination::Stdout => Box::new(io::stdout()),
     };
     Ok(crate::monitor::events::EventWriter::new(w))
 }
@@ -640,7 +644,7 @@ const IDLE_CLOCK_SLACK_NS: u64 = 200_000_000;
 /// that is past the frames still queued, whose flows it would end before their last frames.
 fn idle_clock_ns(src: &crate::source::SourceStatus) -> u64 {
     src.handed_ns
-        .unwrap_or_else(crate::live::now_ns)
+        .unwrap_or_else(crate::common::clock::now_ns)
         .saturating_sub(IDLE_CLOCK_SLACK_NS)
 }
 
@@ -698,7 +702,7 @@ impl MetricsOutput {
     fn serve_final(&mut self, report: &Report) {
         self.metrics.report_findings(&report.findings);
         self.server.publish(self.metrics.text());
-        let stop = crate::interrupt::flag();
+        let stop = crate::common::signals::flag();
         // An earlier Ctrl-C ended the read: the report is out, and so is the wait.
         if stop.swap(false, std::sync::atomic::Ordering::SeqCst) {
             return;
@@ -857,10 +861,10 @@ fn render(
     written
         .and_then(|_| out.flush())
         .map_err(output_error(opts.json.as_ref()))?;
-    if let Some(Output::File(path)) = &opts.json {
+    if let Some(Destination::File(path)) = &opts.json {
         stderr_line!(
             "roce-sniff: report written to {}",
-            crate::error::shown(&path.to_string_lossy())
+            crate::common::error::shown(&path.to_string_lossy())
         );
     }
     let failed = report.verify.as_ref().is_some_and(|v| !v.passed);
@@ -919,8 +923,8 @@ impl LiveDisplay {
         live: &LiveConfig,
         stop: &'static std::sync::atomic::AtomicBool,
     ) -> Self {
-        let stdout_free = !matches!(opts.json, Some(output::Output::Stdout))
-            && !matches!(opts.events, Some(output::Output::Stdout));
+        let stdout_free = !matches!(opts.json, Some(Destination::Stdout))
+            && !matches!(opts.events, Some(Destination::Stdout));
         if stdout_free && !live.no_tui && std::io::stdout().is_terminal() {
             if let Ok(v) = crate::live::terminal::LiveView::start(stop) {
                 return LiveDisplay::View(v);
@@ -988,14 +992,14 @@ fn live_packets(
     source: LiveSource,
     diagnostics: Diagnostics,
     settings: &PrintSettings,
-    out: &Output,
+    out: &Destination,
     mut hint: NoRoceHint,
 ) -> Result<u8, Error> {
     let iface = source.interface.clone();
     let printer = PacketPrinter::new(settings.clone(), output::open(Some(out))?);
     let mut pipeline = Pipeline::new(printer, diagnostics, config.threads);
     let decoder = pipeline.frame_decoder(LiveSource::NANOSECOND_TIMES);
-    let stop = crate::interrupt::flag();
+    let stop = crate::common::signals::flag();
     let (end, consumed) = source.for_each_chunk(stop, decoder, |chunk, _, _| {
         pipeline.decoded(chunk)?;
         if let Some(h) = hint.check(&iface, pipeline.counts().roce) {
@@ -1027,7 +1031,7 @@ fn live_report(
     hint: NoRoceHint,
 ) -> Result<u8, Error> {
     let iface = source.interface.clone();
-    let stop = crate::interrupt::flag();
+    let stop = crate::common::signals::flag();
     let mut out = output::open(opts.json.as_ref())?;
     let ctx = CaptureContext {
         vlan_subinterface: source.vlan_subinterface.clone(),
@@ -1153,7 +1157,7 @@ impl LiveWatch {
         }
         self.show(pipeline, hint.as_deref(), src);
         if let Some(k) = src.kernel {
-            let now = crate::live::now_ns();
+            let now = crate::common::clock::now_ns();
             pipeline
                 .sink_mut()
                 .tell_drops(now, k.dropped, k.if_dropped)?;
@@ -1279,14 +1283,14 @@ mod tests {
     /// queued after it keep their flows.
     #[test]
     fn an_idle_link_clock_is_the_capture_hand_over_time_not_the_analysis_time() {
-        let handed = crate::live::now_ns() - 3_000_000_000;
+        let handed = crate::common::clock::now_ns() - 3_000_000_000;
         let status = crate::source::SourceStatus {
             handed_ns: Some(handed),
             ..Default::default()
         };
         assert_eq!(idle_clock_ns(&status), handed - IDLE_CLOCK_SLACK_NS);
         // Without a hand-over time (no live capture), the wall clock now.
-        let before = crate::live::now_ns() - IDLE_CLOCK_SLACK_NS;
+        let before = crate::common::clock::now_ns() - IDLE_CLOCK_SLACK_NS;
         assert!(idle_clock_ns(&Default::default()) >= before);
     }
 }

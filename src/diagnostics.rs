@@ -25,7 +25,7 @@ impl Diagnostics {
     /// `frame_limit`: most per-frame problems printed (the rest are counted).
     pub fn new(source: &str, frame_limit: u32) -> Self {
         Diagnostics {
-            source: crate::error::shown(source),
+            source: crate::common::error::shown(source),
             print: true,
             warnings: Vec::new(),
             unsupported: Vec::new(),

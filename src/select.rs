@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use roce_parsers::capture::Record;
 use roce_parsers::{decode_frame_with, DecodeOptions, Opcode};
 
-use crate::error::Error;
+use crate::common::error::Error;
 use crate::model::{FindingCode, FlowReport, Report};
 
 /// What to keep of a capture file.

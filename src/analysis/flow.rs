@@ -128,7 +128,7 @@ impl SmallTally {
     }
 }
 
-pub use crate::rare::{Empty, Rare};
+pub use crate::common::rare::{Empty, Rare};
 
 crate::empty!(Evidence);
 crate::empty!(NakCounts);

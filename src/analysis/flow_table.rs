@@ -98,7 +98,7 @@ impl<T> Chunked<T> {
         for (n, chunk) in self.chunks.into_iter().enumerate() {
             v.extend(chunk);
             if n % RELEASE_EVERY_CHUNKS == RELEASE_EVERY_CHUNKS - 1 {
-                crate::memory::release_free_memory();
+                crate::common::memory::release_free_memory();
             }
         }
         v

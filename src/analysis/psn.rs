@@ -33,8 +33,8 @@ use roce_parsers::Psn;
 use super::flow::Evidence;
 use super::notes::ResendCause;
 
+use crate::common::rare::Rare;
 use crate::model::PsnCounts;
-use crate::rare::Rare;
 
 /// Most holes tracked individually; beyond, skipped PSNs are only counted (missing).
 const MAX_HOLES: usize = 1024;

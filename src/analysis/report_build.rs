@@ -12,13 +12,13 @@ use super::flow::{Flow, FlowEvidence};
 use super::lifetime::KeptFlows;
 use super::pfc::PauseTracker;
 use super::{Analyzer, CNP_WINDOW_NS};
+use crate::common::rare::Rare;
 use crate::decode::FrameCounts;
 use crate::model::{
     Bin, CaptureMissed, CaptureReport, CaptureWarning, Feedback, Finding, FlowLabel, FlowReport,
     FlowRole, FlowSeries, MirrorReport, NakReport, PauseReport, PfcReport, PfcRow, PlotData,
     PriorityReport, Rates, Report, Tally, SCHEMA,
 };
-use crate::rare::Rare;
 
 /// The end of an analysis: the report, the plots' data, and what an export needs.
 pub struct AnalysisEnd {
@@ -390,7 +390,7 @@ impl Analyzer {
             evidence.push(flow_evidence(&f, At::End(last_ts), peer));
             self.fold_ended_samples(&f, last_ts);
             if n % RELEASE_EVERY == RELEASE_EVERY - 1 {
-                crate::memory::release_free_memory();
+                crate::common::memory::release_free_memory();
             }
         }
         ranked(reports, evidence)

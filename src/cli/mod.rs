@@ -10,10 +10,10 @@ pub mod generate;
 
 use crate::analysis::pfc::PfcConfig;
 use crate::analysis::AnalysisConfig;
-use crate::error::Error;
-use crate::exit::FailOn;
+use crate::common::destination::Destination;
+use crate::common::error::Error;
+use crate::common::exit::FailOn;
 use crate::model::{EcnExpect, Expectations};
-use crate::output::Output;
 use crate::packets::{PacketFormat, PrintSettings};
 use crate::select::SelectConfig;
 use crate::source::file::ReadMethod;
@@ -387,13 +387,13 @@ pub enum Mode {
     /// Every frame, one per line (--packets), as text or NDJSON.
     Packets {
         settings: PrintSettings,
-        out: Output,
+        out: Destination,
         /// --parquet: the frames analysed and exported too.
         export: Option<PacketsExport>,
     },
     /// Captures of several points correlated (--correlate), as text or JSON.
     Correlate {
-        json: Option<Output>,
+        json: Option<Destination>,
         decode: DecodeOptions,
         /// --report: the plots and the page.
         report_dir: Option<PathBuf>,
@@ -415,7 +415,7 @@ pub struct ReportOptions {
     pub analysis: AnalysisConfig,
     pub expect: Expectations,
     /// Where the JSON report goes; None prints the text report (or the verification table).
-    pub json: Option<Output>,
+    pub json: Option<Destination>,
     /// Where to write the report directory.
     pub report_dir: Option<PathBuf>,
     /// `--parquet`: where the tables go.
@@ -423,7 +423,7 @@ pub struct ReportOptions {
     /// `--metrics`: where to serve them, and how many QPs get series.
     pub metrics: Option<MetricsConfig>,
     /// `--events`: where the NDJSON events go.
-    pub events: Option<Output>,
+    pub events: Option<Destination>,
     /// `--fail-on`: findings that make the exit code 1.
     pub fail_on: Option<FailOn>,
     /// `--annotate`: where the annotated pcapng copy goes.
@@ -597,9 +597,9 @@ impl Config {
         }
         let json = a.json.as_deref().map(|j| {
             if j == "-" {
-                Output::Stdout
+                Destination::Stdout
             } else {
-                Output::File(PathBuf::from(j))
+                Destination::File(PathBuf::from(j))
             }
         });
         let mode = if a.correlate {
@@ -701,7 +701,7 @@ impl Args {
         }
     }
 
-    fn packets_mode(&self, json: Option<Output>, source: &Source) -> Result<Mode, Error> {
+    fn packets_mode(&self, json: Option<Destination>, source: &Source) -> Result<Mode, Error> {
         self.check_second_pass(source)?;
         // With --parquet the analysis runs too (the export needs it): its options apply.
         let analysing = self.parquet.is_some();
@@ -740,7 +740,7 @@ impl Args {
                 inputs: Vec::new(),
                 decode: self.decode_options(),
             },
-            out: json.unwrap_or(Output::Stdout),
+            out: json.unwrap_or(Destination::Stdout),
             export: match self.parquet_export(source, false)? {
                 Some(parquet) => Some(PacketsExport {
                     parquet,
@@ -751,7 +751,7 @@ impl Args {
         })
     }
 
-    fn correlate_mode(&self, json: Option<Output>) -> Result<Mode, Error> {
+    fn correlate_mode(&self, json: Option<Destination>) -> Result<Mode, Error> {
         if self.read.len() < 2 {
             return Err(usage(
                 "--correlate needs a capture of each point: -r A.pcap -r B.pcap ... in path order",
@@ -791,7 +791,7 @@ impl Args {
         })
     }
 
-    fn report_mode(&self, json: Option<Output>, source: &Source) -> Result<Mode, Error> {
+    fn report_mode(&self, json: Option<Destination>, source: &Source) -> Result<Mode, Error> {
         let events = self.events_output(&json)?;
         if self.roce_only {
             return Err(usage("--roce-only applies to --packets"));
@@ -851,7 +851,7 @@ impl Args {
     }
 
     /// `--events`: its output, refused where another output already has standard output.
-    fn events_output(&self, json: &Option<Output>) -> Result<Option<Output>, Error> {
+    fn events_output(&self, json: &Option<Destination>) -> Result<Option<Destination>, Error> {
         let events = match self.events.as_deref() {
             None => return Ok(None),
             Some("") => {
@@ -859,14 +859,14 @@ impl Args {
                     "--events= needs a file name (or --events for standard output)",
                 ))
             }
-            Some("-") => Output::Stdout,
-            Some(path) => Output::File(PathBuf::from(path)),
+            Some("-") => Destination::Stdout,
+            Some(path) => Destination::File(PathBuf::from(path)),
         };
-        if events == Output::Stdout {
+        if events == Destination::Stdout {
             let other = match json {
-                Some(Output::Stdout) => Some("--json"),
+                Some(Destination::Stdout) => Some("--json"),
                 None => Some("the text report"),
-                Some(Output::File(_)) => None,
+                Some(Destination::File(_)) => None,
             };
             if let Some(other) = other {
                 return Err(usage(&format!(
@@ -1024,7 +1024,7 @@ mod tests {
         let Mode::Report(r) = c.mode else {
             panic!("report mode expected")
         };
-        assert!(matches!(r.json, Some(Output::Stdout)));
+        assert!(matches!(r.json, Some(Destination::Stdout)));
         let c = Config::from_args(["roce-sniff", "-r", "x", "--json", "-", "vlan"]).unwrap();
         assert_eq!(c.select.filter.as_deref(), Some("vlan"));
         let e = Config::from_args(["roce-sniff", "-r", "x", "--report", "-"]).unwrap_err();
@@ -1043,7 +1043,7 @@ mod tests {
         let Mode::Report(r) = &c.mode else {
             panic!("report mode expected")
         };
-        assert!(matches!(r.json, Some(Output::Stdout)));
+        assert!(matches!(r.json, Some(Destination::Stdout)));
         let c = with(&["--packets"]);
         assert!(matches!(c.mode, Mode::Packets { .. }));
         let c = Config::from_args(["roce-sniff", "-r", "x", "--", "vlan", "--json"]).unwrap();

@@ -1,11 +1,11 @@
 //! Findings of a correlation: where packets were lost, where CE was set, where the marking
 //! was rewritten.
 
+use crate::common::words::plural;
 use crate::model::{
     CorrelatedFlow, CorrelationReport, Finding, FindingCode, FindingGroup, FlowHop, FlowLabel,
     GroupMember, HopReport, Severity,
 };
-use crate::words::plural;
 
 /// Frames listed with a finding.
 const FRAMES_SHOWN: usize = 5;

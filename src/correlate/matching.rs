@@ -23,8 +23,8 @@ use rustc_hash::FxHashMap;
 use super::reader::{self, Message};
 use super::{PointFiles, Sighting};
 use crate::analysis::latency::Samples;
+use crate::common::error::Error;
 use crate::diagnostics::Diagnostics;
-use crate::error::Error;
 use crate::model::{DelayStats, FlowHop, HopReport, QueueingStats};
 
 /// Two captures' timestamps may disagree by this much beyond the minimum delay (timestamping

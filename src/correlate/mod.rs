@@ -24,7 +24,7 @@ use std::net::IpAddr;
 
 use roce_parsers::DecodeOptions;
 
-use crate::error::Error;
+use crate::common::error::Error;
 use crate::model::CORRELATION_SCHEMA;
 use crate::model::{CorrelatedFlow, CorrelationDocument, CorrelationReport, PointReport};
 

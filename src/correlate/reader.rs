@@ -11,8 +11,8 @@ use roce_parsers::{DecodeOptions, Opcode, RoceVersion};
 use rustc_hash::FxHasher;
 
 use super::{PointFiles, Sighting};
+use crate::common::error::Error;
 use crate::decode::decode;
-use crate::error::Error;
 use crate::source::file::{FileSource, ReadMethod};
 use crate::source::{Input, SourceEnd};
 

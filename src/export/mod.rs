@@ -15,7 +15,7 @@ mod whole;
 use std::path::{Path, PathBuf};
 
 use crate::analysis::Analyzer;
-use crate::error::Error;
+use crate::common::error::Error;
 use crate::model::{Finding, FlowReport, Report};
 use crate::summary::PacketSummary;
 use rolling::RollingExport;

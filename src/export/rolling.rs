@@ -22,7 +22,7 @@ use super::rows::{self, PacketRow, TextCache, TimelineRow};
 use super::table::Table;
 use super::{io_err, remove_partitions, ExportConfig, TABLES};
 use crate::analysis::Analyzer;
-use crate::error::Error;
+use crate::common::error::Error;
 use crate::model::Outcome;
 use crate::model::{Finding, FlowReport, Report};
 use crate::summary::PacketSummary;

@@ -12,7 +12,7 @@ use roce_parsers::{Aeth, IcrcStatus, NakCode, Opcode, TrafficClass};
 
 use super::bins::PfcBins;
 use super::table::{col, Column, Kind, Table};
-use crate::error::Error;
+use crate::common::error::Error;
 use crate::model::{Finding, FlowReport};
 use crate::model::{Outcome, PsnEvent};
 use crate::summary::{PacketSummary, Payload};

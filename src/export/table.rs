@@ -18,7 +18,7 @@ use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::parser::parse_message_type;
 use parquet::schema::types::ColumnPath;
 
-use crate::error::Error;
+use crate::common::error::Error;
 
 /// How a table's file is cut: rows per row group, and the statistics kept of each column.
 #[derive(Debug, Clone, Copy)]

@@ -13,7 +13,7 @@ use super::bins::Bins;
 use super::rows::{self, PacketRow, TimelineRow};
 use super::table::Table;
 use super::{io_err, remove_partitions, ExportConfig};
-use crate::error::Error;
+use crate::common::error::Error;
 use crate::model::Outcome;
 use crate::model::Report;
 use crate::summary::PacketSummary;
@@ -129,7 +129,7 @@ impl WholeExport {
         let _ = std::fs::remove_file(&self.timeline_path);
         stderr_line!(
             "roce-sniff: tables packets, flows, findings, timeline, pfc written to {} (partition capture={})",
-            crate::error::shown(&self.cfg.dir.to_string_lossy()),
+            crate::common::error::shown(&self.cfg.dir.to_string_lossy()),
             self.cfg.capture
         );
         Ok(())

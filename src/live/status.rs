@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::snapshot::Snapshot;
-use super::units::{bit_rate, frame_rate};
+use crate::common::units::{bit_rate, frame_rate};
 
 const STATUS_EVERY: Duration = Duration::from_secs(1);
 

@@ -11,8 +11,8 @@ use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table};
 use ratatui::Frame;
 
 use super::snapshot::{QpRow, Snapshot};
-use super::units::{bit_rate, duration_ns, frame_rate};
-use crate::words::plural;
+use crate::common::units::{bit_rate, duration_ns, frame_rate};
+use crate::common::words::plural;
 
 /// What the person at the view chose.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -12,7 +12,7 @@ use serde::Serialize;
 mod values;
 pub use values::{slot_overlaps, Outcome, PsnEvent, SourcePause};
 
-use crate::rare::Rare;
+use crate::common::rare::Rare;
 use std::sync::Arc;
 
 pub const SCHEMA: &str = "roce-sniff.report/4";

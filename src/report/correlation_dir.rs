@@ -11,7 +11,7 @@ use super::dir::write;
 use super::plots::{
     draw_key, err, register_fonts, split_for_key, Chart, DrawResult, Key, HEIGHT, WIDTH,
 };
-use crate::error::Error;
+use crate::common::error::Error;
 use crate::model::{CorrelationDocument, HopReport};
 
 /// The files the directory holds.
@@ -261,7 +261,7 @@ pub fn write_dir(dir: &Path, d: &CorrelationDocument) -> Result<(), Error> {
         path: dir.to_path_buf(),
         source: std::io::Error::other(e),
     };
-    crate::output::make_report_dir(dir)?;
+    crate::common::destination::make_report_dir(dir)?;
     register_fonts();
     let delay = draw_both(dir, Plot::HopDelay, d).map_err(out_err)?;
     let loss = draw_both(dir, Plot::LossLocation, d).map_err(out_err)?;

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::html;
 use super::plots::{self, css_color, flow_color, Rendered};
-use crate::error::Error;
+use crate::common::error::Error;
 use crate::model::{Bin, PlotData, Report};
 
 const TIMELINE_SCHEMA: &str = "roce-sniff.timeline/2";
@@ -217,7 +217,7 @@ pub fn write_dir(
     text: &str,
     d: &PlotData,
 ) -> Result<Vec<PathBuf>, Error> {
-    crate::output::make_report_dir(dir)?;
+    crate::common::destination::make_report_dir(dir)?;
     let mut files = Vec::new();
     let mut json = Vec::new();
     super::json::write_pretty(&mut json, report).map_err(|source| Error::Output {

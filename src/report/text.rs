@@ -2,9 +2,9 @@
 
 use std::fmt::Write as _;
 
-use crate::error::shown;
+use crate::common::error::shown;
+use crate::common::words::plural;
 use crate::model::{CaptureReport, Finding, FlowReport, Report, Severity};
-use crate::words::plural;
 
 fn human_bytes(b: u64) -> String {
     let b = b as f64;

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use super::text::counts;
-use crate::error::shown;
+use crate::common::error::shown;
 use crate::model::{EcnExpect, Expectations, Verdict, VerifyKind, VerifyReport};
 
 fn expectations_text(e: &Expectations) -> String {

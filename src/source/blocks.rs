@@ -11,7 +11,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use super::mapped::MappedFile;
-use crate::error::Error;
+use crate::common::error::Error;
 
 /// Size of one read: 2 MiB blocks stay in the shared cache between the thread that fills them
 /// and the threads that decode them (measured: 8 MiB blocks were 20-30% slower).

@@ -16,7 +16,7 @@ use super::blocks::{Feed, WINDOW};
 use super::framing::{self, Framed, FramingInput, Message};
 use super::mapped::MIN_MAPPED_BYTES;
 use super::{SourceEnd, SourceStatus};
-use crate::error::Error;
+use crate::common::error::Error;
 
 /// Most records handed to the consumer at once.
 pub const BATCH: usize = 16 * 1024;

@@ -16,7 +16,7 @@ use roce_parsers::capture::{
 use super::blocks::{BlockReader, Bytes, Feed};
 use super::mapped::{prefetch, PREFETCH_AHEAD};
 use super::{SourceEnd, SourceProblem};
-use crate::error::Error;
+use crate::common::error::Error;
 use crate::model::WarningKind;
 
 /// Record lists kept for reuse: as many as blocks can be in flight.
@@ -270,7 +270,7 @@ impl Framer {
                 self.stop = Some(format!(
                     "reading failed after {} bytes: {}",
                     self.offset,
-                    crate::error::describe(&source)
+                    crate::common::error::describe(&source)
                 ));
                 return Ok(None);
             }

@@ -13,9 +13,9 @@ use roce_parsers::capture::Record;
 
 use super::pace::{Backlog, Pacer, Wait};
 use super::{SourceEnd, SourceProblem, SourceStatus};
+use crate::common::error::Error;
+use crate::common::exit;
 use crate::diagnostics::Diagnostics;
-use crate::error::Error;
-use crate::exit;
 use crate::model::{LiveStats, WarningKind};
 
 /// RoCEv2, RoCEv1 and MAC Control (PFC, PAUSE), untagged, tagged (802.1Q or 802.1ad) or
@@ -269,7 +269,7 @@ impl LiveSource {
             nanosecond_times: Self::NANOSECOND_TIMES,
             capture_drops: kernel.map(|k| k.dropped + k.if_dropped),
             kernel,
-            handed_ns: Some(crate::live::now_ns()),
+            handed_ns: Some(crate::common::clock::now_ns()),
         }
     }
 

@@ -17,7 +17,7 @@ use super::batch::CopiedBatch;
 use super::file::FileSource;
 use super::origins::FrameOrigins;
 use super::{SourceEnd, SourceProblem, SourceStatus};
-use crate::error::Error;
+use crate::common::error::Error;
 
 enum Message {
     Batch(CopiedBatch, SourceStatus),
@@ -271,7 +271,7 @@ fn combine(cursors: Vec<Option<Cursor>>, names: &[String]) -> Result<SourceEnd, 
         all.snaplen = all.snaplen.max(end.snaplen);
         all.problems
             .extend(end.problems.into_iter().map(|p| SourceProblem {
-                message: format!("{}: {}", crate::error::shown(name), p.message),
+                message: format!("{}: {}", crate::common::error::shown(name), p.message),
                 ..p
             }));
     }

@@ -16,7 +16,7 @@ use std::io;
 
 use roce_parsers::capture::Record;
 
-use crate::error::Error;
+use crate::common::error::Error;
 use crate::model::{LiveStats, WarningKind};
 
 /// What is read from files: one capture, or several read as one.

@@ -5,11 +5,11 @@ use roce_parsers::link::{is_cooked, LINKTYPE_ETHERNET};
 
 use super::{finding, CaptureFacts};
 use crate::analysis::flow::FlowEvidence;
+use crate::common::words::plural;
 use crate::model::{
     CaptureReport, Finding, FindingCode, FindingGroup, FlowReport, GroupMember, Severity,
     WarningKind,
 };
-use crate::words::plural;
 
 /// Whether the capture itself says it is incomplete: damage, drops, a mirror's sequence
 /// holes, PSNs it missed.

@@ -11,9 +11,9 @@ use super::finding;
 use crate::analysis::cm::{CmAnswer, CmRequest, CmRequests, Unanswered};
 use crate::analysis::flow::{Evidence, FlowEvidence};
 use crate::analysis::IcmpKey;
+use crate::common::words::{duration, plural};
 use crate::model::FlowLabel;
 use crate::model::{Finding, FindingCode, FlowReport, Severity};
-use crate::words::{duration, plural};
 
 /// The transport retry count's largest value (3 bits in the QP's attributes): a PSN resent this
 /// often before the QP falls silent ran out of retries.

@@ -19,11 +19,11 @@ use roce_parsers::MacAddr;
 use super::flow::{Evidence, FlowEvidence};
 use super::pfc::MutualPause;
 use super::INCAST_MIN_SENDERS;
+use crate::common::words::plural;
 use crate::model::{
     CaptureReport, Finding, FindingCode, FindingGroup, FlowReport, FlowRole, GroupMember,
     PauseReport, PfcReport, PriorityReport, Severity,
 };
-use crate::words::plural;
 
 /// What findings need of the capture beyond its report.
 pub struct CaptureFacts<'a> {

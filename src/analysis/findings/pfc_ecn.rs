@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 
 use super::{finding, CaptureFacts};
 use crate::analysis::flow::FlowEvidence;
+use crate::common::words::plural;
 use crate::model::{Finding, FindingCode, FlowReport, FlowRole, PfcReport, Severity};
-use crate::words::plural;
 
 /// A flow is CE-marked heavily when at least this share of its packets is.
 const ECN_HEAVY_SHARE: f64 = 0.5;

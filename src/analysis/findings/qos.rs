@@ -9,10 +9,10 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::{finding, CaptureFacts};
 use crate::analysis::flow::FlowEvidence;
+use crate::common::words::plural;
 use crate::model::{
     CaptureReport, Finding, FindingCode, FlowLabel, FlowReport, FlowRole, Severity,
 };
-use crate::words::plural;
 
 /// A flow's label as a map key of 8 bytes (checked on a hit).
 fn label_hash(label: FlowLabel<&str>) -> u64 {

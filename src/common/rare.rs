@@ -18,7 +18,7 @@ pub trait Empty: Default + 'static {
 #[macro_export]
 macro_rules! empty {
     ($t:ty) => {
-        impl $crate::rare::Empty for $t {
+        impl $crate::common::rare::Empty for $t {
             fn empty() -> &'static Self {
                 static EMPTY: std::sync::LazyLock<$t> = std::sync::LazyLock::new(<$t>::default);
                 &EMPTY

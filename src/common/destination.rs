@@ -1,15 +1,15 @@
-//! Where results go: a file or standard output, opened before the long work starts so that a
-//! bad path fails early.
+//! Where results go (a file or standard output), opened before the long work starts so that
+//! a bad path fails early; and the rules of a report directory.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
-use crate::error::Error;
+use crate::common::error::Error;
 
-/// Where JSON goes.
+/// Where an output goes: standard output, or a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Output {
+pub enum Destination {
     Stdout,
     File(PathBuf),
 }
@@ -17,9 +17,9 @@ pub enum Output {
 /// Output buffered in large blocks; `Send`, so a sink may write while frames are decoded.
 pub type Writer = Box<dyn Write + Send>;
 
-pub fn open(out: Option<&Output>) -> Result<Writer, Error> {
+pub fn open(out: Option<&Destination>) -> Result<Writer, Error> {
     match out {
-        Some(Output::File(path)) => {
+        Some(Destination::File(path)) => {
             let f = File::create(path).map_err(|source| Error::Output {
                 path: path.clone(),
                 source,
@@ -31,9 +31,9 @@ pub fn open(out: Option<&Output>) -> Result<Writer, Error> {
 }
 
 /// The name of an output in error messages.
-pub fn name(out: Option<&Output>) -> PathBuf {
+pub fn name(out: Option<&Destination>) -> PathBuf {
     match out {
-        Some(Output::File(path)) => path.clone(),
+        Some(Destination::File(path)) => path.clone(),
         _ => PathBuf::from("<stdout>"),
     }
 }
@@ -54,7 +54,7 @@ pub fn refuse_input(out: &std::path::Path, inputs: &[&str]) -> Result<(), Error>
         if same_file(out, std::path::Path::new(input)) {
             return Err(Error::Usage(format!(
                 "{}: this is the capture being read; writing to it would destroy it",
-                crate::error::shown(&out.to_string_lossy())
+                crate::common::error::shown(&out.to_string_lossy())
             )));
         }
     }
@@ -79,7 +79,7 @@ pub fn check_report_dir(
     let refuse = |why: String| {
         Err(Error::Usage(format!(
             "{}: {why}",
-            crate::error::shown(&dir.to_string_lossy())
+            crate::common::error::shown(&dir.to_string_lossy())
         )))
     };
     let err = |source| Error::Output {
@@ -100,7 +100,7 @@ pub fn check_report_dir(
     if let Some(input) = input_dirs.iter().find(|input| is_within(dir, input)) {
         return refuse(format!(
             "the report would go inside {}, a directory being read (its files would be read as captures); give a directory outside it",
-            crate::error::shown(&input.to_string_lossy())
+            crate::common::error::shown(&input.to_string_lossy())
         ));
     }
     if !dir.is_dir() {
@@ -130,7 +130,7 @@ pub fn check_report_dir(
     }
     stderr_line!(
         "roce-sniff: replacing the report in {}",
-        crate::error::shown(&dir.to_string_lossy())
+        crate::common::error::shown(&dir.to_string_lossy())
     );
     Ok(())
 }
