@@ -5,7 +5,7 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use roce_parsers::capture::Record;
 use roce_parsers::decode_frame;
-use roce_sniff::summary::PacketSummary;
+use roce_sniff::decode::summary::PacketSummary;
 use roce_testgen::frames::{self, FrameSpec, Net, RoceSpec};
 
 fn frames() -> Vec<(&'static str, Vec<u8>)> {

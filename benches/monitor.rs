@@ -18,11 +18,11 @@ use roce_sniff::analysis::report_build::CaptureMeta;
 use roce_sniff::analysis::verify::CaptureContext;
 use roce_sniff::analysis::AnalysisConfig;
 use roce_sniff::decode::summarize;
+use roce_sniff::decode::summary::PacketSummary;
 use roce_sniff::export::{ExportConfig, Exporter, DEFAULT_BIN_NS};
 use roce_sniff::monitor::events::EventWriter;
 use roce_sniff::pipeline::Sink;
 use roce_sniff::report_sink::ReportSink;
-use roce_sniff::summary::PacketSummary;
 use roce_testgen::churn::{write_churn, ChurnConfig};
 
 /// Frames handed to the sink at once, as a live capture's batches.

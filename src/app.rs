@@ -13,15 +13,15 @@ use crate::cli::{Config, Mode, ReportOptions, Source};
 use crate::common::destination::{self as output, Destination};
 use crate::common::error::{is_broken_pipe, Error};
 use crate::common::exit;
-use crate::diagnostics::Diagnostics;
+use crate::decode::select::{SelectConfig, Selection};
 use crate::live::snapshot::Snapshots;
 use crate::live::status::Status;
 use crate::model::{PlotData, Report};
 use crate::packets::{PacketPrinter, PrintSettings};
+use crate::pipeline::diagnostics::Diagnostics;
 use crate::pipeline::{Finished, Pipeline};
 use crate::report;
 use crate::report_sink::{ReportSink, SinkEnd};
-use crate::select::{SelectConfig, Selection};
 use crate::source::file::{FileSource, ReadMethod};
 use crate::source::live::{self, LiveConfig, LiveSource};
 use crate::source::Input;
@@ -171,7 +171,7 @@ fn with_finding_selection(
     let origins = end.origins.take();
     let ctx = CaptureContext::default();
     let report = finish_report(finished, end, name, &ctx, origins.as_ref())?.report;
-    let selection = crate::select::FindingSelection::of(&report, codes);
+    let selection = crate::decode::select::FindingSelection::of(&report, codes);
     let names: Vec<&str> = codes.iter().map(|c| c.name()).collect();
     if selection.is_empty() {
         stderr_line!(

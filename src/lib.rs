@@ -26,7 +26,6 @@ pub mod cli;
 pub mod common;
 pub mod correlate;
 pub mod decode;
-pub mod diagnostics;
 pub mod export;
 pub mod live;
 pub mod model;
@@ -35,8 +34,6 @@ pub mod packets;
 pub mod pipeline;
 pub mod report;
 pub mod report_sink;
-pub mod select;
 pub mod source;
-pub mod summary;
 
 pub use app::{analyze_bytes, main_with_args, run, run_in_memory, run_in_memory_files};

@@ -16,10 +16,10 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
 use crate::analysis::Analyzer;
+use crate::decode::summary::PacketSummary;
 use crate::decode::{decode, FrameCounts};
 use crate::export::Exporter;
 use crate::pipeline::{Position, Sink};
-use crate::summary::PacketSummary;
 
 /// A value serialized as its `Display` text (MAC addresses).
 struct AsText<T>(T);

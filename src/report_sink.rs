@@ -11,6 +11,7 @@ use crate::analysis::verify::{CaptureContext, Verifier};
 use crate::analysis::watch::{FindingWatch, NewFindings, Told};
 use crate::analysis::{AnalysisConfig, Analyzer};
 use crate::common::error::Error;
+use crate::decode::summary::PacketSummary;
 use crate::decode::{summarize, FrameCounts};
 use crate::export::Exporter;
 use crate::model::{Expectations, Finding, PlotData, Report};
@@ -18,7 +19,6 @@ use crate::monitor::events::EventWriter;
 use crate::monitor::metrics::QpCounts;
 use crate::pipeline::{Position, Sink};
 use crate::source::origins::FrameOrigins;
-use crate::summary::PacketSummary;
 
 pub struct ReportSink {
     analyzer: Analyzer,

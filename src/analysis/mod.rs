@@ -27,8 +27,8 @@ use std::net::IpAddr;
 use roce_parsers::{Aeth, AethKind, Ecn, IcrcStatus, MacAddr, NakCode, Operation};
 use roce_parsers::{Opcode, Position, Psn, Qpn, Transport};
 
+use crate::decode::summary::{PacketSummary, Payload, RoceSummary};
 use crate::model::{Outcome, PairingMethod, PsnEvent};
-use crate::summary::{PacketSummary, Payload, RoceSummary};
 use flow::{Flow, FlowKey};
 use pfc::{PauseTracker, PfcConfig};
 use psn::Arrival;

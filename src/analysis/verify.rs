@@ -10,11 +10,11 @@ use roce_parsers::link::{is_cooked, LINKTYPE_ETHERNET};
 use roce_parsers::{Opcode, TrafficClass};
 
 use crate::analysis::flow::{FlowKey, EVIDENCE_FRAMES};
+use crate::decode::summary::{PacketSummary, Payload};
 use crate::model::{
     EcnExpect, Expectations, Field, FieldViolation, FlowVerify, Seen, Unverifiable, Verdict,
     VerifyKind, VerifyReport,
 };
-use crate::summary::{PacketSummary, Payload};
 
 #[derive(Debug, Clone, Default)]
 struct FlowCheck {
@@ -272,7 +272,7 @@ fn flow_verify(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::summary::RoceSummary;
+    use crate::decode::summary::RoceSummary;
     use roce_parsers::IcrcStatus;
 
     fn frame(n: u64, vlan: Option<(u16, u8)>, tclass: u8) -> PacketSummary {

@@ -9,9 +9,9 @@ use std::collections::{HashMap, HashSet};
 use crate::analysis::findings;
 use crate::analysis::report_build::CaptureMeta;
 use crate::analysis::Analyzer;
+use crate::decode::summary::PacketSummary;
 use crate::decode::FrameCounts;
 use crate::model::Finding;
-use crate::summary::PacketSummary;
 
 /// Findings are evaluated this often, in capture time.
 pub const EVALUATE_EVERY_NS: u64 = 1_000_000_000;

@@ -24,8 +24,8 @@ use super::reader::{self, Message};
 use super::{PointFiles, Sighting};
 use crate::analysis::latency::Samples;
 use crate::common::error::Error;
-use crate::diagnostics::Diagnostics;
 use crate::model::{DelayStats, FlowHop, HopReport, QueueingStats};
+use crate::pipeline::diagnostics::Diagnostics;
 
 /// Two captures' timestamps may disagree by this much beyond the minimum delay (timestamping
 /// jitter, a minimum estimated from a sample) and still explain each other.

@@ -8,8 +8,8 @@ use roce_parsers::MacAddr;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::rows::TimelineRow;
+use crate::decode::summary::{PacketSummary, Payload};
 use crate::model::{Outcome, PsnEvent};
-use crate::summary::{PacketSummary, Payload};
 
 /// A flow's current timeline bin.
 #[derive(Default, Clone, Copy)]

@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 
 use crate::analysis::Analyzer;
 use crate::common::error::Error;
+use crate::decode::summary::PacketSummary;
 use crate::model::{Finding, FlowReport, Report};
-use crate::summary::PacketSummary;
 use rolling::RollingExport;
 use whole::WholeExport;
 

@@ -23,9 +23,9 @@ use super::table::Table;
 use super::{io_err, remove_partitions, ExportConfig, TABLES};
 use crate::analysis::Analyzer;
 use crate::common::error::Error;
+use crate::decode::summary::PacketSummary;
 use crate::model::Outcome;
 use crate::model::{Finding, FlowReport, Report};
-use crate::summary::PacketSummary;
 
 /// The tables written a row at a time while an interval runs (the PFC part is written at its
 /// end).

@@ -13,9 +13,9 @@ use roce_parsers::{Aeth, IcrcStatus, NakCode, Opcode, TrafficClass};
 use super::bins::PfcBins;
 use super::table::{col, Column, Kind, Table};
 use crate::common::error::Error;
+use crate::decode::summary::{PacketSummary, Payload};
 use crate::model::{Finding, FlowReport};
 use crate::model::{Outcome, PsnEvent};
-use crate::summary::{PacketSummary, Payload};
 
 pub const PACKET_COLUMNS: &[Column] = &[
     col("frame", Kind::I64, false),

@@ -14,9 +14,9 @@ use super::rows::{self, PacketRow, TimelineRow};
 use super::table::Table;
 use super::{io_err, remove_partitions, ExportConfig};
 use crate::common::error::Error;
+use crate::decode::summary::PacketSummary;
 use crate::model::Outcome;
 use crate::model::Report;
-use crate::summary::PacketSummary;
 
 pub struct WholeExport {
     cfg: ExportConfig,

@@ -15,8 +15,8 @@ use super::pace::{Backlog, Pacer, Wait};
 use super::{SourceEnd, SourceProblem, SourceStatus};
 use crate::common::error::Error;
 use crate::common::exit;
-use crate::diagnostics::Diagnostics;
 use crate::model::{LiveStats, WarningKind};
+use crate::pipeline::diagnostics::Diagnostics;
 
 /// RoCEv2, RoCEv1 and MAC Control (PFC, PAUSE), untagged, tagged (802.1Q or 802.1ad) or
 /// double-tagged. Each `vlan` shifts the offsets for the rest of the expression, hence the

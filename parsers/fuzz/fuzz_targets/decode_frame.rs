@@ -39,5 +39,5 @@ fuzz_target!(|data: &[u8]| {
         input_frame: 1,
         data: bytes,
     };
-    let _ = roce_sniff::summary::PacketSummary::new(1, &record, &frame);
+    let _ = roce_sniff::decode::summary::PacketSummary::new(1, &record, &frame);
 });

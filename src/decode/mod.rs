@@ -3,11 +3,14 @@
 
 use std::collections::BTreeMap;
 
+pub mod select;
+pub mod summary;
+
 use roce_parsers::capture::Record;
 use roce_parsers::{decode_frame_with, DecodeError, DecodeOptions, Frame, IcrcStatus, Layer};
 
+use crate::decode::summary::{PacketSummary, Payload};
 use crate::model::{MalformedByLayer, TruncatedBy};
-use crate::summary::{PacketSummary, Payload};
 use roce_parsers::frame::Truncation;
 
 /// Decodes one record.

@@ -4,16 +4,18 @@
 //! ripgrep's searcher drives its printers. The sinks: the per-frame printer (`--packets`) and
 //! the report (analysis and verification). Results are the same at any thread count.
 
+pub mod diagnostics;
+
 use rayon::prelude::*;
 use rayon::ThreadPool;
 use roce_parsers::capture::Record;
 
+use crate::decode::summary::PacketSummary;
 use crate::decode::FrameCounts;
-use crate::diagnostics::Diagnostics;
 use crate::model::WarningKind;
+use crate::pipeline::diagnostics::Diagnostics;
 use crate::source::live::FrameDecode;
 use crate::source::SourceStatus;
-use crate::summary::PacketSummary;
 
 /// Records decoded per parallel task.
 const CHUNK: usize = 1024;
