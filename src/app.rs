@@ -14,13 +14,13 @@ use crate::common::destination::{self as output, Destination};
 use crate::common::error::{is_broken_pipe, Error};
 use crate::common::exit;
 use crate::decode::select::{SelectConfig, Selection};
-use crate::live::snapshot::Snapshots;
-use crate::live::status::Status;
 use crate::model::{PlotData, Report};
-use crate::packets::{PacketPrinter, PrintSettings};
+use crate::outputs::live::snapshot::Snapshots;
+use crate::outputs::live::status::Status;
+use crate::outputs::packets::{PacketPrinter, PrintSettings};
+use crate::outputs::report;
 use crate::pipeline::diagnostics::Diagnostics;
 use crate::pipeline::{Finished, Pipeline};
-use crate::report;
 use crate::report_sink::{ReportSink, SinkEnd};
 use crate::source::file::{FileSource, ReadMethod};
 use crate::source::live::{self, LiveConfig, LiveSource};
@@ -233,13 +233,13 @@ fn run_correlate(config: &Config, paths: &[String]) -> Result<u8, Error> {
         output::refuse_input(out, &inputs)?;
     }
     if let Some(dir) = report_dir {
-        for name in crate::report::correlation_dir::FILES {
+        for name in crate::outputs::report::correlation_dir::FILES {
             output::refuse_input(&dir.join(name), &inputs)?;
         }
     }
     let doc = crate::correlate::correlate(&points, *decode, config.max_warnings)?;
     if let Some(dir) = report_dir {
-        crate::report::correlation_dir::write_dir(dir, &doc)?;
+        crate::outputs::report::correlation_dir::write_dir(dir, &doc)?;
         stderr_line!(
             "roce-sniff: report written to {}",
             crate::common::error::shown(&dir.join("index.html").to_string_lossy())
@@ -251,7 +251,7 @@ fn run_correlate(config: &Config, paths: &[String]) -> Result<u8, Error> {
             .map_err(io::Error::from)
             .and_then(|_| writeln!(writer))
     } else {
-        writer.write_all(crate::report::correlation::render(&doc).as_bytes())
+        writer.write_all(crate::outputs::report::correlation::render(&doc).as_bytes())
     };
     written
         .and_then(|_| writer.flush())
@@ -304,7 +304,7 @@ fn check_outputs(config: &Config, inputs: &[&str]) -> Result<(), Error> {
         output::refuse_input(path, inputs)?;
     }
     if let Some(dir) = dir {
-        for name in crate::report::dir::FILES {
+        for name in crate::outputs::report::dir::FILES {
             output::refuse_input(&dir.join(name), inputs)?;
         }
     }
@@ -331,8 +331,8 @@ fn check_report_dir(config: &Config) -> Result<(), Error> {
         _ => Vec::new(),
     };
     // A directory either kind of report wrote holds the other's too.
-    let mut writes = crate::report::dir::file_names();
-    writes.extend(crate::report::correlation_dir::FILES.map(String::from));
+    let mut writes = crate::outputs::report::dir::file_names();
+    writes.extend(crate::outputs::report::correlation_dir::FILES.map(String::from));
     output::check_report_dir(dir, &writes, &input_dirs)
 }
 
@@ -476,7 +476,7 @@ fn packets_from_file<W: Write + Send>(
             several_points: matches!(source, Input::Merged(_)),
             ..e.analysis
         };
-        let exporter = crate::export::Exporter::new(e.parquet.clone())?;
+        let exporter = crate::outputs::parquet::Exporter::new(e.parquet.clone())?;
         printer = printer.with_export(crate::analysis::Analyzer::new(analysis), exporter);
     }
     let mut pipeline = Pipeline::new(printer, diagnostics, run.threads);
@@ -524,7 +524,7 @@ fn report_from_file(
     };
     let mut sink = ReportSink::new(analysis, opts.expect, opts.decode);
     if let Some(cfg) = &opts.parquet {
-        sink = sink.with_export(crate::export::Exporter::new(cfg.clone())?);
+        sink = sink.with_export(crate::outputs::parquet::Exporter::new(cfg.clone())?);
     }
     if let Some(out) = &opts.events {
         sink = sink.with_events(events_writer(out)?);
@@ -535,7 +535,7 @@ fn report_from_file(
     }
     let inputs = source.paths();
     let annotate = match &opts.annotate {
-        Some(path) => Some(crate::annotate::AnnotateOutput::create(path)?),
+        Some(path) => Some(crate::outputs::annotate::AnnotateOutput::create(path)?),
         None => None,
     };
     let mut track = annotate.as_ref().map(|_| FeedTrack::default());
@@ -566,14 +566,14 @@ fn report_from_file(
     if let (Some(out_file), Some(track), Some(mut notes)) = (annotate, track, notes) {
         let _ = out.flush();
         notes.add_findings(&report.findings);
-        let plan = crate::annotate::CopyPlan {
+        let plan = crate::outputs::annotate::CopyPlan {
             inputs: &inputs,
             origins: origins.as_ref(),
             kept: &track.kept,
             frames_read: track.read,
             notes,
         };
-        let stats = crate::annotate::write_copy(out_file, plan)?;
+        let stats = crate::outputs::annotate::write_copy(out_file, plan)?;
         if let Some(path) = &opts.annotate {
             stderr_line!(
                 "roce-sniff: {} frames, {} comments, written to {}",
@@ -614,9 +614,9 @@ fn stopped_by_output(
 }
 
 /// `--events`: its output opened before any work, written line by line.
-fn events_writer(out: &Destination) -> Result<crate::monitor::events::EventWriter, Error> {
+fn events_writer(out: &Destination) -> Result<crate::outputs::events::EventWriter, Error> {
     let w: Box<dyn Write + Send> = match out {
-        Destination::File(path) => Box::new(crate::monitor::events::create_file(path).map_err(
+        Destination::File(path) => Box::new(crate::outputs::events::create_file(path).map_err(
             |source| Error::Output {
                 path: path.clone(),
                 source,
@@ -624,13 +624,13 @@ fn events_writer(out: &Destination) -> Result<crate::monitor::events::EventWrite
         )?),
         Destination::Stdout => Box::new(io::stdout()),
     };
-    Ok(crate::monitor::events::EventWriter::new(w))
+    Ok(crate::outputs::events::EventWriter::new(w))
 }
 
 /// `--metrics`: the server, bound before any work, and the figures it serves.
 struct MetricsOutput {
-    server: crate::monitor::http::MetricsServer,
-    metrics: crate::monitor::metrics::Metrics,
+    server: crate::outputs::metrics::http::MetricsServer,
+    metrics: crate::outputs::metrics::Metrics,
     last: Option<Instant>,
 }
 
@@ -656,13 +656,14 @@ impl MetricsOutput {
         let Some(cfg) = &opts.metrics else {
             return Ok(None);
         };
-        let server = crate::monitor::http::MetricsServer::bind(&cfg.addr).map_err(|e| {
-            Error::Usage(format!("--metrics={}: cannot listen there: {e}", cfg.addr))
-        })?;
+        let server =
+            crate::outputs::metrics::http::MetricsServer::bind(&cfg.addr).map_err(|e| {
+                Error::Usage(format!("--metrics={}: cannot listen there: {e}", cfg.addr))
+            })?;
         stderr_line!("roce-sniff: metrics at http://{}/metrics", server.addr);
         Ok(Some(MetricsOutput {
             server,
-            metrics: crate::monitor::metrics::Metrics::new(cfg.max_qps),
+            metrics: crate::outputs::metrics::Metrics::new(cfg.max_qps),
             last: None,
         }))
     }
@@ -726,7 +727,7 @@ struct FileRun {
 /// Which frames a read kept, for `--annotate`'s second pass.
 #[derive(Default)]
 struct FeedTrack {
-    kept: crate::annotate::FrameSet,
+    kept: crate::outputs::annotate::FrameSet,
     /// Frames read, kept or not.
     read: u64,
 }
@@ -913,7 +914,7 @@ impl NoRoceHint {
 /// How a live report capture shows itself while it runs: the full-screen view when it has
 /// standard output (a terminal, no JSON there, no --no-tui), else status lines on stderr.
 enum LiveDisplay {
-    View(crate::live::terminal::LiveView),
+    View(crate::outputs::live::terminal::LiveView),
     Lines(Box<Status>),
 }
 
@@ -926,7 +927,7 @@ impl LiveDisplay {
         let stdout_free = !matches!(opts.json, Some(Destination::Stdout))
             && !matches!(opts.events, Some(Destination::Stdout));
         if stdout_free && !live.no_tui && std::io::stdout().is_terminal() {
-            if let Ok(v) = crate::live::terminal::LiveView::start(stop) {
+            if let Ok(v) = crate::outputs::live::terminal::LiveView::start(stop) {
                 return LiveDisplay::View(v);
             }
         }
@@ -1038,7 +1039,7 @@ fn live_report(
     };
     let mut sink = ReportSink::new(opts.analysis, opts.expect, opts.decode);
     if let Some(cfg) = &opts.parquet {
-        sink = sink.with_export(crate::export::Exporter::new(cfg.clone())?);
+        sink = sink.with_export(crate::outputs::parquet::Exporter::new(cfg.clone())?);
     }
     if let Some(out) = &opts.events {
         sink = sink.with_events(events_writer(out)?);

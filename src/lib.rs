@@ -20,19 +20,14 @@ macro_rules! stderr_line {
 }
 
 pub mod analysis;
-pub mod annotate;
 pub mod app;
 pub mod cli;
 pub mod common;
 pub mod correlate;
 pub mod decode;
-pub mod export;
-pub mod live;
 pub mod model;
-pub mod monitor;
-pub mod packets;
+pub mod outputs;
 pub mod pipeline;
-pub mod report;
 pub mod report_sink;
 pub mod source;
 

@@ -13,10 +13,10 @@ use crate::analysis::{AnalysisConfig, Analyzer};
 use crate::common::error::Error;
 use crate::decode::summary::PacketSummary;
 use crate::decode::{summarize, FrameCounts};
-use crate::export::Exporter;
 use crate::model::{Expectations, Finding, PlotData, Report};
-use crate::monitor::events::EventWriter;
-use crate::monitor::metrics::QpCounts;
+use crate::outputs::events::EventWriter;
+use crate::outputs::metrics::QpCounts;
+use crate::outputs::parquet::Exporter;
 use crate::pipeline::{Position, Sink};
 use crate::source::origins::FrameOrigins;
 

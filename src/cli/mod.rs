@@ -15,7 +15,7 @@ use crate::common::error::Error;
 use crate::common::exit::FailOn;
 use crate::decode::select::SelectConfig;
 use crate::model::{EcnExpect, Expectations};
-use crate::packets::{PacketFormat, PrintSettings};
+use crate::outputs::packets::{PacketFormat, PrintSettings};
 use crate::source::file::ReadMethod;
 pub use crate::source::live::LiveConfig;
 use roce_parsers::{DecodeOptions, TrafficClass};
@@ -405,7 +405,7 @@ pub enum Mode {
 /// `--packets --parquet`: the analysis the export needs, and where it goes.
 #[derive(Debug, Clone)]
 pub struct PacketsExport {
-    pub parquet: crate::export::ExportConfig,
+    pub parquet: crate::outputs::parquet::ExportConfig,
     pub analysis: AnalysisConfig,
 }
 
@@ -419,7 +419,7 @@ pub struct ReportOptions {
     /// Where to write the report directory.
     pub report_dir: Option<PathBuf>,
     /// `--parquet`: where the tables go.
-    pub parquet: Option<crate::export::ExportConfig>,
+    pub parquet: Option<crate::outputs::parquet::ExportConfig>,
     /// `--metrics`: where to serve them, and how many QPs get series.
     pub metrics: Option<MetricsConfig>,
     /// `--events`: where the NDJSON events go.
@@ -883,7 +883,7 @@ impl Args {
         &self,
         source: &Source,
         rolling: bool,
-    ) -> Result<Option<crate::export::ExportConfig>, Error> {
+    ) -> Result<Option<crate::outputs::parquet::ExportConfig>, Error> {
         let Some(dir) = &self.parquet else {
             if self.capture_name.is_some() {
                 return Err(usage("--capture-name applies to --parquet"));
@@ -921,9 +921,11 @@ impl Args {
                 "capture name {name:?} cannot be a partition directory: give --capture-name without '/', '=' or a leading '.'"
             )));
         }
-        let bin_ns = self.bin.map_or(crate::export::DEFAULT_BIN_NS, |d| {
-            d.as_nanos().clamp(1, u128::from(u64::MAX)) as u64
-        });
+        let bin_ns = self
+            .bin
+            .map_or(crate::outputs::parquet::DEFAULT_BIN_NS, |d| {
+                d.as_nanos().clamp(1, u128::from(u64::MAX)) as u64
+            });
         let rotate = self.rotate.or(live.then_some(DEFAULT_ROTATE));
         let rotate_ns = rotate.map(|d| d.as_nanos().min(u128::from(u64::MAX)) as u64);
         if let Some(every) = rotate_ns {
@@ -934,7 +936,7 @@ impl Args {
                 )));
             }
         }
-        Ok(Some(crate::export::ExportConfig {
+        Ok(Some(crate::outputs::parquet::ExportConfig {
             dir: dir.clone(),
             capture: name,
             bin_ns,

@@ -15,11 +15,11 @@ fuzz_target!(|data: &[u8]| {
     let frame = decode_frame(linktype, bytes, orig_len);
     let mut out = Vec::new();
     let mut line = String::new();
-    roce_sniff::packets::write_json_line(&mut out, 1, 0, &frame).expect("write to memory");
-    roce_sniff::packets::write_text_line(
+    roce_sniff::outputs::packets::write_json_line(&mut out, 1, 0, &frame).expect("write to memory");
+    roce_sniff::outputs::packets::write_text_line(
         &mut out,
         1,
-        roce_sniff::packets::RelativeTime {
+        roce_sniff::outputs::packets::RelativeTime {
             ns: 0,
             nanosecond: true,
         },

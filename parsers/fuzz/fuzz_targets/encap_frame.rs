@@ -93,7 +93,7 @@ fuzz_target!(|data: &[u8]| {
         frame.len() as u32,
     );
     let mut out = Vec::new();
-    roce_sniff::packets::write_json_line(&mut out, 1, 0, &decoded).expect("write to memory");
+    roce_sniff::outputs::packets::write_json_line(&mut out, 1, 0, &decoded).expect("write to memory");
     // MPLS: the same inner bytes behind a label stack ending in the fuzzed label.
     let mut mpls = vec![0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1, 0x88, 0x47];
     mpls.extend_from_slice(inner);

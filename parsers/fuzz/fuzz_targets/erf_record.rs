@@ -8,6 +8,6 @@ use roce_parsers::{decode_frame, link::LINKTYPE_ERF};
 fuzz_target!(|data: &[u8]| {
     let frame = decode_frame(LINKTYPE_ERF, data, data.len() as u32);
     let mut out = Vec::new();
-    roce_sniff::packets::write_json_line(&mut out, 1, 0, &frame).expect("write to memory");
+    roce_sniff::outputs::packets::write_json_line(&mut out, 1, 0, &frame).expect("write to memory");
     let _ = roce_sniff::analyze_bytes(data);
 });

@@ -129,7 +129,7 @@ pub fn line(s: &Snapshot, previous: Option<&Snapshot>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::live::snapshot::QpRow;
+    use crate::outputs::live::snapshot::QpRow;
     use crate::source::KernelCounters;
 
     #[test]

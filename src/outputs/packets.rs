@@ -18,7 +18,7 @@ use serde::Serialize;
 use crate::analysis::Analyzer;
 use crate::decode::summary::PacketSummary;
 use crate::decode::{decode, FrameCounts};
-use crate::export::Exporter;
+use crate::outputs::parquet::Exporter;
 use crate::pipeline::{Position, Sink};
 
 /// A value serialized as its `Display` text (MAC addresses).

@@ -20,6 +20,8 @@
 //! is a first sample Prometheus's `increase()` does not count, so an alert on a finding's first
 //! raise would never fire.
 
+pub mod http;
+
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
@@ -538,7 +540,7 @@ fn write_rtt(o: &mut String, an: &Analyzer) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::live::snapshot::tests::analysed;
+    use crate::outputs::live::snapshot::tests::analysed;
 
     /// `name{labels} value` lines of `family`, as (labels, value).
     fn series(text: &str, family: &str) -> Vec<(String, f64)> {

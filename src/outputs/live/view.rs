@@ -337,7 +337,7 @@ fn draw_findings(f: &mut Frame, area: Rect, s: &Snapshot, state: &ViewState) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::live::snapshot::{LiveFinding, PfcRow, SortBy};
+    use crate::outputs::live::snapshot::{LiveFinding, PfcRow, SortBy};
     use crate::source::KernelCounters;
     use ratatui::backend::TestBackend;
     use ratatui::Terminal;
