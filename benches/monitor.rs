@@ -22,7 +22,7 @@ use roce_sniff::decode::summary::PacketSummary;
 use roce_sniff::outputs::events::EventWriter;
 use roce_sniff::outputs::parquet::{ExportConfig, Exporter, DEFAULT_BIN_NS};
 use roce_sniff::pipeline::Sink;
-use roce_sniff::report_sink::ReportSink;
+use roce_sniff::run::sink::ReportSink;
 use roce_testgen::churn::{write_churn, ChurnConfig};
 
 /// Frames handed to the sink at once, as a live capture's batches.

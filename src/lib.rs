@@ -20,7 +20,6 @@ macro_rules! stderr_line {
 }
 
 pub mod analysis;
-pub mod app;
 pub mod cli;
 pub mod common;
 pub mod correlate;
@@ -28,7 +27,8 @@ pub mod decode;
 pub mod model;
 pub mod outputs;
 pub mod pipeline;
-pub mod report_sink;
+pub mod run;
+
 pub mod source;
 
-pub use app::{analyze_bytes, main_with_args, run, run_in_memory, run_in_memory_files};
+pub use run::{analyze_bytes, main_with_args, run, run_in_memory, run_in_memory_files};
