@@ -9,7 +9,7 @@ use std::net::IpAddr;
 
 use roce_parsers::{Psn, Qpn, Transport};
 
-use crate::model::{FlowLabel, PairingMethod, PsnCounts, RecoveryReport};
+use crate::model::{FlowCounters, FlowLabel, PairingMethod, PsnCounts, RecoveryReport};
 
 use super::latency::Samples;
 use super::notes::{NoteKind, Notes};
@@ -778,6 +778,44 @@ impl Flow {
             || self.read_resp.pending()
             || self.req.capture_missed() > 0
             || !self.unacked.is_empty()
+    }
+
+    /// The flow's counters: the one projection of them the metrics and the live view read,
+    /// PSNs judged lost at `now` (`None`: the flow ended; every skipped PSN is judged).
+    pub fn counters(&self, now: Option<u64>) -> FlowCounters {
+        let n = &self.naks;
+        let lost = match now {
+            Some(t) => self.req.lost_by(t),
+            None => {
+                let c = self.req.finish(None);
+                c.recovered + c.missing
+            }
+        };
+        FlowCounters {
+            id: self.id,
+            flow: FlowLabel {
+                src: self.key.src,
+                dst: self.key.dst,
+                dqpn: self.key.dqpn.0,
+                vlan: self.key.vlan,
+            },
+            packets: self.packets,
+            bytes: self.bytes,
+            gaps: self.loss.count,
+            lost,
+            retransmitted: self.retrans.count,
+            ce: self.ce.count,
+            cnps: self.cnps.count,
+            naks: [
+                n.psn_sequence_error.count,
+                n.rnr.count,
+                n.remote_access_error.count,
+                n.remote_operational_error.count,
+                n.invalid_request.count,
+                n.invalid_rd_request.count + n.other.count,
+            ],
+            last_ts: self.last_ts,
+        }
     }
 
     /// PSNs (requests and READ responses) the capture missed on this flow, as judged at `now`

@@ -29,6 +29,7 @@ use roce_parsers::{Opcode, Position, Psn, Qpn, Transport};
 
 use crate::decode::summary::{PacketSummary, Payload, RoceSummary};
 use crate::model::{Outcome, PairingMethod, PsnEvent};
+pub use crate::model::{RttHistogram, Totals, RTT_BOUNDS_NS};
 use flow::{Flow, FlowKey};
 use pfc::{PauseTracker, PfcConfig};
 use psn::Arrival;
@@ -214,53 +215,6 @@ pub const PAUSE_GRACE_NS: u64 = 5_000;
 pub const ACK_GRACE_NS: u64 = 1_000_000;
 /// RDMA-CM requests sent in the capture's last this-long may still get their reply after it.
 pub const CM_GRACE_NS: u64 = 50_000_000;
-
-/// Running totals for the live status view (cheap to read at any time).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Totals {
-    pub psn_gaps: u64,
-    pub retransmitted: u64,
-    pub ce: u64,
-    pub cnps: u64,
-    /// PFC XOFF frames per priority.
-    pub pfc_xoff: [u64; 8],
-    pub pause: u64,
-    /// Every ACK round trip measured, for the metrics' histogram.
-    pub ack_rtt: RttHistogram,
-}
-
-/// ACK round trips by bucket: how many took at most each bound (not cumulative here).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RttHistogram {
-    pub buckets: [u64; RTT_BOUNDS_NS.len() + 1],
-    pub sum_ns: u64,
-    pub count: u64,
-}
-
-/// Upper bounds of the ACK RTT buckets, in ns: 1 us to 100 ms (the last bucket is the rest).
-pub const RTT_BOUNDS_NS: [u64; 12] = [
-    1_000,
-    2_000,
-    5_000,
-    10_000,
-    20_000,
-    50_000,
-    100_000,
-    200_000,
-    500_000,
-    1_000_000,
-    10_000_000,
-    100_000_000,
-];
-
-impl RttHistogram {
-    pub fn add(&mut self, ns: u64) {
-        let i = RTT_BOUNDS_NS.partition_point(|&b| b < ns);
-        self.buckets[i] += 1;
-        self.sum_ns += ns;
-        self.count += 1;
-    }
-}
 
 pub struct Analyzer {
     cfg: AnalysisConfig,

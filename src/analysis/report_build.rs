@@ -15,9 +15,9 @@ use super::{Analyzer, CNP_WINDOW_NS};
 use crate::common::rare::Rare;
 use crate::decode::FrameCounts;
 use crate::model::{
-    Bin, CaptureMissed, CaptureReport, CaptureWarning, Feedback, Finding, FlowLabel, FlowReport,
-    FlowRole, FlowSeries, MirrorReport, NakReport, PauseReport, PfcReport, PfcRow, PlotData,
-    PriorityReport, Rates, Report, Tally, SCHEMA,
+    Bin, CaptureMissed, CaptureReport, CaptureWarning, Feedback, Figures, Finding, FlowLabel,
+    FlowReport, FlowRole, FlowSeries, LatencySummary, MirrorReport, NakReport, PauseReport,
+    PfcFigures, PfcReport, PfcRow, PlotData, PriorityReport, Rates, Report, Tally, SCHEMA,
 };
 
 /// The end of an analysis: the report, the plots' data, and what an export needs.
@@ -503,6 +503,47 @@ impl Analyzer {
             live: None,
             selection: meta.selection.clone(),
         }
+    }
+
+    /// The running capture's figures now: what the metrics and the live view read.
+    pub fn figures(&self) -> Figures {
+        let now = self.state.last_ts;
+        let roce = self.roce_priorities();
+        let pfc = self
+            .pfc
+            .iter()
+            .map(|(&(source, priority), t)| PfcFigures {
+                source,
+                priority,
+                roce: roce.contains(&priority),
+                xoff: t.xoff,
+                paused_ns: t.paused_until(now),
+                storms: t.storms_until(&self.cfg.pfc, now),
+            })
+            .collect();
+        Figures {
+            now,
+            flows: self.flows.iter().map(|f| f.counters(Some(now))).collect(),
+            flows_seen: self.next_flow_id,
+            flows_ended: self.flows_ended,
+            pfc,
+            totals: self.totals,
+            capture_missed: self.missed_so_far().0,
+        }
+    }
+
+    /// The ACK round trips of the open flows `ids` (a view's rows: percentiles are computed
+    /// for those only), in the order asked; flows no longer open get none.
+    pub fn ack_rtt_of(&self, ids: &[u64]) -> Vec<LatencySummary> {
+        let at: rustc_hash::FxHashMap<u64, usize> =
+            ids.iter().enumerate().map(|(k, &id)| (id, k)).collect();
+        let mut out = vec![LatencySummary::default(); ids.len()];
+        for f in self.flows.iter() {
+            if let Some(&k) = at.get(&f.id) {
+                out[k] = f.ack_rtt.summary();
+            }
+        }
+        out
     }
 
     /// PSNs the capture point missed so far, and on how many flows: of the flows that ended,

@@ -12,6 +12,7 @@ use crate::analysis::Analyzer;
 use crate::decode::summary::PacketSummary;
 use crate::decode::FrameCounts;
 use crate::model::Finding;
+pub use crate::model::{NewFindings, Told};
 
 /// Findings are evaluated this often, in capture time.
 pub const EVALUATE_EVERY_NS: u64 = 1_000_000_000;
@@ -47,37 +48,6 @@ impl Subject {
             (None, _) => Subject::Code,
         }
     }
-}
-
-/// Findings that first hold at `ts_ns`.
-pub struct NewFindings {
-    pub ts_ns: u64,
-    pub findings: Vec<Finding>,
-    /// Per finding, the flows it tells of for the first time: 1 for a finding of one flow
-    /// or none; for a group, its flows (a group made before: those of them not told yet; the
-    /// metrics count these).
-    pub first_told: Vec<u64>,
-}
-
-impl NewFindings {
-    /// Each finding with the flows it told of first.
-    pub fn told(&self) -> impl Iterator<Item = Told> + '_ {
-        self.findings
-            .iter()
-            .zip(&self.first_told)
-            .map(|(f, &first_told)| Told {
-                finding: f.clone(),
-                first_told,
-            })
-    }
-}
-
-/// A finding as told, and the flows it told of first: what the metrics count, so that a
-/// group's flows told before on their own are not counted twice.
-#[derive(Debug, Clone)]
-pub struct Told {
-    pub finding: Finding,
-    pub first_told: u64,
 }
 
 /// A live capture's told flows are forgotten when `told` grows past this many more entries

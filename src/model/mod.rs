@@ -9,7 +9,12 @@ use std::fmt::{self, Display};
 
 use serde::Serialize;
 
+mod figures;
 mod values;
+pub use figures::{
+    Figures, FlowCounters, KernelCounters, NewFindings, PfcFigures, RttHistogram, SourceStatus,
+    Told, Totals, RTT_BOUNDS_NS,
+};
 pub use values::{slot_overlaps, Outcome, PsnEvent, SourcePause};
 
 use crate::common::rare::Rare;
@@ -466,7 +471,7 @@ crate::empty!(Rates);
 
 /// The one spelling of a flow everywhere roce-sniff names one:
 /// `10.0.0.1 > 10.0.0.2 qp 0x000045 vlan 100` (no `vlan` part when untagged).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct FlowLabel<S: Display> {
     pub src: S,
     pub dst: S,

@@ -323,11 +323,16 @@ impl LiveWatch {
         src: &crate::source::SourceStatus,
     ) {
         let an = pipeline.sink().analyzer();
+        let ack_rtt = |ids: &[u64]| an.ack_rtt_of(ids);
         match &mut self.display {
             LiveDisplay::View(v) => {
                 if self.last_snapshot.elapsed() >= SNAPSHOT_EVERY {
                     self.last_snapshot = Instant::now();
-                    v.offer(self.snapshots.take(pipeline.counts(), an, src, v.sort()));
+                    let figures = an.figures();
+                    let shown =
+                        self.snapshots
+                            .take(pipeline.counts(), &figures, &ack_rtt, src, v.sort());
+                    v.offer(shown);
                 }
             }
             LiveDisplay::Lines(status) => {
@@ -335,9 +340,14 @@ impl LiveWatch {
                     status.note(&format!("roce-sniff: {h}"));
                 }
                 if status.due() {
-                    let shown = self
-                        .snapshots
-                        .take(pipeline.counts(), an, src, Default::default());
+                    let figures = an.figures();
+                    let shown = self.snapshots.take(
+                        pipeline.counts(),
+                        &figures,
+                        &ack_rtt,
+                        src,
+                        Default::default(),
+                    );
                     status.show(shown);
                 }
             }

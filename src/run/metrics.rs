@@ -38,10 +38,10 @@ impl MetricsOutput {
     pub(super) fn update(
         &mut self,
         counts: &crate::decode::FrameCounts,
-        an: &crate::analysis::Analyzer,
+        figures: &crate::model::Figures,
         src: &crate::source::SourceStatus,
     ) {
-        self.metrics.update(counts, an, src);
+        self.metrics.update(counts, figures, src);
         self.server.publish(self.metrics.text());
         self.last = Some(Instant::now());
     }
@@ -53,11 +53,11 @@ impl MetricsOutput {
         sink: &mut ReportSink,
         src: &crate::source::SourceStatus,
     ) {
-        for (id, last) in sink.take_ended_for_metrics() {
-            self.metrics.flow_ended(id, last);
+        for last in sink.take_ended_for_metrics() {
+            self.metrics.flow_ended(&last);
         }
         self.metrics.findings_told(&sink.take_told_findings());
-        self.update(counts, sink.analyzer(), src);
+        self.update(counts, &sink.analyzer().figures(), src);
     }
 
     pub(super) fn due(&self) -> bool {

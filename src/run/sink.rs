@@ -13,9 +13,8 @@ use crate::analysis::{AnalysisConfig, Analyzer};
 use crate::common::error::Error;
 use crate::decode::summary::PacketSummary;
 use crate::decode::{summarize, FrameCounts};
-use crate::model::{Expectations, Finding, PlotData, Report};
+use crate::model::{Expectations, Finding, FlowCounters, PlotData, Report};
 use crate::outputs::events::EventWriter;
-use crate::outputs::metrics::QpCounts;
 use crate::outputs::parquet::Exporter;
 use crate::pipeline::{Position, Sink};
 use crate::source::origins::FrameOrigins;
@@ -29,7 +28,7 @@ pub struct ReportSink {
     /// Findings as they first hold, for the events and a rolling export.
     watch: Option<FindingWatch>,
     /// `--metrics`: the final counts of flows that ended since the metrics last took them.
-    ended_for_metrics: Option<Vec<(u64, QpCounts)>>,
+    ended_for_metrics: Option<Vec<FlowCounters>>,
     /// The findings that first held since the last `take_told_findings` (for the metrics and
     /// the live view: the findings the events tell).
     told_findings: Option<Vec<Told>>,
@@ -169,8 +168,8 @@ impl ReportSink {
             .unwrap_or_default()
     }
 
-    /// The flows that ended since the last call: (id, final counts).
-    pub fn take_ended_for_metrics(&mut self) -> Vec<(u64, QpCounts)> {
+    /// The flows that ended since the last call: their final counts.
+    pub fn take_ended_for_metrics(&mut self) -> Vec<FlowCounters> {
         self.ended_for_metrics
             .as_mut()
             .map(std::mem::take)
@@ -207,7 +206,7 @@ impl ReportSink {
             let (id, report) = (e.flow.id as usize, e.report.take());
             self.out.write_export(|x| x.flow_ended(id, report));
             if let Some(m) = self.ended_for_metrics.as_mut() {
-                m.push((e.flow.id, QpCounts::of(&e.flow, None)));
+                m.push(e.flow.counters(None));
             }
         }
     }

@@ -142,26 +142,4 @@ pub struct SourceProblem {
     pub hint: String,
 }
 
-/// What a source tells with each batch: its time resolution, and counters while it runs (the
-/// live status view).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SourceStatus {
-    /// Timestamps finer than microseconds: times are shown to the nanosecond.
-    pub nanosecond_times: bool,
-    /// Frames the kernel or the interface dropped so far, when known.
-    pub capture_drops: Option<u64>,
-    /// A live capture's kernel counters so far (pcap_stats).
-    pub kernel: Option<KernelCounters>,
-    /// A live capture: the wall clock (ns since the epoch) when the capture handed the batch
-    /// over, which may be well before the analysis takes it (chunks queue while it is busy).
-    pub handed_ns: Option<u64>,
-}
-
-/// pcap_stats of a live capture: frames the kernel handed over, dropped for lack of buffer,
-/// dropped by the interface.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct KernelCounters {
-    pub received: u64,
-    pub dropped: u64,
-    pub if_dropped: u64,
-}
+pub use crate::model::{KernelCounters, SourceStatus};

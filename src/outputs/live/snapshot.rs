@@ -5,10 +5,8 @@
 use std::collections::{HashSet, VecDeque};
 use std::time::Duration;
 
-use crate::analysis::flow::Flow;
-use crate::analysis::Analyzer;
 use crate::decode::FrameCounts;
-use crate::source::{KernelCounters, SourceStatus};
+use crate::model::{Figures, FlowCounters, KernelCounters, LatencySummary, SourceStatus};
 
 /// QP rows a snapshot carries (the most troubled, busiest or largest first, as the view
 /// sorts): a screen shows a few dozen; scrolling reaches these.
@@ -163,11 +161,13 @@ impl Snapshots {
         }
     }
 
-    /// The state now, its QP table ordered by `sort`.
+    /// The state now (`figures`), its QP table ordered by `sort`; `ack_rtt` gives the ACK
+    /// round trips of the flows (by id) of the rows kept, the only ones that need them.
     pub fn take(
         &mut self,
         counts: &FrameCounts,
-        an: &Analyzer,
+        figures: &Figures,
+        ack_rtt: &dyn Fn(&[u64]) -> Vec<LatencySummary>,
         source: &SourceStatus,
         sort: SortBy,
     ) -> Snapshot {
@@ -178,7 +178,7 @@ impl Snapshots {
             .as_secs_f64()
             .max(1e-3);
         let elapsed = now - self.started;
-        let flows = an.flows();
+        let flows = &figures.flows;
         let before = std::mem::take(&mut self.last_flow_bytes);
         let mut rows: Vec<(usize, QpRow)> = flows
             .iter()
@@ -188,18 +188,19 @@ impl Snapshots {
         self.last_flow_bytes = flows.iter().map(|f| (f.id, f.bytes)).collect();
         order(&mut rows, sort);
         rows.truncate(ROWS_KEPT);
+        let ids: Vec<u64> = rows.iter().map(|&(i, _)| flows[i].id).collect();
         let qps = rows
             .into_iter()
-            .map(|(i, mut r)| {
-                let s = flows[i].ack_rtt.summary();
+            .zip(ack_rtt(&ids))
+            .map(|((i, mut r), s)| {
                 (r.rtt_p50_us, r.rtt_p99_us) = (s.p50, s.p99);
-                r.label = flows[i].key.to_string();
+                r.label = flows[i].flow.to_string();
                 r
             })
             .collect();
-        let pfc = self.pfc_rows(an, secs);
+        let pfc = self.pfc_rows(figures, secs);
         self.note_drops(elapsed, source.kernel);
-        let t = an.totals;
+        let t = figures.totals;
         let snap = Snapshot {
             interface: self.interface.clone(),
             filter: self.filter.clone(),
@@ -212,12 +213,12 @@ impl Snapshots {
             bps: (counts.bytes - self.last_bytes) as f64 * 8.0 / secs,
             kernel: source.kernel,
             flows: flows.len(),
-            flows_seen: an.flows_seen(),
+            flows_seen: figures.flows_seen,
             psn_gaps: t.psn_gaps,
             retransmitted: t.retransmitted,
             ce: t.ce,
             cnps: t.cnps,
-            capture_missed: an.missed_so_far().0,
+            capture_missed: figures.capture_missed,
             sort,
             qps,
             pfc,
@@ -230,25 +231,24 @@ impl Snapshots {
         snap
     }
 
-    fn pfc_rows(&mut self, an: &Analyzer, secs: f64) -> Vec<PfcRow> {
-        let now = an.last_ts();
-        let roce = an.roce_priorities();
-        an.pfc_trackers()
-            .map(|((mac, prio), t)| {
-                let source = mac.to_string();
-                let paused_ns = t.paused_until(now);
+    fn pfc_rows(&mut self, figures: &Figures, secs: f64) -> Vec<PfcRow> {
+        figures
+            .pfc
+            .iter()
+            .map(|p| {
+                let source = p.source.to_string();
                 let before = self
                     .last_paused
-                    .insert((source.clone(), prio), paused_ns)
+                    .insert((source.clone(), p.priority), p.paused_ns)
                     .unwrap_or(0);
                 PfcRow {
-                    priority: prio,
+                    priority: p.priority,
                     source,
-                    roce: roce.contains(&prio),
-                    xoff: t.xoff,
-                    paused_ns,
-                    paused_share: ((paused_ns - before) as f64 / (secs * 1e9)).min(1.0),
-                    storms: t.storms_until(&an.config().pfc, now),
+                    roce: p.roce,
+                    xoff: p.xoff,
+                    paused_ns: p.paused_ns,
+                    paused_share: ((p.paused_ns - before) as f64 / (secs * 1e9)).min(1.0),
+                    storms: p.storms,
                 }
             })
             .collect()
@@ -284,7 +284,7 @@ impl Snapshots {
 
     /// Findings that first held (as `--events` tells them, ranked as the report ranks them):
     /// shown newest first, each once; those told together in the report's order.
-    pub fn findings_told(&mut self, told: &[crate::analysis::watch::Told]) {
+    pub fn findings_told(&mut self, told: &[crate::model::Told]) {
         let at_s = self.started.elapsed().as_secs();
         for f in told.iter().rev().map(|t| &t.finding) {
             self.push_finding(LiveFinding {
@@ -313,17 +313,17 @@ impl Snapshots {
 
 /// A flow's row; its label is written for the rows kept only. What came back for a data
 /// flow (NAKs, CNPs) is counted on it, as in the report.
-fn row(f: &Flow, bytes_before: u64, secs: f64) -> QpRow {
+fn row(f: &FlowCounters, bytes_before: u64, secs: f64) -> QpRow {
     QpRow {
         label: String::new(),
         packets: f.packets,
         bytes: f.bytes,
         bps: f.bytes.saturating_sub(bytes_before) as f64 * 8.0 / secs,
-        gaps: f.loss.count,
-        retx: f.retrans.count,
-        naks: f.naks.all(),
-        ce: f.ce.count,
-        cnps: f.cnps.count,
+        gaps: f.gaps,
+        retx: f.retransmitted,
+        naks: f.all_naks(),
+        ce: f.ce,
+        cnps: f.cnps,
         rtt_p50_us: None,
         rtt_p99_us: None,
     }
@@ -347,6 +347,7 @@ pub fn order(rows: &mut [(usize, QpRow)], sort: SortBy) {
 pub mod tests {
     use super::*;
     use crate::analysis::AnalysisConfig;
+    use crate::analysis::Analyzer;
 
     /// The analyzer after every frame of a testdata capture, and the frame counts.
     pub fn analysed(name: &str) -> (Analyzer, FrameCounts) {
@@ -382,11 +383,23 @@ pub mod tests {
         let mut first: Option<Snapshot> = None;
         let (an, counts) = crate::analysis::testing::feed(&data, an, |an, counts| {
             if counts.frames == 700 {
-                first = Some(snaps.take(counts, an, &SourceStatus::default(), SortBy::Trouble));
+                first = Some(snaps.take(
+                    counts,
+                    &an.figures(),
+                    &|ids| an.ack_rtt_of(ids),
+                    &SourceStatus::default(),
+                    SortBy::Trouble,
+                ));
             }
         });
         let first = first.expect("a snapshot mid-way");
-        let second = snaps.take(&counts, &an, &SourceStatus::default(), SortBy::Trouble);
+        let second = snaps.take(
+            &counts,
+            &an.figures(),
+            &|ids| an.ack_rtt_of(ids),
+            &SourceStatus::default(),
+            SortBy::Trouble,
+        );
         let before = |label: &str| {
             first
                 .qps
@@ -433,7 +446,13 @@ pub mod tests {
             kernel,
             ..SourceStatus::default()
         };
-        let s = snaps.take(&counts, &an, &status, SortBy::Trouble);
+        let s = snaps.take(
+            &counts,
+            &an.figures(),
+            &|ids| an.ack_rtt_of(ids),
+            &status,
+            SortBy::Trouble,
+        );
         assert_eq!((s.frames, s.roce, s.flows), (14623, 13822, 8));
         assert_eq!(s.qps[0].label, "10.0.0.5 > 10.0.0.2 qp 0x000213 vlan 100");
         assert_eq!((s.qps[0].gaps, s.qps[0].retx), (1, 4));
@@ -456,7 +475,13 @@ pub mod tests {
         let p3 = s.pfc.iter().find(|p| p.priority == 3).unwrap();
         assert!(p3.roce && p3.xoff == 200 && p3.paused_ns > 0, "{p3:?}");
         // Raised once: the next snapshot adds none, and rates fall to nothing.
-        let again = snaps.take(&counts, &an, &status, SortBy::Packets);
+        let again = snaps.take(
+            &counts,
+            &an.figures(),
+            &|ids| an.ack_rtt_of(ids),
+            &status,
+            SortBy::Packets,
+        );
         assert_eq!(again.findings.len(), s.findings.len());
         assert!(again.qps.windows(2).all(|w| w[0].packets >= w[1].packets));
         assert!(again.qps.iter().all(|q| q.bps == 0.0));
@@ -484,7 +509,13 @@ pub mod tests {
             }
             snaps.findings_told(&these);
         }
-        let s = snaps.take(&counts, &an, &SourceStatus::default(), SortBy::Trouble);
+        let s = snaps.take(
+            &counts,
+            &an.figures(),
+            &|ids| an.ack_rtt_of(ids),
+            &SourceStatus::default(),
+            SortBy::Trouble,
+        );
         assert_eq!(s.findings_raised, rounds * told.len());
         assert_eq!(s.findings.len(), FINDINGS_KEPT);
         assert_eq!(s.findings[0].text, format!("round {}", rounds - 1));

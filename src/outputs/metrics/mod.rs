@@ -27,16 +27,16 @@ use std::fmt::Write as _;
 
 use rustc_hash::FxHashMap;
 
-use crate::analysis::flow::{Flow, FlowKey};
-use crate::analysis::flow_table::FlowTable;
-use crate::analysis::{Analyzer, RTT_BOUNDS_NS};
 use crate::decode::FrameCounts;
-use crate::source::SourceStatus;
+use crate::model::{Figures, FlowCounters, FlowLabel, PfcFigures, SourceStatus, RTT_BOUNDS_NS};
+
+/// A flow's label with its addresses as they are: what a QP's series is named by.
+type QpKey = FlowLabel<std::net::IpAddr>;
 
 /// A tracked QP idle this long (capture time) makes room for a new one.
 pub const EVICT_IDLE_NS: u64 = 1_000_000_000;
 
-/// The per-QP counters, in the order of `QP_COUNTERS`.
+/// What the metrics count of a QP: its counters, less what a series already showed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct QpCounts {
     packets: u64,
@@ -47,8 +47,7 @@ pub struct QpCounts {
     retx: u64,
     ce: u64,
     cnps: u64,
-    /// NAKs by code: PSN sequence error, RNR, remote access, remote operational, invalid
-    /// request, other.
+    /// NAKs by code, as `FlowCounters::naks`.
     naks: [u64; 6],
 }
 
@@ -61,36 +60,22 @@ const NAK_CODES: [&str; 6] = [
     "other",
 ];
 
-impl QpCounts {
-    /// The counts of `f` as judged at `now` (`None`: the flow ended), PSNs within their ACK
-    /// allowance not lost yet.
-    pub fn of(f: &Flow, now: Option<u64>) -> Self {
-        let n = &f.naks;
+impl From<&FlowCounters> for QpCounts {
+    fn from(f: &FlowCounters) -> Self {
         QpCounts {
             packets: f.packets,
             bytes: f.bytes,
-            gaps: f.loss.count,
-            lost: match now {
-                Some(t) => f.req.lost_by(t),
-                None => {
-                    let c = f.req.finish(None);
-                    c.recovered + c.missing
-                }
-            },
-            retx: f.retrans.count,
-            ce: f.ce.count,
-            cnps: f.cnps.count,
-            naks: [
-                n.psn_sequence_error.count,
-                n.rnr.count,
-                n.remote_access_error.count,
-                n.remote_operational_error.count,
-                n.invalid_request.count,
-                n.invalid_rd_request.count + n.other.count,
-            ],
+            gaps: f.gaps,
+            lost: f.lost,
+            retx: f.retransmitted,
+            ce: f.ce,
+            cnps: f.cnps,
+            naks: f.naks,
         }
     }
+}
 
+impl QpCounts {
     fn minus(self, o: QpCounts) -> QpCounts {
         let mut naks = [0; 6];
         for (i, n) in naks.iter_mut().enumerate() {
@@ -129,7 +114,7 @@ type Family = (&'static str, &'static str, fn(&QpCounts) -> u64);
 /// when it was last seen.
 #[derive(Debug, Clone, Copy)]
 struct Tracked {
-    key: FlowKey,
+    key: QpKey,
     base: QpCounts,
     last_ts: u64,
     /// Its flow ended: the next update shows its final counts, then the series leaves.
@@ -189,7 +174,7 @@ impl Metrics {
     /// by code and flow: the watch sees to that), or the final report's not told before:
     /// each counts the flows it told of first (a group's flows told before on their own are
     /// not counted twice).
-    pub fn findings_told(&mut self, told: &[crate::analysis::watch::Told]) {
+    pub fn findings_told(&mut self, told: &[crate::model::Told]) {
         for t in told {
             self.count(&t.finding, t.first_told);
         }
@@ -198,7 +183,8 @@ impl Metrics {
     /// A flow ended with these counts: what it counted since the last update goes to its
     /// series, which the next update shows and then drops; a flow without a series adds it to
     /// `other`.
-    pub fn flow_ended(&mut self, id: u64, last: QpCounts) {
+    pub fn flow_ended(&mut self, last: &FlowCounters) {
+        let (id, last) = (last.id, QpCounts::from(last));
         match self.tracked.get_mut(&id) {
             Some(t) => {
                 t.ended = true;
@@ -212,13 +198,13 @@ impl Metrics {
     }
 
     /// Takes in the state now; `text` then gives it.
-    pub fn update(&mut self, counts: &FrameCounts, an: &Analyzer, source: &SourceStatus) {
-        self.account(an.flows(), an.last_ts());
+    pub fn update(&mut self, counts: &FrameCounts, figures: &Figures, source: &SourceStatus) {
+        self.account(&figures.flows, figures.now);
         let mut o = String::with_capacity(4096 + self.tracked.len() * 1200);
-        self.write_totals(&mut o, counts, an, source);
+        self.write_totals(&mut o, counts, figures, source);
         self.write_qps(&mut o);
-        write_pfc(&mut o, an);
-        write_rtt(&mut o, an);
+        write_pfc(&mut o, &figures.pfc);
+        write_rtt(&mut o, figures);
         self.body = o;
         // The series of ended flows showed their final counts: they leave.
         let seen = &mut self.seen;
@@ -231,11 +217,11 @@ impl Metrics {
     }
 
     /// Takes in what every flow counted since the last update: into its series, or `other`.
-    fn account(&mut self, flows: &FlowTable, now: u64) {
+    fn account(&mut self, flows: &[FlowCounters], now: u64) {
         // Once no tracked QP is idle enough to make room, none is for the rest of this update.
         let mut room = true;
         for f in flows {
-            let now_counts = QpCounts::of(f, Some(now));
+            let now_counts = QpCounts::from(f);
             let seen = self.seen.entry(f.id).or_default();
             let delta = now_counts.minus(*seen);
             if delta == QpCounts::default() {
@@ -262,7 +248,7 @@ impl Metrics {
                 now_counts
             };
             let t = Tracked {
-                key: f.key,
+                key: f.flow,
                 base,
                 last_ts: f.last_ts,
                 ended: false,
@@ -291,7 +277,13 @@ impl Metrics {
         true
     }
 
-    fn write_totals(&self, o: &mut String, c: &FrameCounts, an: &Analyzer, source: &SourceStatus) {
+    fn write_totals(
+        &self,
+        o: &mut String,
+        c: &FrameCounts,
+        figures: &Figures,
+        source: &SourceStatus,
+    ) {
         header(o, "roce_sniff_frames_total", "counter", "Frames captured, by kind: roce (RoCEv2, RoCEv1, InfiniBand), pfc (802.1Qbb), pause (802.3x), other.");
         let other = c.frames.saturating_sub(c.roce + c.pfc + c.pause);
         for (kind, n) in [
@@ -316,7 +308,7 @@ impl Metrics {
             "counter",
             "PSNs the capture missed: skipped PSNs the other end acknowledged, so the network delivered them.",
         );
-        let missed = an.missed_so_far().0;
+        let missed = figures.capture_missed;
         let _ = writeln!(o, "roce_sniff_capture_missed_psns_total {missed}");
         header(
             o,
@@ -324,14 +316,14 @@ impl Metrics {
             "gauge",
             "Flows (source, destination, destination QP, VLAN) open now.",
         );
-        let _ = writeln!(o, "roce_sniff_flows_active {}", an.flows().len());
+        let _ = writeln!(o, "roce_sniff_flows_active {}", figures.flows.len());
         header(
             o,
             "roce_sniff_flows_ended_total",
             "counter",
             "Flows ended: idle longer than --flow-timeout (both directions).",
         );
-        let _ = writeln!(o, "roce_sniff_flows_ended_total {}", an.flows_ended());
+        let _ = writeln!(o, "roce_sniff_flows_ended_total {}", figures.flows_ended);
         header(o, "roce_sniff_metrics_qps", "gauge", "QPs with series of their own (at most --metrics-max-qps); the rest count in qp=\"other\".");
         let _ = writeln!(o, "roce_sniff_metrics_qps {}", self.tracked.len());
     }
@@ -444,12 +436,12 @@ fn escape(v: &str) -> String {
 }
 
 /// `src="10.0.0.5",dst="10.0.0.2",qp="0x000213",vlan="100"` (no vlan when untagged).
-fn qp_labels(k: &FlowKey) -> String {
+fn qp_labels(k: &QpKey) -> String {
     let mut s = format!(
         "src=\"{}\",dst=\"{}\",qp=\"0x{:06x}\"",
         escape(&k.src.to_string()),
         escape(&k.dst.to_string()),
-        k.dqpn.0
+        k.dqpn
     );
     if let Some(v) = k.vlan {
         let _ = write!(s, ",vlan=\"{v}\"");
@@ -457,17 +449,15 @@ fn qp_labels(k: &FlowKey) -> String {
     s
 }
 
-fn write_pfc(o: &mut String, an: &Analyzer) {
-    let now = an.last_ts();
-    let storm = &an.config().pfc;
-    let rows: Vec<(String, u64, u64, u64)> = an
-        .pfc_trackers()
-        .map(|((mac, prio), t)| {
+fn write_pfc(o: &mut String, pfc: &[PfcFigures]) {
+    let rows: Vec<(String, u64, u64, u64)> = pfc
+        .iter()
+        .map(|p| {
             (
-                format!("source=\"{mac}\",priority=\"{prio}\""),
-                t.xoff,
-                t.paused_until(now),
-                t.storms_until(storm, now),
+                format!("source=\"{}\",priority=\"{}\"", p.source, p.priority),
+                p.xoff,
+                p.paused_ns,
+                p.storms,
             )
         })
         .collect();
@@ -507,8 +497,8 @@ fn write_pfc(o: &mut String, an: &Analyzer) {
     }
 }
 
-fn write_rtt(o: &mut String, an: &Analyzer) {
-    let h = an.totals.ack_rtt;
+fn write_rtt(o: &mut String, figures: &Figures) {
+    let h = figures.totals.ack_rtt;
     header(
         o,
         "roce_sniff_ack_rtt_seconds",
@@ -540,6 +530,8 @@ fn write_rtt(o: &mut String, an: &Analyzer) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::Analyzer;
+    use crate::model::SourceStatus;
     use crate::outputs::live::snapshot::tests::analysed;
 
     /// `name{labels} value` lines of `family`, as (labels, value).
@@ -559,7 +551,7 @@ mod tests {
     fn psns_lost_leave_out_what_the_capture_missed() {
         let (an, counts) = analysed("diagnose/capture_missed.pcap");
         let mut m = Metrics::new(1000);
-        m.update(&counts, &an, &SourceStatus::default());
+        m.update(&counts, &an.figures(), &SourceStatus::default());
         let text = m.text();
         let lost = series(&text, "roce_sniff_qp_psns_lost_total");
         let of = |qp: &str| {
@@ -581,7 +573,7 @@ mod tests {
         let total_packets: u64 = an.flows().iter().map(|f| f.packets).sum();
         for max in [1000, 3] {
             let mut m = Metrics::new(max);
-            m.update(&counts, &an, &SourceStatus::default());
+            m.update(&counts, &an.figures(), &SourceStatus::default());
             let text = m.text();
             let packets = series(&text, "roce_sniff_qp_packets_total");
             // Each QP of its own up to the bound, plus `other`.
@@ -600,7 +592,7 @@ mod tests {
             assert_eq!(gaps as u64, an.totals.psn_gaps);
         }
         let mut m = Metrics::new(1000);
-        m.update(&counts, &an, &SourceStatus::default());
+        m.update(&counts, &an.figures(), &SourceStatus::default());
         let text = m.text();
         assert!(text.contains(
             "roce_sniff_qp_psn_gaps_total{src=\"10.0.0.5\",dst=\"10.0.0.2\",qp=\"0x000213\",vlan=\"100\"} 1"
@@ -628,7 +620,7 @@ mod tests {
         assert!(buckets.windows(2).all(|w| w[0].1 <= w[1].1));
         assert_eq!(buckets.last().unwrap().1 as u64, an.totals.ack_rtt.count);
         // A second update with nothing new changes no counter.
-        m.update(&counts, &an, &SourceStatus::default());
+        m.update(&counts, &an.figures(), &SourceStatus::default());
         assert_eq!(m.text(), text);
     }
 
@@ -677,11 +669,11 @@ mod tests {
         let (mut scraped, mut ended) = (Scraped::default(), 0);
         let (an, counts) = crate::analysis::testing::feed(&data, an, |an, counts| {
             for e in an.take_ended() {
-                m.flow_ended(e.flow.id, QpCounts::of(&e.flow, None));
+                m.flow_ended(&e.flow.counters(None));
                 ended += 1;
             }
             if counts.frames % 1000 == 0 {
-                m.update(counts, an, &SourceStatus::default());
+                m.update(counts, &an.figures(), &SourceStatus::default());
                 let text = m.text();
                 scraped.scrape(&text, "roce_sniff_qp_packets_total");
                 // Open flows have series of their own, and the flows that ended since the
@@ -691,7 +683,7 @@ mod tests {
                 ended = 0;
             }
         });
-        m.update(&counts, &an, &SourceStatus::default());
+        m.update(&counts, &an.figures(), &SourceStatus::default());
         let text = m.text();
         scraped.scrape(&text, "roce_sniff_qp_packets_total");
         // Each packet counted once over all the series scraped: the leaving QPs' counts did
@@ -699,7 +691,7 @@ mod tests {
         assert_eq!(scraped.counted() as u64, counts.roce);
         assert!(an.flows_ended() > cfg.flows() / 2);
         // Ended flows leave after their last update: open flows and `other` stay.
-        m.update(&counts, &an, &SourceStatus::default());
+        m.update(&counts, &an.figures(), &SourceStatus::default());
         let left = series(&m.text(), "roce_sniff_qp_packets_total").len();
         assert!(left <= an.flow_count().min(50) + 1, "{left}");
         assert!(text.contains(&format!(

@@ -1,0 +1,170 @@
+//! What the outputs of a running capture read of it, as values: a flow's counters (the one
+//! projection of them, filled by the analysis in one place), PFC per source and priority,
+//! running totals, what a source tells with each batch, and the findings that first hold.
+
+use std::net::IpAddr;
+
+use roce_parsers::MacAddr;
+
+use super::{Finding, FlowLabel};
+
+/// A flow's counters as they stand: what the metrics count per QP and the live view shows
+/// per row. Counters never go down while the flow lives.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FlowCounters {
+    /// The flow's own number (the order flows appeared in over the run).
+    pub id: u64,
+    pub flow: FlowLabel<IpAddr>,
+    pub packets: u64,
+    pub bytes: u64,
+    /// PSN gaps seen on arrival.
+    pub gaps: u64,
+    /// PSNs lost on the network, as judged so far (resent, or missing past their allowance).
+    pub lost: u64,
+    pub retransmitted: u64,
+    pub ce: u64,
+    /// CNPs that came back for the flow's data.
+    pub cnps: u64,
+    /// NAKs that came back, by code: PSN sequence error, RNR, remote access error, remote
+    /// operational error, invalid request, other (invalid RD request and reserved codes).
+    pub naks: [u64; 6],
+    /// The latest packet of the flow.
+    pub last_ts: u64,
+}
+
+impl FlowCounters {
+    /// Every NAK, whatever its code.
+    pub fn all_naks(&self) -> u64 {
+        self.naks.iter().sum()
+    }
+}
+
+/// PFC of one priority from one source MAC, as it stands.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PfcFigures {
+    pub source: MacAddr,
+    pub priority: u8,
+    /// A priority RoCE uses.
+    pub roce: bool,
+    pub xoff: u64,
+    /// Time paused so far (a pause in force counted up to now).
+    pub paused_ns: u64,
+    /// Storms so far, each counted from when it qualifies.
+    pub storms: u64,
+}
+
+/// The running capture's figures at one moment: what the metrics and the live view read.
+#[derive(Debug, Clone, Default)]
+pub struct Figures {
+    /// The capture's time.
+    pub now: u64,
+    /// The flows open now, in no particular order.
+    pub flows: Vec<FlowCounters>,
+    pub flows_seen: u64,
+    pub flows_ended: u64,
+    pub pfc: Vec<PfcFigures>,
+    pub totals: Totals,
+    /// PSNs the capture missed so far (the other end acknowledged them).
+    pub capture_missed: u64,
+}
+
+/// Running totals for the live status view (cheap to read at any time).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Totals {
+    pub psn_gaps: u64,
+    pub retransmitted: u64,
+    pub ce: u64,
+    pub cnps: u64,
+    /// PFC XOFF frames per priority.
+    pub pfc_xoff: [u64; 8],
+    pub pause: u64,
+    /// Every ACK round trip measured, for the metrics' histogram.
+    pub ack_rtt: RttHistogram,
+}
+
+/// ACK round trips by bucket: how many took at most each bound (not cumulative here).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RttHistogram {
+    pub buckets: [u64; RTT_BOUNDS_NS.len() + 1],
+    pub sum_ns: u64,
+    pub count: u64,
+}
+
+/// Upper bounds of the ACK RTT buckets, in ns: 1 us to 100 ms (the last bucket is the rest).
+pub const RTT_BOUNDS_NS: [u64; 12] = [
+    1_000,
+    2_000,
+    5_000,
+    10_000,
+    20_000,
+    50_000,
+    100_000,
+    200_000,
+    500_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+];
+
+impl RttHistogram {
+    pub fn add(&mut self, ns: u64) {
+        let i = RTT_BOUNDS_NS.partition_point(|&b| b < ns);
+        self.buckets[i] += 1;
+        self.sum_ns += ns;
+        self.count += 1;
+    }
+}
+
+/// What a source tells with each batch: its time resolution, and counters while it runs (the
+/// live status view).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SourceStatus {
+    /// Timestamps finer than microseconds: times are shown to the nanosecond.
+    pub nanosecond_times: bool,
+    /// Frames the kernel or the interface dropped so far, when known.
+    pub capture_drops: Option<u64>,
+    /// A live capture's kernel counters so far (pcap_stats).
+    pub kernel: Option<KernelCounters>,
+    /// A live capture: the wall clock (ns since the epoch) when the capture handed the batch
+    /// over, which may be well before the analysis takes it (chunks queue while it is busy).
+    pub handed_ns: Option<u64>,
+}
+
+/// pcap_stats of a live capture: frames the kernel handed over, dropped for lack of buffer,
+/// dropped by the interface.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KernelCounters {
+    pub received: u64,
+    pub dropped: u64,
+    pub if_dropped: u64,
+}
+/// Findings that first hold at `ts_ns`.
+pub struct NewFindings {
+    pub ts_ns: u64,
+    pub findings: Vec<Finding>,
+    /// Per finding, the flows it tells of for the first time: 1 for a finding of one flow
+    /// or none; for a group, its flows (a group made before: those of them not told yet; the
+    /// metrics count these).
+    pub first_told: Vec<u64>,
+}
+
+impl NewFindings {
+    /// Each finding with the flows it told of first.
+    pub fn told(&self) -> impl Iterator<Item = Told> + '_ {
+        self.findings
+            .iter()
+            .zip(&self.first_told)
+            .map(|(f, &first_told)| Told {
+                finding: f.clone(),
+                first_told,
+            })
+    }
+}
+
+/// A finding as told, and the flows it told of first: what the metrics count, so that a
+/// group's flows told before on their own are not counted twice.
+#[derive(Debug, Clone)]
+pub struct Told {
+    pub finding: Finding,
+    pub first_told: u64,
+}
