@@ -21,6 +21,7 @@ use roce_sniff::decode::summarize;
 use roce_sniff::decode::summary::PacketSummary;
 use roce_sniff::outputs::events::EventWriter;
 use roce_sniff::outputs::parquet::{ExportConfig, Exporter, DEFAULT_BIN_NS};
+use roce_sniff::outputs::{Output, Wants};
 use roce_sniff::pipeline::Sink;
 use roce_sniff::run::sink::ReportSink;
 use roce_testgen::churn::{write_churn, ChurnConfig};
@@ -37,13 +38,26 @@ fn live_analysis() -> AnalysisConfig {
     }
 }
 
+/// What the live screen takes of a capture while the bench runs: the findings as they hold.
+struct FindingsTaken;
+
+impl Output for FindingsTaken {
+    fn wants(&self) -> Wants {
+        Wants {
+            findings: true,
+            ..Wants::default()
+        }
+    }
+}
+
 /// A live capture's sink: its findings watched (for the view, the metrics, the events).
 fn new_sink() -> ReportSink {
-    ReportSink::new(live_analysis(), Default::default(), Default::default()).keep_told_findings()
+    ReportSink::new(live_analysis(), Default::default(), Default::default())
+        .with_output(Box::new(FindingsTaken))
 }
 
 fn with_events(sink: ReportSink) -> ReportSink {
-    sink.with_events(EventWriter::new(Box::new(io::sink())))
+    sink.with_output(Box::new(EventWriter::new(Box::new(io::sink()))))
 }
 
 fn with_parquet(sink: ReportSink, dir: &Path) -> ReportSink {
@@ -55,7 +69,7 @@ fn with_parquet(sink: ReportSink, dir: &Path) -> ReportSink {
         append: true,
     })
     .expect("a dataset directory");
-    sink.with_export(export)
+    sink.with_output(Box::new(export))
 }
 
 /// Decodes every frame of `capture`, feeds it to `sink` in batches and ends the run (the
@@ -79,7 +93,7 @@ fn run(capture: &[u8], mut sink: ReportSink) {
         }
     }
     consume(&mut sink, &mut batch, &mut meta);
-    sink.finish(meta, &CaptureContext::default(), None)
+    sink.finish(meta, &CaptureContext::default(), None, &Default::default())
         .expect("the outputs written");
 }
 

@@ -6,7 +6,7 @@
 #   benches/outputs.sh compare DIR1 DIR2 # every file equal; prints what differs, exits 1 if any
 #
 # Per capture: the text report, `--json`, `--events`, `--packets` (text and JSON), the Parquet
-# dataset (`--parquet`), the report directory's text files, and the metrics as parsed samples
+# dataset (`--parquet`), the report directory's text files, the annotated copy (`--annotate`), and the metrics as parsed samples
 # (name, labels and value; sorted, comments left out). Per correlation: its text and JSON.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,6 +49,9 @@ record_one() {
     $BIN -r "$capture" --packets > "$out/packets.txt" 2>/dev/null || true
     $BIN -r "$capture" --packets --json > "$out/packets.ndjson" 2>/dev/null || true
     $BIN -r "$capture" "$@" --report="$out/dir" >/dev/null 2>&1 || true
+    # The annotated copy, whole and of one QP's frames (the comments name the input's frames).
+    $BIN -r "$capture" "$@" --annotate="$out/annotated.pcapng" >/dev/null 2>&1 || true
+    $BIN -r "$capture" "$@" --qp 0x11 --annotate="$out/annotated-qp.pcapng" >/dev/null 2>&1 || true
     # The report directory's pictures are drawn by plotters; its text files are ours.
     find "$out/dir" -name '*.png' -delete 2>/dev/null || true
     metrics_of "$capture" "$out/metrics.txt"

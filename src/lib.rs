@@ -1,11 +1,13 @@
 //! roce-sniff: a RoCEv2 capture analyzer. Data flows one way: a `source` hands out records,
-//! the `pipeline` decodes them (`decode`, `summary`) and drives a sink (the per-frame printer
-//! of `packets`, or the `analysis` and `verify` of `report_sink`), which produce the `model`
-//! that `report` renders; `annotate` copies the frames read, with comments. `app` wires them together; `cli` turns flags into a configuration.
+//! the `pipeline` decodes them (`decode`) into a sink of `run`, which feeds the `analysis`;
+//! the analysis hands out values (`model`) that the sink passes to the `outputs` (report
+//! renderers, Parquet, events, metrics, the live screen, the annotated copy). `cli` turns flags
+//! into a configuration, `run` holds one file per mode, `common` what every part shares.
+//! docs/design.md states the rules; tests/layout.rs checks them.
 //!
 //! The only `unsafe` code is the memory map of a capture file (`source::mapped`, with its
 //! contract and guards; `--no-mmap` reads files in blocks instead), one call that returns
-//! freed heap pages to the system (`memory`) and the `poll` that waits for the kernel's capture
+//! freed heap pages to the system (`common::memory`) and the `poll` that waits for the kernel's capture
 //! ring (`source::live`).
 #![deny(unsafe_code)]
 
@@ -28,7 +30,6 @@ pub mod model;
 pub mod outputs;
 pub mod pipeline;
 pub mod run;
-
 pub mod source;
 
 pub use run::{analyze_bytes, main_with_args, run, run_in_memory, run_in_memory_files};

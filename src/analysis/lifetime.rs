@@ -11,7 +11,9 @@ use super::flow::{Flow, FlowEvidence, FlowKey};
 use super::flow_table::Chunked;
 use super::report_build::At;
 use super::Analyzer;
-use crate::model::FlowReport;
+use std::sync::Arc;
+
+use crate::model::{FlowEnded, FlowReport};
 
 /// What is kept of the ended flows for the report at the end (with `-r`: every flow is
 /// listed): each one's report entry, numbered by its own id, and what findings need of it.
@@ -21,15 +23,13 @@ pub struct KeptFlows {
     pub evidence: Chunked<FlowEvidence>,
 }
 
-/// A flow that just ended, for the outputs that tell it (events, metrics, the dataset): its
-/// state as it ended and its report entry, numbered by its own id.
-#[derive(Debug)]
-pub struct EndedFlow {
-    pub flow: Box<Flow>,
-    /// Its report entry, when asked for (`tell_ended(true)`) or kept anyway.
-    pub report: Option<FlowReport>,
-    /// When it ended: the capture time of the check that found it idle.
-    pub ended_ns: u64,
+/// What the outputs take of the flows that end (`Analyzer::tell_ended`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EndedParts {
+    /// Each flow's report entry, numbered by its own id.
+    pub reports: bool,
+    /// Each flow's final counters.
+    pub counters: bool,
 }
 
 /// Noteworthy flows ended since the last evaluation of the findings at which they are
@@ -125,7 +125,7 @@ impl Analyzer {
         // none, except for the noteworthy flows its findings still have to see.
         let (keep, report) = (
             self.cfg.keep_ended,
-            self.cfg.keep_ended || self.ended_reports,
+            self.cfg.keep_ended || self.ended_reports(),
         );
         let recent: [bool; 2] =
             std::array::from_fn(|k| members.get(k).is_some_and(|&m| self.wants_recent(m)));
@@ -185,7 +185,7 @@ impl Analyzer {
     /// entry's copy for the outputs that tell the flow's end. (Only a live capture keeps
     /// recent flows: nothing goes to `kept`.)
     fn keep_recent(&mut self, r: FlowReport, e: FlowEvidence) -> Option<FlowReport> {
-        let report = self.ended_reports.then(|| r.clone());
+        let report = self.ended_reports().then(|| r.clone());
         if let Some(recent) = self.recent_ended.as_mut() {
             recent.reports.push(r);
             recent.evidence.push(e);
@@ -247,7 +247,7 @@ impl Analyzer {
         self.fold_ended_samples(&flow, now);
         if let Some(e) = evidence {
             // The entry itself when no output tells the flow's end; a copy when one does.
-            let kept = if self.tell_ended {
+            let kept = if self.tell_ended.is_some() {
                 report.clone()
             } else {
                 report.take()
@@ -257,11 +257,12 @@ impl Analyzer {
                 .push(kept.expect("kept flows have entries"));
             self.kept.evidence.push(e);
         }
-        if self.tell_ended {
-            self.ended.push(EndedFlow {
-                flow,
-                report,
+        if let Some(parts) = self.tell_ended {
+            self.ended.push(FlowEnded {
+                id: flow.id,
                 ended_ns: now,
+                report: report.map(Arc::new),
+                counters: parts.counters.then(|| flow.counters(None)),
             });
         }
     }
@@ -315,10 +316,14 @@ impl Analyzer {
     }
 
     /// Keeps the flows that end for `take_ended` (else they are dropped as they end), with
-    /// their report entries when `with_reports`.
-    pub fn tell_ended(&mut self, with_reports: bool) {
-        self.tell_ended = true;
-        self.ended_reports = with_reports;
+    /// the `parts` an output takes.
+    pub fn tell_ended(&mut self, parts: EndedParts) {
+        self.tell_ended = Some(parts);
+    }
+
+    /// Whether an output takes the report entries of the flows that end.
+    fn ended_reports(&self) -> bool {
+        self.tell_ended.is_some_and(|p| p.reports)
     }
 
     /// The ids of the flows open now.
@@ -327,7 +332,7 @@ impl Analyzer {
     }
 
     /// The flows that ended since the last call, oldest first (their state is freed with them).
-    pub fn take_ended(&mut self) -> Vec<EndedFlow> {
+    pub fn take_ended(&mut self) -> Vec<FlowEnded> {
         std::mem::take(&mut self.ended)
     }
 
@@ -356,6 +361,7 @@ mod tests {
     use roce_testgen::{FrameSpec, Net, PcapFlavor, PcapWriter, RoceSpec};
 
     use super::super::{AnalysisConfig, Analyzer};
+    use super::EndedParts;
     use crate::analysis::report_build::CaptureMeta;
 
     const MS: u64 = 1_000_000;
@@ -438,9 +444,12 @@ mod tests {
         let (mut most_open, mut told) = (0, Vec::new());
         let (mut an, meta) = feed(&data, with_timeout(MS, false), |an| {
             most_open = most_open.max(an.flow_count());
-            told.extend(an.take_ended().into_iter().map(|e| e.flow.id));
+            told.extend(an.take_ended().into_iter().map(|e| e.id));
         });
-        an.tell_ended(true);
+        an.tell_ended(EndedParts {
+            reports: true,
+            counters: false,
+        });
         // 1 ms of a 300,000 frames/s churn of 4-frame QPs: ~150 flows; never the 10,000.
         assert!(most_open < 400, "{most_open} flows open at once");
         let open = an.flow_count() as u64;
@@ -456,18 +465,24 @@ mod tests {
         assert!(told.is_empty());
     }
 
+    const BOTH: EndedParts = EndedParts {
+        reports: true,
+        counters: true,
+    };
+
     #[test]
     fn an_ended_flow_is_told_with_its_own_entry_whichever_index_its_peer_has() {
         let (data, cfg) = churn(2_000);
         let mut analyzer = Analyzer::new(with_timeout(MS, false));
-        analyzer.tell_ended(true);
+        analyzer.tell_ended(BOTH);
         let mut told = 0;
         let (mut an, _) = crate::analysis::testing::feed(&data, analyzer, |an, _| {
             for e in an.take_ended() {
-                let entry = e.report.expect("asked for entries");
-                assert_eq!(entry.id as u64, e.flow.id + 1, "flow {:?}", e.flow.key);
-                assert_eq!(entry.first_frame, e.flow.first_frame);
-                assert_eq!(entry.dqpn, e.flow.key.dqpn.0);
+                let entry = e.report.as_ref().expect("asked for entries");
+                let last = e.counters.expect("asked for counters");
+                assert_eq!(entry.id as u64, e.id + 1, "flow {}", last.flow);
+                assert_eq!(last.id, e.id);
+                assert_eq!((entry.dqpn, entry.packets), (last.flow.dqpn, last.packets));
                 told += 1;
             }
         });
@@ -478,14 +493,15 @@ mod tests {
         // may be either. The ACK flow (index 1) ends the connection here.
         let (one, _) = churn(1);
         let mut an = Analyzer::new(with_timeout(MS, false));
-        an.tell_ended(true);
+        an.tell_ended(BOTH);
         let (mut an, _) = crate::analysis::testing::feed(&one, an, |_, _| {});
         assert_eq!(an.flow_count(), 2);
         assert_eq!(an.flows[1].peer, Some(0));
         an.end_connection(1, an.last_ts() + 1_000 * MS);
         for e in an.take_ended() {
-            let entry = e.report.expect("asked for entries");
-            assert_eq!(entry.id as u64, e.flow.id + 1);
+            let entry = e.report.as_ref().expect("asked for entries");
+            assert_eq!(entry.id as u64, e.id + 1);
+            assert_eq!(entry.dqpn, e.counters.unwrap().flow.dqpn);
         }
     }
 

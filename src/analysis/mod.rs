@@ -13,6 +13,7 @@ pub mod notes;
 pub mod pfc;
 pub mod psn;
 pub mod report_build;
+
 #[cfg(test)]
 pub mod testing;
 pub mod timeline;
@@ -233,10 +234,9 @@ pub struct Analyzer {
     /// timeout under a second) still has its findings told.
     pub(crate) recent_ended: Option<lifetime::KeptFlows>,
     /// Flows ended since the outputs last took them (when they asked: `tell_ended`).
-    ended: Vec<lifetime::EndedFlow>,
-    tell_ended: bool,
-    /// ...with their report entries.
-    ended_reports: bool,
+    ended: Vec<crate::model::FlowEnded>,
+    /// What the outputs take of them, when they take any.
+    tell_ended: Option<lifetime::EndedParts>,
     flows_ended: u64,
     /// When idle flows are looked for next.
     next_sweep_ns: u64,
@@ -293,8 +293,7 @@ impl Analyzer {
             kept_evaluated: 0,
             recent_ended: None,
             ended: Vec::new(),
-            tell_ended: false,
-            ended_reports: false,
+            tell_ended: None,
             flows_ended: 0,
             next_sweep_ns: 0,
             ended_rtt: Vec::new(),
@@ -1150,5 +1149,24 @@ impl Analyzer {
                 ..Event::default()
             },
         );
+    }
+}
+
+/// The outputs ask the analysis through this, never through `Analyzer` itself.
+impl crate::model::FiguresNow for Analyzer {
+    fn figures(&self) -> crate::model::Figures {
+        Analyzer::figures(self)
+    }
+
+    fn ack_rtt_of(&self, ids: &[u64]) -> Vec<crate::model::LatencySummary> {
+        Analyzer::ack_rtt_of(self, ids)
+    }
+
+    fn pauses_in_force(&self) -> Vec<pfc::SourcePause> {
+        Analyzer::pauses_in_force(self).collect()
+    }
+
+    fn flows_seen(&self) -> u64 {
+        Analyzer::flows_seen(self)
     }
 }

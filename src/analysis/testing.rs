@@ -31,3 +31,22 @@ pub fn feed(
     }
     (an, counts)
 }
+
+/// The capture `testdata/NAME` analysed with the default configuration: the analyzer, and the
+/// frames counted.
+pub fn analysed(name: &str) -> (Analyzer, FrameCounts) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata")
+        .join(name);
+    let data = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    feed(&data, Analyzer::new(Default::default()), |_, _| {})
+}
+
+/// The report of `testdata/NAME` with the default configuration.
+pub fn report_of(name: &str) -> crate::model::Report {
+    let (an, counts) = analysed(name);
+    an.finish(super::report_build::CaptureMeta {
+        counts,
+        ..Default::default()
+    })
+}

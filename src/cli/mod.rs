@@ -6,18 +6,19 @@ use std::time::Duration;
 
 use clap::Parser;
 
+mod fail_on;
 pub mod generate;
 
 use crate::analysis::pfc::PfcConfig;
 use crate::analysis::AnalysisConfig;
 use crate::common::destination::Destination;
 use crate::common::error::Error;
-use crate::common::exit::FailOn;
 use crate::decode::select::SelectConfig;
 use crate::model::{EcnExpect, Expectations};
 use crate::outputs::packets::{PacketFormat, PrintSettings};
 use crate::source::file::ReadMethod;
 pub use crate::source::live::LiveConfig;
+pub use fail_on::FailOn;
 use roce_parsers::{DecodeOptions, TrafficClass};
 
 const AFTER_HELP: &str = "\

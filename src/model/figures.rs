@@ -6,7 +6,7 @@ use std::net::IpAddr;
 
 use roce_parsers::MacAddr;
 
-use super::{Finding, FlowLabel};
+use super::{Finding, FlowLabel, FlowReport, LatencySummary, Outcome, SourcePause};
 
 /// A flow's counters as they stand: what the metrics count per QP and the live view shows
 /// per row. Counters never go down while the flow lives.
@@ -167,4 +167,40 @@ impl NewFindings {
 pub struct Told {
     pub finding: Finding,
     pub first_told: u64,
+}
+
+/// What the analysis tells on demand while a capture runs: an output asks when it needs it
+/// (the metrics once a second, a rolling dataset at each rotation), as building it for every
+/// frame would cost.
+pub trait FiguresNow {
+    /// The figures at the capture's time now.
+    fn figures(&self) -> Figures;
+    /// The ACK round trips of the open flows `ids`, in the order asked; flows no longer open
+    /// get none.
+    fn ack_rtt_of(&self, ids: &[u64]) -> Vec<LatencySummary>;
+    /// Per PFC (source, priority) with a pause in force: (start, end as asked for so far).
+    fn pauses_in_force(&self) -> Vec<SourcePause>;
+    /// Flows seen over the run so far, open or ended.
+    fn flows_seen(&self) -> u64;
+}
+
+/// What the analysis made of one frame: its outcome, and the PFC pauses it ended (when an
+/// output takes them).
+#[derive(Debug, Clone, Copy)]
+pub struct FrameDone<'a> {
+    pub outcome: Outcome,
+    pub pauses_ended: &'a [SourcePause],
+}
+
+/// A flow that ended before the capture did, with what the outputs asked for.
+#[derive(Debug, Clone)]
+pub struct FlowEnded {
+    /// The flow's own id (`FlowCounters::id`; a report entry numbers it `id + 1`).
+    pub id: u64,
+    /// The capture's time when it ended.
+    pub ended_ns: u64,
+    /// Its report entry, when an output takes one (shared: an output may keep it).
+    pub report: Option<std::sync::Arc<FlowReport>>,
+    /// Its final counters, when an output takes them.
+    pub counters: Option<FlowCounters>,
 }

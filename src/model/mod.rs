@@ -12,8 +12,8 @@ use serde::Serialize;
 mod figures;
 mod values;
 pub use figures::{
-    Figures, FlowCounters, KernelCounters, NewFindings, PfcFigures, RttHistogram, SourceStatus,
-    Told, Totals, RTT_BOUNDS_NS,
+    Figures, FiguresNow, FlowCounters, FlowEnded, FrameDone, KernelCounters, NewFindings,
+    PfcFigures, RttHistogram, SourceStatus, Told, Totals, RTT_BOUNDS_NS,
 };
 pub use values::{slot_overlaps, Outcome, PsnEvent, SourcePause};
 
@@ -1486,14 +1486,7 @@ mod tests {
     /// A flow entry with its optional keys set: every key it writes is documented, each once.
     #[test]
     fn every_key_of_a_flow_entry_is_documented() {
-        let data = std::fs::read("testdata/sample.pcap").unwrap();
-        let an = crate::analysis::Analyzer::new(Default::default());
-        let (an, counts) = crate::analysis::testing::feed(&data, an, |_, _| {});
-        let mut flow = an
-            .finish(crate::analysis::report_build::CaptureMeta {
-                counts,
-                ..Default::default()
-            })
+        let mut flow = crate::analysis::testing::report_of("sample.pcap")
             .flows
             .swap_remove(0);
         flow.path_mtu_at_least = Some(1024);

@@ -19,7 +19,9 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use crate::model::{Finding, FlowReport, Report};
+use super::{CaptureEnd, Output, Tick, Wants};
+use crate::common::error::Error;
+use crate::model::{Finding, FlowEnded, FlowReport, NewFindings, Report};
 
 #[derive(Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -130,7 +132,7 @@ impl EventWriter {
 
     /// The end of the capture: every flow still open ending. `order[i]`: the `Flow::id` of
     /// report flow `i`; `open`: the ids still open.
-    pub fn finish(
+    pub fn end_capture(
         &mut self,
         report: &Report,
         order: &[usize],
@@ -143,6 +145,54 @@ impl EventWriter {
             self.flow_end(ts_ns, &flow)?;
         }
         self.flush()
+    }
+}
+
+/// An error of the events, named as the flag (standard output or a file).
+fn failed(source: io::Error) -> Error {
+    Error::Output {
+        path: "--events".into(),
+        source,
+    }
+}
+
+impl Output for EventWriter {
+    fn wants(&self) -> Wants {
+        Wants {
+            ended_flows: true,
+            ended_reports: true,
+            findings: true,
+            ..Wants::default()
+        }
+    }
+
+    fn flow_ended(&mut self, ended: &FlowEnded) -> Result<(), Error> {
+        match &ended.report {
+            Some(flow) => self.flow_end(ended.ended_ns, flow).map_err(failed),
+            None => Ok(()),
+        }
+    }
+
+    fn findings(&mut self, new: &NewFindings) -> Result<(), Error> {
+        EventWriter::findings(self, new.ts_ns, &new.findings).map_err(failed)
+    }
+
+    fn flush(&mut self) -> Result<(), Error> {
+        EventWriter::flush(self).map_err(failed)
+    }
+
+    fn tick(&mut self, tick: &Tick<'_>) -> Result<(), Error> {
+        match tick.source.kernel {
+            Some(k) => self
+                .drops(tick.wall_ns, k.dropped, k.if_dropped)
+                .map_err(failed),
+            None => Ok(()),
+        }
+    }
+
+    fn finish(mut self: Box<Self>, end: &CaptureEnd<'_>) -> Result<(), Error> {
+        self.end_capture(end.report, end.order, end.open_ids, end.last_ts)
+            .map_err(failed)
     }
 }
 
@@ -186,16 +236,6 @@ mod tests {
         );
     }
 
-    fn sample_report() -> crate::model::Report {
-        let data = std::fs::read("testdata/sample.pcap").unwrap();
-        let an = crate::analysis::Analyzer::new(Default::default());
-        let (an, counts) = crate::analysis::testing::feed(&data, an, |_, _| {});
-        an.finish(crate::analysis::report_build::CaptureMeta {
-            counts,
-            ..Default::default()
-        })
-    }
-
     /// A `Write` whose bytes the test can read after the writer is gone.
     #[derive(Clone, Default)]
     struct Shared(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
@@ -212,7 +252,9 @@ mod tests {
 
     #[test]
     fn lines_reach_the_file_whole_when_the_buffer_fills_and_when_dropped() {
-        let flow = sample_report().flows.swap_remove(0);
+        let flow = crate::analysis::testing::report_of("sample.pcap")
+            .flows
+            .swap_remove(0);
         let out = Shared::default();
         let mut w = EventWriter::new(Box::new(out.clone()));
         let mut lines = 0;

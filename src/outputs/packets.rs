@@ -15,11 +15,8 @@ use roce_parsers::{
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
-use crate::analysis::Analyzer;
+use crate::decode::decode;
 use crate::decode::summary::PacketSummary;
-use crate::decode::{decode, FrameCounts};
-use crate::outputs::parquet::Exporter;
-use crate::pipeline::{Position, Sink};
 
 /// A value serialized as its `Display` text (MAC addresses).
 struct AsText<T>(T);
@@ -797,54 +794,18 @@ pub struct PrintSettings {
     pub decode: roce_parsers::DecodeOptions,
 }
 
-/// `--packets`: a sink that prints every frame, formatted in parallel, written in order.
-pub struct PacketPrinter<W> {
-    settings: PrintSettings,
-    out: W,
-    /// `--parquet`: the analysis, and the export it feeds.
-    export: Option<(Analyzer, Exporter)>,
-}
-
-impl<W: Write + Send> PacketPrinter<W> {
-    pub fn new(settings: PrintSettings, out: W) -> Self {
-        PacketPrinter {
-            settings,
-            out,
-            export: None,
-        }
-    }
-
-    /// Analyses the frames too, and exports them.
-    pub fn with_export(mut self, mut analyzer: Analyzer, exporter: Exporter) -> Self {
-        analyzer.keep_closed_pauses();
-        self.export = Some((analyzer, exporter));
-        self
-    }
-
-    /// Flushes the output and hands it back, with the analysis and export when there is one.
-    pub fn into_parts(mut self) -> io::Result<(W, Option<(Analyzer, Exporter)>)> {
-        self.out.flush()?;
-        Ok((self.out, self.export))
-    }
-}
-
-/// Printed frames of a chunk, with their summaries for the counters.
+/// A batch of frames printed (on a decoding thread), with their summaries for the counters
+/// and the analysis.
 pub struct PrintedChunk {
-    summaries: Vec<PacketSummary>,
-    text: Vec<u8>,
+    pub summaries: Vec<PacketSummary>,
+    /// The lines of the frames printed, in order.
+    pub text: Vec<u8>,
     /// A text line's room, reused.
     line: String,
 }
 
-impl<W: Write + Send> Sink for PacketPrinter<W> {
-    type Chunk = PrintedChunk;
-    type Decoder = PrintSettings;
-
-    fn decoder(&self) -> PrintSettings {
-        self.settings.clone()
-    }
-
-    fn chunk(frames: usize) -> PrintedChunk {
+impl PrintedChunk {
+    pub fn with_capacity(frames: usize) -> Self {
         PrintedChunk {
             summaries: Vec::with_capacity(frames),
             text: Vec::with_capacity(frames * 256),
@@ -852,16 +813,23 @@ impl<W: Write + Send> Sink for PacketPrinter<W> {
         }
     }
 
-    fn decode_into(
+    pub fn clear(&mut self) {
+        self.summaries.clear();
+        self.text.clear();
+    }
+
+    /// Decodes record `rec`, summarizes it, and prints it unless `roce_only` leaves it out;
+    /// text lines tell the time since `capture_start_ns`.
+    pub fn print(
+        &mut self,
         settings: &PrintSettings,
-        at: Position,
         rec: &Record<'_>,
-        chunk: &mut PrintedChunk,
+        capture_start_ns: u64,
+        nanosecond_times: bool,
     ) {
         let frame_no = rec.frame;
         let frame = decode(rec, settings.decode);
-        chunk
-            .summaries
+        self.summaries
             .push(PacketSummary::new(frame_no, rec, &frame));
         if settings.roce_only && frame.roce.is_none() && frame.mac_control.is_none() {
             return;
@@ -878,39 +846,17 @@ impl<W: Write + Send> Sink for PacketPrinter<W> {
                         .get(usize::from(rec.input))
                         .map(|name| (name.as_str(), rec.input_frame)),
                 };
-                serde_json::to_writer(&mut chunk.text, &json)
+                serde_json::to_writer(&mut self.text, &json)
                     .map_err(io::Error::from)
-                    .and_then(|_| chunk.text.write_all(b"\n"))
+                    .and_then(|_| self.text.write_all(b"\n"))
             }
             PacketFormat::Text => {
                 let time = RelativeTime {
-                    ns: rec.ts_ns.saturating_sub(at.capture_start_ns),
-                    nanosecond: at.nanosecond_times,
+                    ns: rec.ts_ns.saturating_sub(capture_start_ns),
+                    nanosecond: nanosecond_times,
                 };
-                write_text_line(&mut chunk.text, frame_no, time, &frame, &mut chunk.line)
+                write_text_line(&mut self.text, frame_no, time, &frame, &mut self.line)
             }
         };
-    }
-
-    fn summaries(chunk: &PrintedChunk) -> &[PacketSummary] {
-        &chunk.summaries
-    }
-
-    fn clear(chunk: &mut PrintedChunk) {
-        chunk.summaries.clear();
-        chunk.text.clear();
-    }
-
-    fn consume(&mut self, chunk: &mut PrintedChunk, _counted: &FrameCounts) -> io::Result<()> {
-        self.out.write_all(&chunk.text)?;
-        if let Some((analyzer, exporter)) = self.export.as_mut() {
-            for s in &chunk.summaries {
-                analyzer.feed(s);
-                exporter
-                    .frame(s, analyzer)
-                    .map_err(|e| io::Error::other(e.to_string()))?;
-            }
-        }
-        Ok(())
     }
 }

@@ -304,7 +304,8 @@ impl<S: Sink> Pipeline<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outputs::packets::{PacketFormat, PacketPrinter, PrintSettings};
+    use crate::outputs::packets::{PacketFormat, PrintSettings};
+    use crate::run::packets::PacketPrinter;
     use roce_parsers::capture::{CaptureParser, Next};
 
     /// The records of a capture file of testdata/.

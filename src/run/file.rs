@@ -8,9 +8,12 @@ use crate::analysis::AnalysisConfig;
 use crate::cli::{Config, Mode, ReportOptions};
 use crate::common::error::Error;
 use crate::decode::select::{SelectConfig, Selection};
-use crate::outputs::packets::{PacketPrinter, PrintSettings};
+use crate::outputs::packets::PrintSettings;
+use crate::outputs::parquet::Exporter;
+use crate::outputs::{CaptureEnd, Output};
 use crate::pipeline::diagnostics::Diagnostics;
 use crate::pipeline::Pipeline;
+use crate::run::packets::PacketPrinter;
 use crate::run::sink::{ReportSink, SinkEnd};
 use crate::source::Input;
 use crate::source::{consumed, SourceEnd};
@@ -111,7 +114,7 @@ pub(super) fn packets_from_file<W: Write + Send>(
             several_points: matches!(source, Input::Merged(_)),
             ..e.analysis
         };
-        let exporter = crate::outputs::parquet::Exporter::new(e.parquet.clone())?;
+        let exporter = Exporter::new(e.parquet.clone())?;
         printer = printer.with_export(crate::analysis::Analyzer::new(analysis), exporter);
     }
     let mut pipeline = Pipeline::new(printer, diagnostics, run.threads);
@@ -134,12 +137,21 @@ pub(super) fn packets_from_file<W: Write + Send>(
             file: name,
             format,
             snaplen,
-            counts,
+            counts: counts.clone(),
             warnings,
             selection,
         };
         let end = analyzer.finish_all(meta);
-        exporter.finish(&end.report, &end.order, &end.open_ids, &end.pauses)?;
+        Box::new(exporter).finish(&CaptureEnd {
+            report: &end.report,
+            order: &end.order,
+            open_ids: &end.open_ids,
+            pauses: &end.pauses,
+            last_ts: counts.last_ts,
+            counts: &counts,
+            source: &Default::default(),
+            figures: None,
+        })?;
     }
     Ok((out, frames))
 }
@@ -159,15 +171,18 @@ pub(super) fn report_from_file(
     };
     let mut sink = ReportSink::new(analysis, opts.expect, opts.decode);
     if let Some(cfg) = &opts.parquet {
-        sink = sink.with_export(crate::outputs::parquet::Exporter::new(cfg.clone())?);
+        sink = sink.with_output(Box::new(Exporter::new(cfg.clone())?));
     }
     if let Some(out) = &opts.events {
-        sink = sink.with_events(events_writer(out)?);
+        sink = sink.with_output(Box::new(events_writer(out)?));
     }
-    let mut metrics = MetricsOutput::open(opts)?;
-    if metrics.is_some() {
-        sink = sink.with_metrics();
-    }
+    let metrics_server = match open_metrics(opts, true)? {
+        Some((server, output)) => {
+            sink = sink.with_output(output);
+            Some(server)
+        }
+        None => None,
+    };
     let inputs = source.paths();
     let annotate = match &opts.annotate {
         Some(path) => Some(crate::outputs::annotate::AnnotateOutput::create(path)?),
@@ -185,9 +200,6 @@ pub(super) fn report_from_file(
     let mut finished = pipeline
         .finish()
         .map_err(output_error(opts.json.as_ref()))?;
-    if let Some(m) = metrics.as_mut() {
-        m.update_from(&finished.counts, &mut finished.sink, &Default::default());
-    }
     let notes = finished.sink.take_notes();
     let origins = end.origins.take();
     let ctx = CaptureContext::default();
@@ -201,14 +213,14 @@ pub(super) fn report_from_file(
     if let (Some(out_file), Some(track), Some(mut notes)) = (annotate, track, notes) {
         let _ = out.flush();
         notes.add_findings(&report.findings);
-        let plan = crate::outputs::annotate::CopyPlan {
+        let plan = super::annotate::CopyPlan {
             inputs: &inputs,
             origins: origins.as_ref(),
             kept: &track.kept,
             frames_read: track.read,
             notes,
         };
-        let stats = crate::outputs::annotate::write_copy(out_file, plan)?;
+        let stats = super::annotate::write_copy(out_file, plan)?;
         if let Some(path) = &opts.annotate {
             stderr_line!(
                 "roce-sniff: {} frames, {} comments, written to {}",
@@ -223,9 +235,9 @@ pub(super) fn report_from_file(
         let _ = out.flush();
         return Err(failed);
     }
-    if let Some(mut m) = metrics {
+    if let Some(server) = metrics_server {
         let _ = out.flush();
-        m.serve_final(&report);
+        serve_final(&server);
     }
     Ok(code)
 }
@@ -239,7 +251,7 @@ pub(super) struct FileRun {
 /// Which frames a read kept, for `--annotate`'s second pass.
 #[derive(Default)]
 pub(super) struct FeedTrack {
-    kept: crate::outputs::annotate::FrameSet,
+    kept: super::annotate::FrameSet,
     /// Frames read, kept or not.
     read: u64,
 }

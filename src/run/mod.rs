@@ -3,11 +3,13 @@
 //! configuration and the exit code (`main_with_args`), the checks of the outputs before any
 //! work, the report's end and its rendering.
 
+mod annotate;
 mod correlate;
 mod file;
 mod inputs;
 mod live;
 mod metrics;
+pub mod packets;
 pub mod sink;
 
 use std::ffi::OsString;
@@ -33,7 +35,7 @@ use correlate::run_correlate;
 use file::{file_run, packets_from_file, report_from_file, with_finding_selection};
 use inputs::{expand_directories, open_inputs};
 use live::run_live;
-use metrics::MetricsOutput;
+use metrics::{open_metrics, serve_final};
 
 /// Parses the flags, runs, and maps the outcome to an exit code.
 pub fn main_with_args<I, T>(args: I) -> ExitCode
@@ -133,10 +135,7 @@ pub fn run(config: &Config) -> Result<u8, Error> {
 }
 
 /// The exit code `--fail-on` gives `findings`, saying which finding failed the run.
-fn fail_on_code(
-    fail_on: Option<&crate::common::exit::FailOn>,
-    findings: &[crate::model::Finding],
-) -> u8 {
+fn fail_on_code(fail_on: Option<&crate::cli::FailOn>, findings: &[crate::model::Finding]) -> u8 {
     let Some(f) = fail_on.and_then(|f| f.first_failing(findings)) else {
         return exit::OK;
     };
@@ -269,7 +268,16 @@ fn finish_report(
         warnings: diagnostics.finish(),
         selection,
     };
-    let mut end = finished.sink.finish(meta, ctx, origins)?;
+    // What the capture told of itself last: a live capture's kernel counters.
+    let source = crate::model::SourceStatus {
+        kernel: live.as_ref().map(|l| crate::model::KernelCounters {
+            received: l.received,
+            dropped: l.dropped,
+            if_dropped: l.if_dropped,
+        }),
+        ..Default::default()
+    };
+    let mut end = finished.sink.finish(meta, ctx, origins, &source)?;
     end.report.capture.live = live;
     Ok(end)
 }

@@ -6,16 +6,16 @@ use std::io;
 use roce_parsers::capture::Record;
 use roce_parsers::DecodeOptions;
 
+use crate::analysis::lifetime::EndedParts;
 use crate::analysis::report_build::CaptureMeta;
 use crate::analysis::verify::{CaptureContext, Verifier};
-use crate::analysis::watch::{FindingWatch, NewFindings, Told};
+use crate::analysis::watch::{FindingWatch, NewFindings};
 use crate::analysis::{AnalysisConfig, Analyzer};
 use crate::common::error::Error;
 use crate::decode::summary::PacketSummary;
 use crate::decode::{summarize, FrameCounts};
-use crate::model::{Expectations, Finding, FlowCounters, PlotData, Report};
-use crate::outputs::events::EventWriter;
-use crate::outputs::parquet::Exporter;
+use crate::model::{Expectations, Finding, FrameDone, PlotData, Report, SourceStatus};
+use crate::outputs::{CaptureEnd, Output, Tick, Wants};
 use crate::pipeline::{Position, Sink};
 use crate::source::origins::FrameOrigins;
 
@@ -23,62 +23,33 @@ pub struct ReportSink {
     analyzer: Analyzer,
     verifier: Option<Verifier>,
     decode: DecodeOptions,
-    /// `--parquet` and `--events`.
-    out: Outputs,
-    /// Findings as they first hold, for the events and a rolling export.
+    /// The outputs written while the capture runs (`--events`, `--parquet`, `--metrics`, the
+    /// live screen), and what they want together.
+    outputs: Outputs,
+    wants: Wants,
+    /// Findings as they first hold, when an output tells them.
     watch: Option<FindingWatch>,
-    /// `--metrics`: the final counts of flows that ended since the metrics last took them.
-    ended_for_metrics: Option<Vec<FlowCounters>>,
-    /// The findings that first held since the last `take_told_findings` (for the metrics and
-    /// the live view: the findings the events tell).
-    told_findings: Option<Vec<Told>>,
 }
 
-/// The outputs written while the capture runs, and the first of them that failed (a full
-/// disk): that one is written no more, the capture stops, and the report is still made.
+/// The outputs in the order they were added, and the first error one met (a full disk): the
+/// output that failed is written no more, the capture stops, and the report is still made.
 #[derive(Default)]
 struct Outputs {
-    /// `--parquet`: every frame and the report's tables.
-    exporter: Option<Exporter>,
-    /// `--events`: findings as they first hold, flows as they end.
-    events: Option<EventWriter>,
+    list: Vec<Box<dyn Output>>,
     failed: Option<Error>,
 }
 
 impl Outputs {
-    /// `--events` failed: it is closed, and the error kept for the end of the run.
-    fn events_failed(&mut self, source: io::Error) {
-        self.events = None;
-        self.failed.get_or_insert(Error::Output {
-            path: "--events".into(),
-            source,
+    /// Hands something to every output; one that fails leaves the list.
+    fn each(&mut self, mut hand: impl FnMut(&mut dyn Output) -> Result<(), Error>) {
+        let failed = &mut self.failed;
+        self.list.retain_mut(|o| match hand(o.as_mut()) {
+            Ok(()) => true,
+            Err(e) => {
+                failed.get_or_insert(e);
+                false
+            }
         });
-    }
-
-    /// `--parquet` failed: as `events_failed`.
-    fn export_failed(&mut self, e: Error) {
-        self.exporter = None;
-        self.failed.get_or_insert(e);
-    }
-
-    /// Writes to the events, if on; their failure is kept (`events_failed`).
-    fn write_events(&mut self, write: impl FnOnce(&mut EventWriter) -> io::Result<()>) {
-        if let Some(Err(e)) = self.events.as_mut().map(write) {
-            self.events_failed(e);
-        }
-    }
-
-    /// Writes to the Parquet export, if on; its failure is kept (`export_failed`).
-    fn write_export(&mut self, write: impl FnOnce(&mut Exporter) -> Result<(), Error>) {
-        if let Some(Err(e)) = self.exporter.as_mut().map(write) {
-            self.export_failed(e);
-        }
-    }
-
-    /// Findings that first hold, to the outputs that tell them.
-    fn tell_outputs(&mut self, new: &NewFindings) {
-        self.write_events(|e| e.findings(new.ts_ns, &new.findings));
-        self.write_export(|x| x.findings(new.ts_ns, &new.findings));
     }
 
     /// Whether the capture goes on: an error, naming the output, once one failed (the
@@ -103,77 +74,51 @@ impl ReportSink {
             analyzer: Analyzer::new(analysis),
             verifier: expect.any().then(|| Verifier::new(expect)),
             decode,
-            out: Outputs::default(),
+            outputs: Outputs::default(),
+            wants: Wants::default(),
             watch: None,
-            ended_for_metrics: None,
-            told_findings: None,
         }
+    }
+
+    /// Writes `output` too as the capture runs; the analysis builds what it wants.
+    pub fn with_output(mut self, output: Box<dyn Output>) -> Self {
+        self.wants = self.wants | output.wants();
+        self.outputs.list.push(output);
+        let wants = self.wants;
+        if wants.ended_pauses {
+            self.analyzer.keep_closed_pauses();
+        }
+        if wants.findings {
+            // Flows that end between two evaluations are evaluated too.
+            self.watch.get_or_insert_with(FindingWatch::default);
+            self.analyzer
+                .keep_recent_ended(crate::analysis::watch::EVALUATE_EVERY_NS);
+        }
+        if wants.any_ended() {
+            self.analyzer.tell_ended(EndedParts {
+                reports: wants.ended_reports,
+                counters: wants.ended_counters,
+            });
+        }
+        self
     }
 
     /// Whether an output failed while the capture ran (`SinkEnd::failed` tells which).
     pub fn has_failed(&self) -> bool {
-        self.out.failed.is_some()
+        self.outputs.failed.is_some()
     }
 
-    /// The kernel's drop counters rose: a `drops` event.
-    pub fn tell_drops(&mut self, now: u64, dropped: u64, if_dropped: u64) -> io::Result<()> {
-        self.out.write_events(|e| e.drops(now, dropped, if_dropped));
-        self.out.go_on()
-    }
-
-    /// The analysis tells the flows that end, with their report entries when an output
-    /// writes them (events, a rolling export).
-    fn want_ended(&mut self) {
-        let reports = self.out.events.is_some()
-            || self
-                .out
-                .exporter
-                .as_ref()
-                .is_some_and(Exporter::wants_ended_reports);
-        if reports {
-            self.watch();
-        }
-        self.analyzer.tell_ended(reports);
-    }
-
-    /// Keeps the final counts of ended flows for the metrics (`take_ended_for_metrics`), and
-    /// the findings as they first hold: the metrics count the findings the events tell.
-    pub fn with_metrics(mut self) -> Self {
-        self.ended_for_metrics = Some(Vec::new());
-        self.want_ended();
-        self.keep_told_findings()
-    }
-
-    /// Evaluates the findings as the capture runs and keeps those that first hold for
-    /// `take_told_findings` (the metrics, the live view).
-    pub fn keep_told_findings(mut self) -> Self {
-        self.told_findings.get_or_insert_with(Vec::new);
-        self.watch();
-        self
-    }
-
-    /// Evaluates the findings as the capture runs, the flows that end between two
-    /// evaluations included.
-    fn watch(&mut self) {
-        self.watch.get_or_insert_with(FindingWatch::default);
-        self.analyzer
-            .keep_recent_ended(crate::analysis::watch::EVALUATE_EVERY_NS);
-    }
-
-    /// The findings that first held since the last call.
-    pub fn take_told_findings(&mut self) -> Vec<Told> {
-        self.told_findings
-            .as_mut()
-            .map(std::mem::take)
-            .unwrap_or_default()
-    }
-
-    /// The flows that ended since the last call: their final counts.
-    pub fn take_ended_for_metrics(&mut self) -> Vec<FlowCounters> {
-        self.ended_for_metrics
-            .as_mut()
-            .map(std::mem::take)
-            .unwrap_or_default()
+    /// A live capture took a batch (`counts`: every frame so far; `source`: what the capture
+    /// tells of itself): the outputs see the state now.
+    pub fn tick(&mut self, counts: &FrameCounts, source: &SourceStatus) -> io::Result<()> {
+        let tick = Tick {
+            wall_ns: crate::common::clock::now_ns(),
+            counts,
+            source,
+            analysis: &self.analyzer,
+        };
+        self.outputs.each(|o| o.tick(&tick));
+        self.outputs.go_on()
     }
 
     /// The capture's clock moved to `now` with no frame (an idle live link): connections idle
@@ -188,53 +133,29 @@ impl ReportSink {
         {
             self.tell_findings(&new);
         }
-        self.out.write_export(|x| x.clock(now, &self.analyzer));
-        self.out.write_events(EventWriter::flush);
-        self.out.go_on()
+        let an = &self.analyzer;
+        self.outputs.each(|o| o.clock(now, an));
+        self.outputs.each(|o| o.flush());
+        self.outputs.go_on()
     }
 
-    /// Hands the flows that just ended to the outputs that tell them.
+    /// Hands the flows that just ended to the outputs.
     fn tell_ended(&mut self) {
         if !self.analyzer.has_ended() {
             return;
         }
-        for mut e in self.analyzer.take_ended() {
-            if let Some(r) = &e.report {
-                self.out.write_events(|ev| ev.flow_end(e.ended_ns, r));
-            }
-            // The entry is the export's now: the events are done with it.
-            let (id, report) = (e.flow.id as usize, e.report.take());
-            self.out.write_export(|x| x.flow_ended(id, report));
-            if let Some(m) = self.ended_for_metrics.as_mut() {
-                m.push(e.flow.counters(None));
-            }
+        for ended in self.analyzer.take_ended() {
+            self.outputs.each(|o| o.flow_ended(&ended));
         }
     }
 
-    /// Findings that first hold, to the outputs that tell them and the metrics.
+    /// Findings that first hold, to the outputs.
     fn tell_findings(&mut self, new: &NewFindings) {
-        self.out.tell_outputs(new);
-        if let Some(m) = self.told_findings.as_mut() {
-            m.extend(new.told());
-        }
+        self.outputs.each(|o| o.findings(new));
     }
 
-    /// Writes the events of the capture too.
-    pub fn with_events(mut self, events: EventWriter) -> Self {
-        self.out.events = Some(events);
-        self.want_ended();
-        self
-    }
-
-    /// Exports the capture as Parquet tables too.
-    pub fn with_export(mut self, exporter: Exporter) -> Self {
-        self.out.exporter = Some(exporter);
-        self.analyzer.keep_closed_pauses();
-        self.want_ended();
-        self
-    }
-
-    /// The analysis so far (live status view).
+    /// The analysis so far (the sink's tests).
+    #[cfg(test)]
     pub fn analyzer(&self) -> &Analyzer {
         &self.analyzer
     }
@@ -244,14 +165,15 @@ impl ReportSink {
         self.analyzer.take_notes()
     }
 
-    /// Ends the analysis and the verification: the report, and what the plots need when
-    /// timelines were collected.
-    /// `origins`: several files read as one, so that findings name their frames in them too.
+    /// Ends the analysis, the verification and the outputs: the report, and what the plots
+    /// need when timelines were collected. `origins`: several files read as one, so that
+    /// findings name their frames in them too; `source`: what the capture told of itself last.
     pub fn finish(
         mut self,
         meta: CaptureMeta,
         ctx: &CaptureContext,
         origins: Option<&FrameOrigins>,
+        source: &SourceStatus,
     ) -> Result<SinkEnd, Error> {
         let last_ts = meta.counts.last_ts;
         // The flows not evaluated yet (open, or ended since the last evaluation), as every
@@ -269,7 +191,8 @@ impl ReportSink {
             // An output that fails is kept in `failed`: the report is made all the same.
             self.tell_findings(&new);
         }
-        let mut told_at_end = self.take_told_findings();
+        let figures = self.wants.final_figures.then(|| self.analyzer.figures());
+        let counts = meta.counts.clone();
         let end = self.analyzer.finish_all(meta);
         let mut report = end.report;
         if let Some(o) = origins {
@@ -281,34 +204,36 @@ impl ReportSink {
             .as_mut()
             .and_then(|w| w.untold(last_ts, &report.findings));
         if let Some(new) = &last {
-            self.out.tell_outputs(new);
-            told_at_end.extend(new.told());
+            self.outputs.each(|o| o.findings(new));
         }
-        if let Some(mut e) = self.out.events.take() {
-            if let Err(err) = e.finish(&report, &end.order, &end.open_ids, last_ts) {
-                self.out.events_failed(err);
-            }
-        }
-        if let Some(e) = self.out.exporter.take() {
-            if let Err(err) = e.finish(&report, &end.order, &end.open_ids, &end.pauses) {
-                self.out.export_failed(err);
+        let capture_end = CaptureEnd {
+            report: &report,
+            order: &end.order,
+            open_ids: &end.open_ids,
+            pauses: &end.pauses,
+            last_ts,
+            counts: &counts,
+            source,
+            figures: figures.as_ref(),
+        };
+        for output in std::mem::take(&mut self.outputs.list) {
+            if let Err(e) = output.finish(&capture_end) {
+                self.outputs.failed.get_or_insert(e);
             }
         }
         Ok(SinkEnd {
             report,
             plots: end.plots,
-            told_at_end,
-            failed: self.out.failed,
+            failed: self.outputs.failed,
         })
     }
 }
 
-/// What the end of a capture makes: the report, what the plots need when timelines were
-/// collected, and the findings first told at the end (for the metrics' last figures).
+/// What the end of a capture makes: the report, and what the plots need when timelines were
+/// collected.
 pub struct SinkEnd {
     pub report: Report,
     pub plots: Option<PlotData>,
-    pub told_at_end: Vec<Told>,
     /// An output that failed (`--events`, `--parquet`): the report is whole, the run fails.
     pub failed: Option<Error>,
 }
@@ -330,6 +255,24 @@ fn counted_through(counted: &FrameCounts, frames: &[PacketSummary]) -> FrameCoun
         counts.add(s);
     }
     counts
+}
+
+impl ReportSink {
+    /// What the analysis made of frame `s`, just fed, to the outputs.
+    fn frame_done(&mut self, s: &PacketSummary) {
+        if self.outputs.list.is_empty() {
+            return;
+        }
+        let pauses_ended = match self.wants.ended_pauses {
+            true => self.analyzer.take_closed_pauses(),
+            false => Vec::new(),
+        };
+        let done = FrameDone {
+            outcome: self.analyzer.last_outcome(),
+            pauses_ended: &pauses_ended,
+        };
+        self.outputs.each(|o| o.frame(s, &done));
+    }
 }
 
 impl Sink for ReportSink {
@@ -374,17 +317,17 @@ impl Sink for ReportSink {
             {
                 self.tell_findings(&new);
             }
-            self.out.write_export(|x| x.clock(s.ts_ns, &self.analyzer));
+            let an = &self.analyzer;
+            self.outputs.each(|o| o.clock(s.ts_ns, an));
             self.analyzer.feed(s);
             self.tell_ended();
             if let Some(v) = self.verifier.as_mut() {
                 v.feed(s);
             }
-            let an = &mut self.analyzer;
-            self.out.write_export(|x| x.frame(s, an));
+            self.frame_done(s);
         }
-        self.out.write_events(EventWriter::flush);
-        self.out.go_on()
+        self.outputs.each(|o| o.flush());
+        self.outputs.go_on()
     }
 }
 
@@ -396,6 +339,7 @@ mod tests {
 
     use super::*;
     use crate::analysis::AnalysisConfig;
+    use crate::model::Told;
 
     const MS: u64 = 1_000_000;
     const T0: u64 = 1_700_000_000_000_000_000;
@@ -411,6 +355,34 @@ mod tests {
                 (T0 + ms * MS, frame)
             })
             .collect()
+    }
+
+    /// An output that keeps the findings told, for the test to read.
+    #[derive(Clone, Default)]
+    struct ToldLog(std::sync::Arc<std::sync::Mutex<Vec<Told>>>);
+
+    impl ToldLog {
+        fn output(&self) -> Box<dyn Output> {
+            Box::new(self.clone())
+        }
+
+        fn take(&self) -> Vec<Told> {
+            std::mem::take(&mut self.0.lock().unwrap())
+        }
+    }
+
+    impl Output for ToldLog {
+        fn wants(&self) -> Wants {
+            Wants {
+                findings: true,
+                ..Wants::default()
+            }
+        }
+
+        fn findings(&mut self, new: &NewFindings) -> Result<(), Error> {
+            self.0.lock().unwrap().extend(new.told());
+            Ok(())
+        }
     }
 
     /// Feeds `frames` to `sink` one at a time, as a capture would.
@@ -449,33 +421,34 @@ mod tests {
         };
         let mut data = Vec::new();
         write_churn(&mut data, churn).unwrap();
+        let log = ToldLog::default();
         let cfg = AnalysisConfig {
             flow_timeout_ns: Some(MS),
             keep_ended: false,
             ..AnalysisConfig::default()
         };
         let mut sink =
-            ReportSink::new(cfg, Default::default(), Default::default()).keep_told_findings();
+            ReportSink::new(cfg, Default::default(), Default::default()).with_output(log.output());
         let meta = feed_capture(&mut sink, &data);
         assert!(sink.analyzer().flows_ended() > 5_000);
         assert!(!sink.analyzer().recent_ended_full());
-        let mut told = sink.take_told_findings();
-        let during = told.len();
+        let during = log.take();
         // The rest (ended since the last evaluation, or open) is told at the end.
         let ctx = crate::analysis::verify::CaptureContext::default();
-        told.extend(sink.finish(meta, &ctx, None).unwrap().told_at_end);
+        sink.finish(meta, &ctx, None, &Default::default()).unwrap();
+        let told = [during.clone(), log.take()].concat();
         let loss: Vec<u64> = told
             .iter()
             .filter(|t| t.finding.code == crate::model::FindingCode::PsnLoss)
             .map(|t| t.first_told)
             .collect();
-        assert!(during >= 2, "{loss:?}");
+        assert!(during.len() >= 2, "{loss:?}");
         assert_eq!(loss.iter().sum::<u64>(), 3_000, "{loss:?}");
     }
 
     /// QP 0x100 loses PSN 2 and is idle after 4 ms, while QP 0x101 runs on for 1.4 s: fed
     /// to a sink watching its findings with a 5 ms flow timeout (`keep_ended`: as `-r`).
-    fn lossy_qp_ends_while_another_runs_on(keep_ended: bool) -> (ReportSink, CaptureMeta) {
+    fn lossy_qp_ends_while_another_runs_on(keep_ended: bool) -> (ReportSink, CaptureMeta, ToldLog) {
         let mut frames = writes(0x100, &[(0, 0), (1, 1), (3, 3), (4, 4)]);
         let busy: Vec<(u32, u64)> = (0..700).map(|k| (k, 10 + 2 * k as u64)).collect();
         frames.extend(writes(0x101, &busy));
@@ -484,19 +457,20 @@ mod tests {
             keep_ended,
             ..AnalysisConfig::default()
         };
+        let log = ToldLog::default();
         let mut sink =
-            ReportSink::new(cfg, Default::default(), Default::default()).keep_told_findings();
+            ReportSink::new(cfg, Default::default(), Default::default()).with_output(log.output());
         let meta = run(&mut sink, frames);
-        (sink, meta)
+        (sink, meta, log)
     }
 
     #[test]
     fn a_live_flow_that_ends_between_two_evaluations_has_its_findings_told() {
         // QP 0x100 loses PSN 2 and is idle after 4 ms: a 5 ms timeout ends it long before
         // the first evaluation, a second into the capture, while QP 0x101 runs on.
-        let (mut sink, _) = lossy_qp_ends_while_another_runs_on(false);
+        let (sink, _, log) = lossy_qp_ends_while_another_runs_on(false);
         assert_eq!(sink.analyzer().flows_ended(), 1, "QP 0x100 ended");
-        let told = sink.take_told_findings();
+        let told = log.take();
         let lost = told
             .iter()
             .map(|t| &t.finding)
@@ -515,9 +489,9 @@ mod tests {
         // -r keeps every ended flow for the report. QP 0x100 loses PSN 2 and ends after
         // 9 ms; the evaluation at 1 s tells its loss, and the next ones look at it no more
         // (every kept flow evaluated every second made `-r --events` quadratic).
-        let (mut sink, meta) = lossy_qp_ends_while_another_runs_on(true);
+        let (sink, meta, log) = lossy_qp_ends_while_another_runs_on(true);
         let is_loss = |f: &Finding| f.code == crate::model::FindingCode::PsnLoss;
-        let told = sink.take_told_findings();
+        let told = log.take();
         assert!(told.iter().any(|t| is_loss(&t.finding)), "{told:?}");
         let again = sink.analyzer().findings_now(&meta, false);
         assert!(!again.iter().any(is_loss), "{again:?}");
@@ -537,10 +511,11 @@ mod tests {
                 keep_ended,
                 ..AnalysisConfig::default()
             };
-            let mut sink =
-                ReportSink::new(cfg, Default::default(), Default::default()).keep_told_findings();
+            let log = ToldLog::default();
+            let mut sink = ReportSink::new(cfg, Default::default(), Default::default())
+                .with_output(log.output());
             run(&mut sink, frames.clone());
-            let told = sink.take_told_findings();
+            let told = log.take();
             told.iter()
                 .filter(|t| t.finding.code == crate::model::FindingCode::PsnLoss)
                 .map(|t| t.finding.flow.clone().unwrap_or_default())

@@ -3,8 +3,9 @@
 //! `terminal`), or as status lines on standard error (`status`). The display never holds up
 //! the capture: it reads snapshots, never the analyzer.
 
+pub mod hint;
+pub mod screen;
 pub mod snapshot;
-
 pub mod status;
 pub mod terminal;
 pub mod view;

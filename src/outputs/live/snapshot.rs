@@ -6,7 +6,7 @@ use std::collections::{HashSet, VecDeque};
 use std::time::Duration;
 
 use crate::decode::FrameCounts;
-use crate::model::{Figures, FlowCounters, KernelCounters, LatencySummary, SourceStatus};
+use crate::model::{Figures, FiguresNow, FlowCounters, KernelCounters, SourceStatus};
 
 /// QP rows a snapshot carries (the most troubled, busiest or largest first, as the view
 /// sorts): a screen shows a few dozen; scrolling reaches these.
@@ -161,16 +161,16 @@ impl Snapshots {
         }
     }
 
-    /// The state now (`figures`), its QP table ordered by `sort`; `ack_rtt` gives the ACK
-    /// round trips of the flows (by id) of the rows kept, the only ones that need them.
+    /// The state now, its QP table ordered by `sort`; ACK round trips are asked for the
+    /// rows kept only.
     pub fn take(
         &mut self,
         counts: &FrameCounts,
-        figures: &Figures,
-        ack_rtt: &dyn Fn(&[u64]) -> Vec<LatencySummary>,
+        analysis: &dyn FiguresNow,
         source: &SourceStatus,
         sort: SortBy,
     ) -> Snapshot {
+        let figures = &analysis.figures();
         let now = std::time::Instant::now();
         let secs = self
             .last_at
@@ -191,7 +191,7 @@ impl Snapshots {
         let ids: Vec<u64> = rows.iter().map(|&(i, _)| flows[i].id).collect();
         let qps = rows
             .into_iter()
-            .zip(ack_rtt(&ids))
+            .zip(analysis.ack_rtt_of(&ids))
             .map(|((i, mut r), s)| {
                 (r.rtt_p50_us, r.rtt_p99_us) = (s.p50, s.p99);
                 r.label = flows[i].flow.to_string();
@@ -344,20 +344,11 @@ pub fn order(rows: &mut [(usize, QpRow)], sort: SortBy) {
 }
 
 #[cfg(test)]
-pub mod tests {
+mod tests {
     use super::*;
+    use crate::analysis::testing::analysed;
     use crate::analysis::AnalysisConfig;
     use crate::analysis::Analyzer;
-
-    /// The analyzer after every frame of a testdata capture, and the frame counts.
-    pub fn analysed(name: &str) -> (Analyzer, FrameCounts) {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("testdata")
-            .join(name);
-        let data = std::fs::read(path).unwrap();
-        let an = Analyzer::new(AnalysisConfig::default());
-        crate::analysis::testing::feed(&data, an, |_, _| {})
-    }
 
     /// Flows end and new ones take their indexes (a churn with a 1 ms flow timeout): each
     /// row's rate is its own flow's bytes since the last snapshot, 0 before it for a new flow,
@@ -383,23 +374,11 @@ pub mod tests {
         let mut first: Option<Snapshot> = None;
         let (an, counts) = crate::analysis::testing::feed(&data, an, |an, counts| {
             if counts.frames == 700 {
-                first = Some(snaps.take(
-                    counts,
-                    &an.figures(),
-                    &|ids| an.ack_rtt_of(ids),
-                    &SourceStatus::default(),
-                    SortBy::Trouble,
-                ));
+                first = Some(snaps.take(counts, &*an, &SourceStatus::default(), SortBy::Trouble));
             }
         });
         let first = first.expect("a snapshot mid-way");
-        let second = snaps.take(
-            &counts,
-            &an.figures(),
-            &|ids| an.ack_rtt_of(ids),
-            &SourceStatus::default(),
-            SortBy::Trouble,
-        );
+        let second = snaps.take(&counts, &an, &SourceStatus::default(), SortBy::Trouble);
         let before = |label: &str| {
             first
                 .qps
@@ -446,13 +425,7 @@ pub mod tests {
             kernel,
             ..SourceStatus::default()
         };
-        let s = snaps.take(
-            &counts,
-            &an.figures(),
-            &|ids| an.ack_rtt_of(ids),
-            &status,
-            SortBy::Trouble,
-        );
+        let s = snaps.take(&counts, &an, &status, SortBy::Trouble);
         assert_eq!((s.frames, s.roce, s.flows), (14623, 13822, 8));
         assert_eq!(s.qps[0].label, "10.0.0.5 > 10.0.0.2 qp 0x000213 vlan 100");
         assert_eq!((s.qps[0].gaps, s.qps[0].retx), (1, 4));
@@ -475,13 +448,7 @@ pub mod tests {
         let p3 = s.pfc.iter().find(|p| p.priority == 3).unwrap();
         assert!(p3.roce && p3.xoff == 200 && p3.paused_ns > 0, "{p3:?}");
         // Raised once: the next snapshot adds none, and rates fall to nothing.
-        let again = snaps.take(
-            &counts,
-            &an.figures(),
-            &|ids| an.ack_rtt_of(ids),
-            &status,
-            SortBy::Packets,
-        );
+        let again = snaps.take(&counts, &an, &status, SortBy::Packets);
         assert_eq!(again.findings.len(), s.findings.len());
         assert!(again.qps.windows(2).all(|w| w[0].packets >= w[1].packets));
         assert!(again.qps.iter().all(|q| q.bps == 0.0));
@@ -509,13 +476,7 @@ pub mod tests {
             }
             snaps.findings_told(&these);
         }
-        let s = snaps.take(
-            &counts,
-            &an.figures(),
-            &|ids| an.ack_rtt_of(ids),
-            &SourceStatus::default(),
-            SortBy::Trouble,
-        );
+        let s = snaps.take(&counts, &an, &SourceStatus::default(), SortBy::Trouble);
         assert_eq!(s.findings_raised, rounds * told.len());
         assert_eq!(s.findings.len(), FINDINGS_KEPT);
         assert_eq!(s.findings[0].text, format!("round {}", rounds - 1));

@@ -50,9 +50,19 @@ impl MetricsServer {
         })
     }
 
-    /// Makes `text` what the next scrape gets.
+    /// What the analysis publishes through, while the server serves.
+    pub fn publisher(&self) -> Publisher {
+        Publisher(Arc::clone(&self.published))
+    }
+}
+
+/// Makes the text the next scrape gets.
+#[derive(Clone)]
+pub struct Publisher(Published);
+
+impl Publisher {
     pub fn publish(&self, text: String) {
-        if let Ok(mut p) = self.published.lock() {
+        if let Ok(mut p) = self.0.lock() {
             *p = Arc::new(text);
         }
     }
@@ -179,7 +189,9 @@ mod tests {
     #[test]
     fn serves_metrics_and_refuses_the_rest() {
         let server = MetricsServer::bind("127.0.0.1:0").unwrap();
-        server.publish("roce_sniff_flows_active 3\n".into());
+        server
+            .publisher()
+            .publish("roce_sniff_flows_active 3\n".into());
         let ok = get(server.addr, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
         assert!(ok.starts_with("HTTP/1.1 200 OK"), "{ok}");
         assert!(ok.ends_with("roce_sniff_flows_active 3\n"), "{ok}");
@@ -193,7 +205,7 @@ mod tests {
     #[test]
     fn silent_and_crowding_clients_do_not_stop_it() {
         let server = MetricsServer::bind("127.0.0.1:0").unwrap();
-        server.publish("x 1\n".into());
+        server.publisher().publish("x 1\n".into());
         // Connections that send nothing: the first ones hold a slot until the read timeout,
         // the rest are closed at once; a scrape after the timeout is answered.
         let idle: Vec<TcpStream> = (0..100)

@@ -21,6 +21,7 @@
 //! raise would never fire.
 
 pub mod http;
+pub mod publish;
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -530,9 +531,9 @@ fn write_rtt(o: &mut String, figures: &Figures) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::testing::analysed;
     use crate::analysis::Analyzer;
     use crate::model::SourceStatus;
-    use crate::outputs::live::snapshot::tests::analysed;
 
     /// `name{labels} value` lines of `family`, as (labels, value).
     fn series(text: &str, family: &str) -> Vec<(String, f64)> {
@@ -664,12 +665,15 @@ mod tests {
             keep_ended: false,
             ..AnalysisConfig::default()
         });
-        an.tell_ended(false);
+        an.tell_ended(crate::analysis::lifetime::EndedParts {
+            reports: false,
+            counters: true,
+        });
         let mut m = Metrics::new(50);
         let (mut scraped, mut ended) = (Scraped::default(), 0);
         let (an, counts) = crate::analysis::testing::feed(&data, an, |an, counts| {
             for e in an.take_ended() {
-                m.flow_ended(&e.flow.counters(None));
+                m.flow_ended(&e.counters.expect("asked for"));
                 ended += 1;
             }
             if counts.frames % 1000 == 0 {

@@ -14,10 +14,10 @@ mod whole;
 
 use std::path::{Path, PathBuf};
 
-use crate::analysis::Analyzer;
+use super::{CaptureEnd, Output, Wants};
 use crate::common::error::Error;
 use crate::decode::summary::PacketSummary;
-use crate::model::{Finding, FlowReport, Report};
+use crate::model::{FiguresNow, FlowEnded, FrameDone, NewFindings};
 use rolling::RollingExport;
 use whole::WholeExport;
 
@@ -90,32 +90,39 @@ impl Exporter {
             Some(every) => Exporter::Rolling(Box::new(RollingExport::new(cfg, every)?)),
         })
     }
+}
 
-    /// Whether the export needs the report entry of every flow that ends.
-    pub fn wants_ended_reports(&self) -> bool {
-        matches!(self, Exporter::Rolling(_))
+impl Output for Exporter {
+    /// The paused time of the PFC bins needs every pause as it ends; the flows that end close
+    /// their timeline bins. A rolling export writes ended flows and findings as they come; a
+    /// whole one takes the report's at the end.
+    fn wants(&self) -> Wants {
+        let rolling = matches!(self, Exporter::Rolling(_));
+        Wants {
+            ended_flows: true,
+            ended_reports: rolling,
+            ended_pauses: true,
+            findings: rolling,
+            ..Wants::default()
+        }
     }
 
-    /// Before a frame at `now` is analysed (or the clock moved to `now` on an idle link): a
-    /// rolling export ends the interval `now` left.
-    pub fn clock(&mut self, now: u64, an: &Analyzer) -> Result<(), Error> {
+    /// A rolling export ends the interval `now` left.
+    fn clock(&mut self, now: u64, analysis: &dyn FiguresNow) -> Result<(), Error> {
         if let Exporter::Rolling(r) = self {
             if r.rotation_due(now) {
-                return r.rotate(now, an);
+                return r.rotate(now, &analysis.pauses_in_force(), analysis.flows_seen());
             }
         }
         Ok(())
     }
 
-    /// One frame, just fed to `an` (made to `keep_closed_pauses`): what the analysis made of
-    /// it, and the PFC pauses it ended.
-    pub fn frame(&mut self, p: &PacketSummary, an: &mut Analyzer) -> Result<(), Error> {
-        let o = an.last_outcome();
+    fn frame(&mut self, p: &PacketSummary, done: &FrameDone<'_>) -> Result<(), Error> {
         match self {
-            Exporter::Whole(w) => w.frame(p, o)?,
-            Exporter::Rolling(r) => r.frame(p, o)?,
+            Exporter::Whole(w) => w.frame(p, done.outcome)?,
+            Exporter::Rolling(r) => r.frame(p, done.outcome)?,
         }
-        for (key, iv) in an.take_closed_pauses() {
+        for &(key, iv) in done.pauses_ended {
             match self {
                 Exporter::Whole(w) => w.pause_closed(key, iv),
                 Exporter::Rolling(r) => r.pause_closed(key, iv),
@@ -124,34 +131,25 @@ impl Exporter {
         Ok(())
     }
 
-    /// Flow `id` ended; `flow` its report entry when the analysis made one.
-    pub fn flow_ended(&mut self, id: usize, flow: Option<FlowReport>) -> Result<(), Error> {
+    fn flow_ended(&mut self, ended: &FlowEnded) -> Result<(), Error> {
+        let id = ended.id as usize;
         match self {
             Exporter::Whole(w) => w.flow_ended(id),
-            Exporter::Rolling(r) => r.flow_ended(id, flow),
+            Exporter::Rolling(r) => r.flow_ended(id, ended.report.clone()),
         }
     }
 
-    /// Findings that first held at `ts_ns` (the whole export takes the report's at the end).
-    pub fn findings(&mut self, ts_ns: u64, findings: &[Finding]) -> Result<(), Error> {
+    fn findings(&mut self, new: &NewFindings) -> Result<(), Error> {
         match self {
             Exporter::Whole(_) => Ok(()),
-            Exporter::Rolling(r) => r.findings(ts_ns, findings),
+            Exporter::Rolling(r) => r.findings(new.ts_ns, &new.findings),
         }
     }
 
-    /// Writes what is left. `order[i]` is the `Flow::id` of the report's flow `i+1`, `open`
-    /// the ids of the flows still open; `pauses` the PFC pauses the end of the analysis closed.
-    pub fn finish(
-        self,
-        report: &Report,
-        order: &[usize],
-        open: &[usize],
-        pauses: &[crate::model::SourcePause],
-    ) -> Result<(), Error> {
-        match self {
-            Exporter::Whole(w) => w.finish(report, order, pauses),
-            Exporter::Rolling(r) => r.finish(report, order, open, pauses),
+    fn finish(self: Box<Self>, end: &CaptureEnd<'_>) -> Result<(), Error> {
+        match *self {
+            Exporter::Whole(w) => w.finish(end.report, end.order, end.pauses),
+            Exporter::Rolling(r) => r.finish(end.report, end.order, end.open_ids, end.pauses),
         }
     }
 }

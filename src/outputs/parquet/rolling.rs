@@ -12,6 +12,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use roce_parsers::MacAddr;
@@ -21,11 +22,9 @@ use super::bins::{Bins, PfcBins};
 use super::rows::{self, PacketRow, TextCache, TimelineRow};
 use super::table::Table;
 use super::{io_err, remove_partitions, ExportConfig, TABLES};
-use crate::analysis::Analyzer;
 use crate::common::error::Error;
 use crate::decode::summary::PacketSummary;
-use crate::model::Outcome;
-use crate::model::{Finding, FlowReport, Report};
+use crate::model::{Finding, FlowReport, Outcome, Report, SourcePause};
 
 /// The tables written a row at a time while an interval runs (the PFC part is written at its
 /// end).
@@ -58,7 +57,7 @@ struct PartTable {
 enum Row {
     Packet(PacketRow),
     Timeline(TimelineRow),
-    Flow(Box<FlowReport>, u64),
+    Flow(Arc<FlowReport>, u64),
     Finding(Box<Finding>, u64),
     /// The interval's end: its PFC bins, and the next free flow id to keep.
     Publish {
@@ -169,8 +168,14 @@ impl RollingExport {
     }
 
     /// Ends the interval: its parts written and published, a new set begun for the interval
-    /// of `now` (intervals without a frame in between get no parts).
-    pub fn rotate(&mut self, now: u64, an: &Analyzer) -> Result<(), Error> {
+    /// of `now` (intervals without a frame in between get no parts). `in_force`: the PFC
+    /// pauses in force; `flows_seen`: the flows the run has seen so far.
+    pub fn rotate(
+        &mut self,
+        now: u64,
+        in_force: &[SourcePause],
+        flows_seen: u64,
+    ) -> Result<(), Error> {
         let Some(cut) = self.boundary else {
             return Ok(());
         };
@@ -178,7 +183,7 @@ impl RollingExport {
             self.send(Row::Timeline(row))?;
         }
         // A pause in force is in the parts up to the cut; the rest of it when it ends.
-        for (key, (start, end)) in an.pauses_in_force() {
+        for &(key, (start, end)) in in_force {
             let from = self.counted_from(key, start);
             self.bins.paused(key, from, end.min(cut));
             self.paused_counted.insert(key, from.max(cut));
@@ -186,7 +191,7 @@ impl RollingExport {
         let pfc = self.bins.take_pfc(Some(cut));
         self.send(Row::Publish {
             pfc,
-            next_flow_id: self.flow_base + an.flows_seen() as i64,
+            next_flow_id: self.flow_base + flows_seen as i64,
         })?;
         self.hand_over()?;
         self.boundary = Some(self.interval_end(now.max(cut)));
@@ -220,12 +225,12 @@ impl RollingExport {
     }
 
     /// Flow `id` ended (`flow`: its report entry, numbered by its own id).
-    pub fn flow_ended(&mut self, id: usize, flow: Option<FlowReport>) -> Result<(), Error> {
+    pub fn flow_ended(&mut self, id: usize, flow: Option<Arc<FlowReport>>) -> Result<(), Error> {
         if let Some(row) = self.bins.flow_ended(id) {
             self.send(Row::Timeline(row))?;
         }
         match flow {
-            Some(f) => self.send(Row::Flow(Box::new(f), id as u64)),
+            Some(f) => self.send(Row::Flow(f, id as u64)),
             None => Ok(()),
         }
     }
@@ -246,13 +251,13 @@ impl RollingExport {
         report: &Report,
         order: &[usize],
         open: &[usize],
-        pauses: &[crate::model::SourcePause],
+        pauses: &[SourcePause],
     ) -> Result<(), Error> {
         for &(key, iv) in pauses {
             self.pause_closed(key, iv);
         }
         for (id, f) in report.still_open(order, open) {
-            self.send(Row::Flow(Box::new(f.clone()), id as u64))?;
+            self.send(Row::Flow(Arc::new(f.clone()), id as u64))?;
         }
         for row in self.bins.close_bins(None) {
             self.send(Row::Timeline(row))?;
