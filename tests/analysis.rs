@@ -289,20 +289,10 @@ fn marking_scenario_finds_each_mistake() {
         (json!(1), json!(1), json!(1))
     );
     assert_eq!(psn(m4), (0, 0, 0, 0, 0));
-    let untagged: Vec<&Value> = r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["code"] == "untagged_roce")
-        .collect();
+    let untagged: Vec<&Value> = findings_of(&r, "untagged_roce");
     assert_eq!(untagged.len(), 1);
     assert_eq!(untagged[0]["flow"], "10.0.0.3 > 10.0.0.2 qp 0x000121");
-    let incast = r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["code"] == "incast")
-        .unwrap();
+    let incast = finding(&r, "incast");
     assert_eq!(incast["count"], 4);
     assert_eq!(r["capture"]["icrc_bad"], 1);
 }
@@ -469,16 +459,6 @@ fn a_ud_sender_shares_one_psn_sequence_across_destinations() {
     };
     assert_eq!(psn(to2), (1, 5, 0, 0, 0));
     assert_eq!(to2["transport"], "UD");
-}
-
-/// The findings of a report with `code`.
-fn findings_of<'a>(r: &'a Value, code: &str) -> Vec<&'a Value> {
-    r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["code"] == code)
-        .collect()
 }
 
 /// A capture that missed frames is not a network that lost them (testgen's

@@ -122,24 +122,6 @@ fn assert_same_frames(input: &Path, copy: &Path) {
     }
 }
 
-/// Native ERF records (what a DAG card writes), from the ERF records of a real capture.
-fn native_erf() -> Scratch {
-    use roce_parsers::capture::{CaptureParser, Next};
-    let pcap = std::fs::read(real_capture("srinivas_infiniband.pcap")).unwrap();
-    let (mut parser, mut at) = CaptureParser::new(&pcap).unwrap();
-    let mut erf = Vec::new();
-    while let Ok(Next::Record(r, used)) = parser.next(&pcap[at..], at as u64) {
-        let mut record = r.data.to_vec();
-        let rlen = record.len() as u16;
-        record[10..12].copy_from_slice(&rlen.to_be_bytes());
-        erf.extend_from_slice(&record);
-        at += used;
-    }
-    let path = tmp("native.erf");
-    std::fs::write(&path, &erf).unwrap();
-    path
-}
-
 #[test]
 fn every_frame_of_crafted_and_real_captures_survives_byte_for_byte() {
     if !tshark_available() {
@@ -158,7 +140,7 @@ fn every_frame_of_crafted_and_real_captures_survives_byte_for_byte() {
     assert!(status.success());
     let mut inputs = testdata_captures();
     inputs.extend(real_captures());
-    let erf = native_erf();
+    let erf = native_erf("annotate", "native.erf");
     inputs.push(erf.to_path_buf());
     // Two at a time: tshark takes most of the time, and the machine has two cores.
     let (even, odd): (Vec<_>, Vec<_>) = inputs.iter().enumerate().partition(|(k, _)| k % 2 == 0);
@@ -349,12 +331,7 @@ fn each_finding_frame_and_event_carries_its_comment() {
                 .any(|c| c.starts_with("roce-sniff: ce_without_cnp: CE mark"))
         })
         .count() as u64;
-    let finding = report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["code"] == "ce_without_cnp")
-        .unwrap();
+    let finding = finding(&report, "ce_without_cnp");
     assert_eq!(ce_without, finding["count"].as_u64().unwrap());
 }
 

@@ -276,15 +276,7 @@ fn reverse_flows_are_listed_with_their_hops_in_travel_order() {
 #[test]
 fn marking_findings_name_the_flows_they_hit() {
     let r = correlate(&PATH);
-    let find = |code: &str| {
-        r["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["code"] == code)
-            .unwrap()
-            .clone()
-    };
+    let find = |code: &str| finding(&r, code).clone();
     let ce = find("ce_marked_at");
     assert_eq!(ce["group"]["flows"], 1);
     assert_eq!(

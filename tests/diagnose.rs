@@ -80,12 +80,7 @@ fn loss_on_a_paused_priority_is_not_blamed_on_a_lossy_one() {
         &["--json"],
     );
     let r: Value = serde_json::from_str(&stdout(&out)).unwrap();
-    let psn_loss = r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["code"] == "psn_loss")
-        .unwrap();
+    let psn_loss = finding(&r, "psn_loss");
     let cause = psn_loss["cause"].as_str().unwrap();
     assert!(cause.contains("PFC protects this priority"), "{cause}");
     assert!(!cause.contains("lossy priority"), "{cause}");

@@ -156,12 +156,7 @@ fn holes_in_an_erspan_sequence_are_the_mirror_s_drops() {
     let r = report_of(&capture(frames_));
     assert_eq!(r["capture"]["mirror_sessions"]["7"]["mirror_drops"], 2);
     assert_eq!(r["capture"]["mirror_sessions"]["7"]["frames"], 4);
-    let drops: Vec<&Value> = r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["code"] == "mirror_drops")
-        .collect();
+    let drops: Vec<&Value> = findings_of(&r, "mirror_drops");
     assert_eq!(drops.len(), 1);
     assert_eq!(drops[0]["count"], 2);
     assert!(drops[0]["cause"]

@@ -103,12 +103,7 @@ fn a_churn_of_lossy_qps_is_told_every_second_it_brings_new_ones() {
     // The default timeout keeps the QPs open; a short one ends them between evaluations.
     for timeout in [&[][..], &["--flow-timeout", "50ms"]] {
         let r = report_of(&capture, timeout);
-        let loss: Vec<&Value> = r["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|f| f["code"] == "psn_loss")
-            .collect();
+        let loss: Vec<&Value> = findings_of(&r, "psn_loss");
         assert_eq!(loss.len(), 1, "{timeout:?}");
         assert_eq!(loss[0]["group"]["flows"], cfg.lossy_qps(), "{timeout:?}");
         let told = flows_told(&events_of(&capture, timeout), "psn_loss");
@@ -321,12 +316,7 @@ fn findings_of_no_flow_are_told_each() {
         assert_eq!(told, reported, "{capture}");
     }
     let r = report("diagnose/pfc_mutual.pcap");
-    let paused = r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["code"] == "pfc_pause_roce_priority")
-        .count();
+    let paused = findings_of(&r, "pfc_pause_roce_priority").len();
     assert_eq!(paused, 2, "pfc_mutual.pcap: two sources pause priority 3");
 }
 

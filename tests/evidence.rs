@@ -225,19 +225,9 @@ fn several_files_name_each_finding_frame_in_its_own_file() {
         }
     }
     assert!(checked > 20, "{checked}");
-    let psn = merged["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["code"] == "psn_loss")
-        .unwrap();
+    let psn = finding(&merged, "psn_loss");
     assert_eq!(psn["frame_refs"][0]["frame"], 4881);
-    let pfc = merged["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["code"] == "pfc_storm")
-        .unwrap();
+    let pfc = finding(&merged, "pfc_storm");
     assert_eq!(pfc["frame_refs"][0]["file"], parts[1].to_str().unwrap());
     // The text report names them file:frame; one file's report has no frame_refs.
     args.pop();
@@ -317,12 +307,7 @@ fn flow_labels(report: &serde_json::Value) -> std::collections::BTreeSet<String>
 fn finding_keeps_exactly_the_connections_of_its_findings() {
     let path = lossy_bulk();
     let whole = report_of(&path, &[]);
-    let psn_loss: Vec<&serde_json::Value> = whole["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["code"] == "psn_loss")
-        .collect();
+    let psn_loss: Vec<&serde_json::Value> = findings_of(&whole, "psn_loss");
     assert_eq!(psn_loss.len(), 1);
     assert_eq!(psn_loss[0]["group"]["flows"], 8);
     assert_eq!(psn_loss[0]["group"]["worst"].as_array().unwrap().len(), 5);

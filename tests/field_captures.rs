@@ -242,12 +242,7 @@ fn pcapng_interface_statistics_report_capture_drops() {
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     let warnings = r["capture"]["warnings"].to_string();
     assert!(warnings.contains("recorded 7 dropped frames"), "{warnings}");
-    let damaged: Vec<&Value> = r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["code"] == "capture_damaged")
-        .collect();
+    let damaged: Vec<&Value> = findings_of(&r, "capture_damaged");
     assert_eq!(damaged.len(), 1);
     assert!(damaged[0]["cause"]
         .as_str()
@@ -257,21 +252,7 @@ fn pcapng_interface_statistics_report_capture_drops() {
 
 #[test]
 fn native_erf_files_are_read() {
-    use roce_parsers::capture::{CaptureParser, Next};
-    // The ERF records of srinivas_infiniband.pcap (link type ERF), one after the other: what a
-    // DAG card writes (each record's length set to what the pcap kept of it).
-    let pcap = std::fs::read(real_capture("srinivas_infiniband.pcap")).unwrap();
-    let (mut parser, mut at) = CaptureParser::new(&pcap).unwrap();
-    let mut erf = Vec::new();
-    while let Ok(Next::Record(r, used)) = parser.next(&pcap[at..], at as u64) {
-        let mut record = r.data.to_vec();
-        let rlen = record.len() as u16;
-        record[10..12].copy_from_slice(&rlen.to_be_bytes());
-        erf.extend_from_slice(&record);
-        at += used;
-    }
-    let path = tmp("capture.erf");
-    std::fs::write(&path, &erf).unwrap();
+    let path = native_erf("field-captures", "capture.erf");
     let native = report(&["-r", path.to_str().unwrap(), "--json"]);
     let in_pcap = report(&[
         "-r",

@@ -882,11 +882,8 @@ fn a_capture_that_missed_frames_is_told_apart_live(n: &Netns, dir: &Path) {
     assert_eq!(live["capture"]["live"]["dropped"], 0);
     assert_eq!(live["capture"]["missed"]["psns"], 5, "{}", live["capture"]);
     let flows_of = |r: &Value, code: &str| -> Vec<String> {
-        let mut v: Vec<String> = r["findings"]
-            .as_array()
-            .unwrap()
+        let mut v: Vec<String> = findings_of(r, code)
             .iter()
-            .filter(|f| f["code"] == code)
             .map(|f| f["flow"].to_string())
             .collect();
         v.sort();

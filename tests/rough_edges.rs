@@ -72,10 +72,11 @@ fn ctrl_c_on_standard_input_ends_with_the_report_of_what_was_read() {
         .spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
-    // Part of the capture, then the pipe stays open: a tcpdump still running.
+    // Part of the capture, then the pipe stays open: a tcpdump still running. The pipe holds
+    // 64 KiB: once the write returns, roce-sniff is reading, so its Ctrl-C handler (set as
+    // the input opens) is in place.
     stdin.write_all(&data[..300_000]).unwrap();
     stdin.flush().unwrap();
-    std::thread::sleep(Duration::from_millis(800));
     let killed = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -190,12 +191,7 @@ fn durations_take_every_unit_and_a_widened_bin_says_so() {
 #[test]
 fn no_roce_says_soft_roce_shows_on_the_netdev_and_the_traffic_may_not_have_run() {
     let r = json_of(&run_path(&testdata("no_roce.pcap"), &["--json"]));
-    let f = r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["code"] == "no_roce")
-        .expect("no_roce");
+    let f = finding(&r, "no_roce");
     let cause = f["cause"].as_str().unwrap();
     assert!(cause.contains("may not have run"), "{cause}");
     assert!(cause.contains("hardware RDMA NIC"), "{cause}");
@@ -413,12 +409,7 @@ fn findings_of_many_flows_are_grouped_and_outputs_stay_proportionate() {
     let out = run_path(&path, &["--json"]);
     let r = json_of(&out);
     assert_eq!(r["flows"].as_array().unwrap().len(), 300);
-    let icrc: Vec<&Value> = r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["code"] == "icrc_bad")
-        .collect();
+    let icrc: Vec<&Value> = findings_of(&r, "icrc_bad");
     assert_eq!(icrc.len(), 1, "one grouped finding");
     assert_eq!(icrc[0]["count"], 900);
     assert_eq!(icrc[0]["group"]["flows"], 300);

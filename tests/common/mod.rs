@@ -153,6 +153,24 @@ pub fn finding_codes(report: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The findings of a report (or a correlation) with `code`, in order.
+pub fn findings_of<'a>(report: &'a Value, code: &str) -> Vec<&'a Value> {
+    report["findings"]
+        .as_array()
+        .expect("a report with findings[]")
+        .iter()
+        .filter(|f| f["code"] == code)
+        .collect()
+}
+
+/// The first finding with `code`; a failure names the codes the report has.
+pub fn finding<'a>(report: &'a Value, code: &str) -> &'a Value {
+    findings_of(report, code)
+        .first()
+        .copied()
+        .unwrap_or_else(|| panic!("no {code} among {:?}", finding_codes(report)))
+}
+
 /// (code, count) of each of a report's findings, in order.
 pub fn finding_counts(report: &Value) -> Vec<(String, u64)> {
     report["findings"]
@@ -488,4 +506,24 @@ pub fn measure_in_browser(browser: &str, page: &Path, expr: &str) -> String {
         .nth(1)
         .map(|v| v[..v.find('"').unwrap()].to_string())
         .unwrap_or_else(|| panic!("no measure: {}", String::from_utf8_lossy(&out.stderr)))
+}
+
+/// Native ERF (what a DAG card writes): the ERF records of testdata/real's
+/// srinivas_infiniband.pcap (link type ERF) one after the other, each record's length set to
+/// what the pcap kept of it; the file `NAME` in a scratch directory tagged `tag`.
+pub fn native_erf(tag: &str, name: &str) -> Scratch {
+    use roce_parsers::capture::{CaptureParser, Next};
+    let pcap = std::fs::read(real_capture("srinivas_infiniband.pcap")).unwrap();
+    let (mut parser, mut at) = CaptureParser::new(&pcap).unwrap();
+    let mut erf = Vec::new();
+    while let Ok(Next::Record(r, used)) = parser.next(&pcap[at..], at as u64) {
+        let mut record = r.data.to_vec();
+        let rlen = record.len() as u16;
+        record[10..12].copy_from_slice(&rlen.to_be_bytes());
+        erf.extend_from_slice(&record);
+        at += used;
+    }
+    let path = Scratch::file(tag, name);
+    std::fs::write(&path, &erf).unwrap();
+    path
 }
