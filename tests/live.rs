@@ -61,7 +61,11 @@ fn setup() -> Result<Netns, String> {
         );
         return Err("tcpreplay is not installed (`make test` installs it)".into());
     }
-    let id = std::process::id();
+    // Each scenario's names its own; an interface name holds 15 bytes, `.100` included for
+    // the VLAN subinterface: the process id in hex (its low 20 bits) and the scenario's count.
+    static SCENARIOS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let k = SCENARIOS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let id = format!("{:x}x{k:x}", std::process::id() & 0xf_ffff);
     let n = Netns {
         ns: format!("rsn{id}"),
         host_end: format!("rsh{id}"),
@@ -100,6 +104,37 @@ fn setup() -> Result<Netns, String> {
         &format!("net.ipv6.conf.{}.disable_ipv6=1", n.ns_end),
     ]);
     Ok(n)
+}
+
+/// What a live scenario runs in: a namespace and a scratch directory of its own, and its turn.
+/// The scenarios run one at a time: each replays timed traffic and compares what it counts,
+/// and two on two cores would starve each other's capture. Dropped in this order: the
+/// namespace goes before the next scenario's turn comes.
+struct Live {
+    netns: Netns,
+    dir: Scratch,
+    _turn: std::sync::MutexGuard<'static, ()>,
+}
+
+impl Live {
+    /// The scenario `tag`'s turn and namespace; none (and why, on stderr) where live capture
+    /// cannot run here.
+    fn start(tag: &str) -> Option<Live> {
+        static TURN: Mutex<()> = Mutex::new(());
+        // A scenario that failed holding the turn poisons it; the next one runs all the same.
+        let turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+        match setup() {
+            Ok(netns) => Some(Live {
+                netns,
+                dir: Scratch::dir(&format!("live-{tag}")),
+                _turn: turn,
+            }),
+            Err(why) => {
+                eprintln!("SKIPPED live scenario {tag}: {why}");
+                None
+            }
+        }
+    }
 }
 
 /// A `roce-sniff` capture running, its standard error read as it comes: a test waits for what
@@ -356,40 +391,51 @@ fn replay(n: &Netns, file: &Path, multiplier: Option<&str>, exact_timing: bool, 
     );
 }
 
+/// A crafted capture replayed at captured speed (the analysis of timeouts depends on timing):
+/// the live report counts what the offline one counts, and -w writes the same frames.
 #[test]
-fn live_capture_matches_offline_analysis() {
-    let n = match setup() {
-        Ok(n) => n,
-        Err(why) => {
-            eprintln!("SKIPPED live capture test: {why}");
-            return;
-        }
+fn the_sample_live_matches_its_offline_report() {
+    let Some(live) = Live::start("sample") else {
+        return;
     };
-    let dir = Scratch::dir("live");
-    // Crafted: replayed at captured speed (the analysis of timeouts depends on timing).
-    replay(&n, &testdata("sample.pcap"), None, true, &dir);
-    // decode_all repeats PSNs 1 us apart: a replay cannot keep such timing.
-    replay(&n, &testdata("decode_all.pcap"), None, false, &dir);
-    // Real captures, sped up.
+    replay(&live.netns, &testdata("sample.pcap"), None, true, &live.dir);
+}
+
+/// decode_all repeats PSNs 1 us apart: a replay cannot keep such timing, so its PSN judgments
+/// are left out.
+#[test]
+fn every_decoded_kind_live_matches_its_offline_report() {
+    let Some(live) = Live::start("decode-all") else {
+        return;
+    };
+    replay(
+        &live.netns,
+        &testdata("decode_all.pcap"),
+        None,
+        false,
+        &live.dir,
+    );
+}
+
+/// Real captures, replayed a hundred times faster.
+#[test]
+fn real_captures_live_match_their_offline_reports() {
+    let Some(live) = Live::start("real") else {
+        return;
+    };
     for name in [
         "oferby_roce.pcap",
         "montybeatnik_roce_capture_read-write-ecn.pcap",
         "scapy_uts_vectors.pcap",
     ] {
-        replay(&n, &real_capture(name), Some("100"), true, &dir);
+        replay(
+            &live.netns,
+            &real_capture(name),
+            Some("100"),
+            true,
+            &live.dir,
+        );
     }
-    vlan_subinterface_cannot_show_pcp(&n);
-    a_capture_that_missed_frames_is_told_apart_live(&n, &dir);
-    ctrl_c_ends_with_the_report(&n);
-    an_output_that_fails_stops_the_capture_with_the_report_written(&n, &dir);
-    status_lines_go_on_after_the_hint(&n);
-    the_view_shows_the_troubled_qps_while_the_capture_runs(&n);
-    a_closed_terminal_ends_the_view_with_its_outputs_written(&n, &dir);
-    a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs(&n, &dir);
-    a_blocked_analysis_moves_the_capture_to_a_thread_of_its_own(&n, &dir);
-    a_monitor_feeds_prometheus_and_a_rolling_dataset_as_the_offline_report_tells(&n, &dir);
-    down_interface_and_permissions(&n);
-    an_interface_that_disappears_fails_the_run_with_the_outputs_written(&dir);
 }
 
 /// The JSON objects of an NDJSON file.
@@ -412,7 +458,13 @@ fn metric(text: &str, name: &str) -> Option<f64> {
 /// capture's), each told once as a flow_end event, the metrics count them, the open flows
 /// stay few, every lossy QP is told of once; SIGTERM then ends the capture with every output
 /// complete.
-fn a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs(n: &Netns, dir: &Path) {
+#[test]
+fn a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs() {
+    let Some(live) = Live::start("a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs")
+    else {
+        return;
+    };
+    let (n, dir) = (&live.netns, &*live.dir);
     use roce_testgen::churn::{write_churn, ChurnConfig};
     let cfg = ChurnConfig {
         qps: 3_000,
@@ -538,7 +590,13 @@ fn a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs(n: &Netns, dir: 
 /// pipe nobody reads for 1.5 s, so writing them blocks the analysis while a churn is
 /// replayed. The capture then moves to a thread of its own, and nothing is lost: every frame
 /// captured, every flow ended and told once.
-fn a_blocked_analysis_moves_the_capture_to_a_thread_of_its_own(n: &Netns, dir: &Path) {
+#[test]
+fn a_blocked_analysis_moves_the_capture_to_a_thread_of_its_own() {
+    let Some(live) = Live::start("a_blocked_analysis_moves_the_capture_to_a_thread_of_its_own")
+    else {
+        return;
+    };
+    let (n, dir) = (&live.netns, &*live.dir);
     use roce_testgen::churn::{write_churn, ChurnConfig};
     let cfg = ChurnConfig {
         qps: 3_000,
@@ -628,10 +686,14 @@ fn flow_counters(f: &Value) -> String {
 /// replayed into the veth, and a rolling dataset (--rotate) is read by DuckDB while the capture
 /// still runs and after SIGTERM. PromQL answers, the dataset's tables and the flow_end events
 /// all equal the offline report of the same capture.
-fn a_monitor_feeds_prometheus_and_a_rolling_dataset_as_the_offline_report_tells(
-    n: &Netns,
-    dir: &Path,
-) {
+#[test]
+fn a_monitor_feeds_prometheus_and_a_rolling_dataset_as_the_offline_report_tells() {
+    let Some(live) =
+        Live::start("a_monitor_feeds_prometheus_and_a_rolling_dataset_as_the_offline_report_tells")
+    else {
+        return;
+    };
+    let (n, dir) = (&live.netns, &*live.dir);
     if !prometheus_installed() {
         return;
     }
@@ -854,7 +916,12 @@ fn a_monitor_feeds_prometheus_and_a_rolling_dataset_as_the_offline_report_tells(
 /// cover them) are told apart from the loss of the other flows live as offline, in the report,
 /// the events (a gap waits for its verdict, so no psn_loss is told of the flow whose gaps were
 /// acknowledged) and the metrics.
-fn a_capture_that_missed_frames_is_told_apart_live(n: &Netns, dir: &Path) {
+#[test]
+fn a_capture_that_missed_frames_is_told_apart_live() {
+    let Some(live) = Live::start("a_capture_that_missed_frames_is_told_apart_live") else {
+        return;
+    };
+    let (n, dir) = (&live.netns, &*live.dir);
     let capture = testdata("diagnose/capture_missed.pcap");
     let offline = report_json(&["-r", capture.to_str().unwrap(), "--json"]);
     let (json, events) = (dir.join("missed.json"), dir.join("missed.ndjson"));
@@ -919,7 +986,12 @@ fn a_capture_that_missed_frames_is_told_apart_live(n: &Netns, dir: &Path) {
 }
 
 /// Ctrl-C (SIGINT) ends a capture that has no -c or --duration, with the full report.
-fn ctrl_c_ends_with_the_report(n: &Netns) {
+#[test]
+fn ctrl_c_ends_with_the_report() {
+    let Some(live) = Live::start("ctrl_c_ends_with_the_report") else {
+        return;
+    };
+    let n = &live.netns;
     let child = start_capture(&["-i", &n.host_end]);
     replay_into(n, &testdata("verify_pass.pcap"), None);
     child.expect("RoCE 28 in ");
@@ -939,7 +1011,13 @@ fn ctrl_c_ends_with_the_report(n: &Netns) {
 /// counters.
 /// A monitor whose events' disk fills (`/dev/full`) stops capturing, writes the report of
 /// what it captured, and fails naming the output: a systemd unit restarts it, a script sees it.
-fn an_output_that_fails_stops_the_capture_with_the_report_written(n: &Netns, dir: &Path) {
+#[test]
+fn an_output_that_fails_stops_the_capture_with_the_report_written() {
+    let Some(live) = Live::start("an_output_that_fails_stops_the_capture_with_the_report_written")
+    else {
+        return;
+    };
+    let (n, dir) = (&live.netns, &*live.dir);
     let json = dir.join("full-disk.json");
     let json_arg = format!("--json={}", json.display());
     let args = [
@@ -975,7 +1053,12 @@ fn an_output_that_fails_stops_the_capture_with_the_report_written(n: &Netns, dir
     );
 }
 
-fn status_lines_go_on_after_the_hint(n: &Netns) {
+#[test]
+fn status_lines_go_on_after_the_hint() {
+    let Some(live) = Live::start("status_lines_go_on_after_the_hint") else {
+        return;
+    };
+    let n = &live.netns;
     let child = start_capture(&["-i", &n.host_end, "--json=/dev/null"]);
     child.expect("no RoCE seen on");
     replay_into(n, &testdata("sample.pcap"), Some("4"));
@@ -1030,7 +1113,12 @@ fn tmux_session(session: &str, command: &str) {
 /// priority and the kernel's counters while it runs; `q` ends it with the report, kernel
 /// counters included, on the normal screen. With `--metrics`, whose address line once came
 /// over the view's third row ("kernel:i14623 received").
-fn the_view_shows_the_troubled_qps_while_the_capture_runs(n: &Netns) {
+#[test]
+fn the_view_shows_the_troubled_qps_while_the_capture_runs() {
+    let Some(live) = Live::start("the_view_shows_the_troubled_qps_while_the_capture_runs") else {
+        return;
+    };
+    let n = &live.netns;
     if !tmux_installed("live view") {
         return;
     }
@@ -1098,7 +1186,12 @@ fn the_view_shows_the_troubled_qps_while_the_capture_runs(n: &Netns) {
 /// the capture ends as on SIGHUP, with its report and events written, and does not spin.
 /// Before, crossterm spun reading 0 bytes from the dead terminal, so the process never ended,
 /// and the hang-up's second SIGHUP counted as a second Ctrl-C, ending it before its outputs.
-fn a_closed_terminal_ends_the_view_with_its_outputs_written(n: &Netns, dir: &Path) {
+#[test]
+fn a_closed_terminal_ends_the_view_with_its_outputs_written() {
+    let Some(live) = Live::start("a_closed_terminal_ends_the_view_with_its_outputs_written") else {
+        return;
+    };
+    let (n, dir) = (&live.netns, &*live.dir);
     if !tmux_installed("closed terminal") {
         return;
     }
@@ -1154,7 +1247,14 @@ fn a_closed_terminal_ends_the_view_with_its_outputs_written(n: &Netns, dir: &Pat
 /// interface recreated): the report and the events are written, and the run fails naming the
 /// interface, so that `Restart=on-failure` restarts the monitor. It once exited 0: systemd
 /// left it stopped.
-fn an_interface_that_disappears_fails_the_run_with_the_outputs_written(dir: &Path) {
+#[test]
+fn an_interface_that_disappears_fails_the_run_with_the_outputs_written() {
+    let Some(live) =
+        Live::start("an_interface_that_disappears_fails_the_run_with_the_outputs_written")
+    else {
+        return;
+    };
+    let dir = &*live.dir;
     let id = std::process::id();
     let (host, peer) = (format!("rsx{id}"), format!("rsy{id}"));
     sh(&[
@@ -1195,7 +1295,12 @@ fn an_interface_that_disappears_fails_the_run_with_the_outputs_written(dir: &Pat
 }
 
 /// A down interface and a user without capture rights get one line each, and exit code 2.
-fn down_interface_and_permissions(n: &Netns) {
+#[test]
+fn down_interface_and_permissions() {
+    let Some(live) = Live::start("down_interface_and_permissions") else {
+        return;
+    };
+    let n = &live.netns;
     sh(&["ip", "link", "set", &n.host_end, "down"]).unwrap();
     let out = run(&["-i", &n.host_end, "-c", "1"]);
     assert_eq!(out.status.code(), Some(2));
@@ -1229,7 +1334,12 @@ fn down_interface_and_permissions(n: &Netns) {
 
 /// On a VLAN sub-interface the kernel strips the tag: a PCP check there is UNVERIFIABLE, with a
 /// warning that names the parent to capture on.
-fn vlan_subinterface_cannot_show_pcp(n: &Netns) {
+#[test]
+fn vlan_subinterface_cannot_show_pcp() {
+    let Some(live) = Live::start("vlan_subinterface_cannot_show_pcp") else {
+        return;
+    };
+    let n = &live.netns;
     let sub = format!("{}.100", n.host_end);
     if let Err(why) = sh(&[
         "ip",
