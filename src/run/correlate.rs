@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 
 use crate::cli::{Config, Mode};
-use crate::common::destination::{self as output, Destination};
+use crate::common::destination::{self, Destination};
 use crate::common::error::Error;
 
 use super::*;
@@ -38,11 +38,11 @@ pub(super) fn run_correlate(config: &Config, paths: &[String]) -> Result<u8, Err
     }
     let inputs: Vec<&str> = all_inputs.iter().map(String::as_str).collect();
     if let Some(Destination::File(out)) = json {
-        output::refuse_input(out, &inputs)?;
+        destination::refuse_input(out, &inputs)?;
     }
     if let Some(dir) = report_dir {
         for name in crate::outputs::report::correlation_dir::FILES {
-            output::refuse_input(&dir.join(name), &inputs)?;
+            destination::refuse_input(&dir.join(name), &inputs)?;
         }
     }
     let doc = crate::correlate::correlate(&points, *decode, config.max_warnings)?;
@@ -53,7 +53,7 @@ pub(super) fn run_correlate(config: &Config, paths: &[String]) -> Result<u8, Err
             crate::common::error::shown(&dir.join("index.html").to_string_lossy())
         );
     }
-    let mut writer = output::open(json.as_ref())?;
+    let mut writer = destination::open(json.as_ref())?;
     let written = if json.is_some() {
         serde_json::to_writer_pretty(&mut writer, &doc)
             .map_err(io::Error::from)

@@ -5,7 +5,7 @@ use std::io::{self, IsTerminal};
 
 use crate::analysis::verify::CaptureContext;
 use crate::cli::{Config, Mode, ReportOptions};
-use crate::common::destination::{self as output, Destination};
+use crate::common::destination::{self, Destination};
 use crate::common::error::Error;
 use crate::common::exit;
 use crate::outputs::live::hint::NoRoceHint;
@@ -73,7 +73,7 @@ pub(super) fn live_packets(
 ) -> Result<u8, Error> {
     let iface = source.interface.clone();
     let mut hint = NoRoceHint::default();
-    let printer = PacketPrinter::new(settings.clone(), output::open(Some(out))?);
+    let printer = PacketPrinter::new(settings.clone(), destination::open(Some(out))?);
     let mut pipeline = Pipeline::new(printer, diagnostics, config.threads);
     let decoder = pipeline.frame_decoder(LiveSource::NANOSECOND_TIMES);
     let stop = crate::common::signals::flag();
@@ -108,7 +108,7 @@ pub(super) fn live_report(
 ) -> Result<u8, Error> {
     let iface = source.interface.clone();
     let stop = crate::common::signals::flag();
-    let mut out = output::open(opts.json.as_ref())?;
+    let mut out = destination::open(opts.json.as_ref())?;
     let ctx = CaptureContext {
         vlan_subinterface: source.vlan_subinterface.clone(),
     };

@@ -19,7 +19,7 @@ use std::process::ExitCode;
 use crate::analysis::report_build::CaptureMeta;
 use crate::analysis::verify::CaptureContext;
 use crate::cli::{Config, Mode, ReportOptions, Source};
-use crate::common::destination::{self as output, Destination};
+use crate::common::destination::{self, Destination};
 use crate::common::error::{is_broken_pipe, Error};
 use crate::common::exit;
 use crate::model::{PlotData, Report};
@@ -111,7 +111,7 @@ pub fn run(config: &Config) -> Result<u8, Error> {
                     out,
                     export,
                 } => {
-                    let writer = output::open(Some(out))?;
+                    let writer = destination::open(Some(out))?;
                     let mut settings = settings.clone();
                     settings.inputs = source.names();
                     let run = file_run(config);
@@ -125,7 +125,7 @@ pub fn run(config: &Config) -> Result<u8, Error> {
                         })
                 }
                 Mode::Report(opts) => {
-                    let mut writer = output::open(opts.json.as_ref())?;
+                    let mut writer = destination::open(opts.json.as_ref())?;
                     report_from_file(source, opts, diagnostics, &file_run(config), &mut writer)
                 }
                 Mode::Correlate { .. } => unreachable!("handled above"),
@@ -156,28 +156,28 @@ fn check_outputs(config: &Config, inputs: &[&str]) -> Result<(), Error> {
         Mode::Correlate { json, .. } => (json.as_ref(), None::<&std::path::PathBuf>),
     };
     if let Some(Destination::File(path)) = file {
-        output::refuse_input(path, inputs)?;
+        destination::refuse_input(path, inputs)?;
     }
     if let Some(path) = &config.select.write {
-        output::refuse_input(path, inputs)?;
+        destination::refuse_input(path, inputs)?;
     }
     if let Mode::Report(ReportOptions {
         annotate: Some(path),
         ..
     }) = &config.mode
     {
-        output::refuse_input(path, inputs)?;
+        destination::refuse_input(path, inputs)?;
     }
     if let Some(dir) = dir {
         for name in crate::outputs::report::dir::FILES {
-            output::refuse_input(&dir.join(name), inputs)?;
+            destination::refuse_input(&dir.join(name), inputs)?;
         }
     }
     Ok(())
 }
 
 /// Checks the report directory before any work (before the files of a directory read are
-/// even listed): see `output::check_report_dir`.
+/// even listed): see `destination::check_report_dir`.
 fn check_report_dir(config: &Config) -> Result<(), Error> {
     let dir = match &config.mode {
         Mode::Report(opts) => opts.report_dir.as_ref(),
@@ -198,12 +198,12 @@ fn check_report_dir(config: &Config) -> Result<(), Error> {
     // A directory either kind of report wrote holds the other's too.
     let mut writes = crate::outputs::report::dir::file_names();
     writes.extend(crate::outputs::report::correlation_dir::FILES.map(String::from));
-    output::check_report_dir(dir, &writes, &input_dirs)
+    destination::check_report_dir(dir, &writes, &input_dirs)
 }
 
 fn output_error(out: Option<&Destination>) -> impl Fn(io::Error) -> Error + '_ {
     move |source| Error::Output {
-        path: output::name(out),
+        path: destination::name(out),
         source,
     }
 }
