@@ -105,6 +105,7 @@ fn prometheus_scrapes_the_offline_reports_counters() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     grafana_dashboard_queries_what_is_served(metrics_port, prom_port);
     alerting_rules_are_valid_and_query_what_is_served(metrics_port);
+    exposition_passes_promtool(metrics_port);
     // The file's counters are the monitor's from its first scrape: the rules on them fire
     // for a series new and already above 0.
     let started = Instant::now();
@@ -142,6 +143,27 @@ fn prometheus_scrapes_the_offline_reports_counters() {
         .unwrap();
     assert_eq!(status.code(), Some(0), "{err}");
     assert!(err.contains("serving its final metrics"), "{err}");
+}
+
+/// The exposition as served passes `promtool check metrics` (format and Prometheus's naming
+/// conventions).
+fn exposition_passes_promtool(metrics_port: u16) {
+    let text = http_get(metrics_port, "/metrics").expect("the metrics served");
+    let mut promtool = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool runs");
+    std::io::Write::write_all(&mut promtool.stdin.take().unwrap(), text.as_bytes()).unwrap();
+    let out = promtool.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool check metrics: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// docs/prometheus/roce-sniff-alerts.yml: promtool (Debian's prometheus package) accepts the

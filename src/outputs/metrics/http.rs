@@ -16,7 +16,7 @@ const MAX_CONNECTIONS: usize = 16;
 /// A client that sends nothing is closed after this long.
 const READ_TIMEOUT: Duration = Duration::from_secs(2);
 /// A request's head larger than this is refused.
-const MAX_REQUEST: usize = 8 * 1024;
+pub const MAX_REQUEST: usize = 8 * 1024;
 /// How often the accept loop looks at the stop flag.
 const ACCEPT_POLL: Duration = Duration::from_millis(50);
 
@@ -104,56 +104,87 @@ fn accept_loop(listener: TcpListener, published: Published, stop: Arc<AtomicBool
     }
 }
 
+/// What a request head asks for, as far as it came.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Request {
+    /// The head has not ended yet (no empty line), and is within `MAX_REQUEST` bytes.
+    Incomplete,
+    /// No empty line within `MAX_REQUEST` bytes.
+    TooLarge,
+    /// A request line that is not HTTP/1.
+    NotHttp,
+    /// Any method but GET.
+    NotGet,
+    /// GET of anything but `/metrics`.
+    NotFound,
+    /// `GET /metrics` (a query is ignored).
+    Metrics,
+}
+
+impl Request {
+    /// Status, content type and body of the answer to anything but `Metrics`.
+    fn refusal(self) -> (&'static str, &'static [u8]) {
+        match self {
+            Request::TooLarge => (
+                "431 Request Header Fields Too Large",
+                b"request too large\n",
+            ),
+            Request::NotHttp => ("400 Bad Request", b"not an HTTP/1 request\n"),
+            Request::NotGet => ("405 Method Not Allowed", b"GET /metrics\n"),
+            _ => ("404 Not Found", b"the metrics are at /metrics\n"),
+        }
+    }
+}
+
+/// Judges the bytes of a request received so far: a pure function of them, so that it can be
+/// fuzzed (the server listens on management networks). Only the head's first
+/// `MAX_REQUEST` bytes are looked at.
+pub fn parse_request(received: &[u8]) -> Request {
+    let window = &received[..received.len().min(MAX_REQUEST)];
+    let Some(end) = window.windows(4).position(|w| w == b"\r\n\r\n") else {
+        return match received.len() > MAX_REQUEST {
+            true => Request::TooLarge,
+            false => Request::Incomplete,
+        };
+    };
+    let head = &window[..end];
+    let line = head.split(|&b| b == b'\r').next().unwrap_or_default();
+    let mut words = line.split(|&b| b == b' ');
+    let (method, path, version) = (words.next(), words.next(), words.next());
+    if !version.is_some_and(|v| v.starts_with(b"HTTP/1.")) {
+        return Request::NotHttp;
+    }
+    if method != Some(b"GET".as_slice()) {
+        return Request::NotGet;
+    }
+    let path = path.unwrap_or_default();
+    match path.split(|&b| b == b'?').next() == Some(b"/metrics".as_slice()) {
+        true => Request::Metrics,
+        false => Request::NotFound,
+    }
+}
+
 /// Reads one request head and answers it.
 fn serve(mut stream: TcpStream, published: &Published) -> io::Result<()> {
     stream.set_nonblocking(false)?;
     stream.set_read_timeout(Some(READ_TIMEOUT))?;
     stream.set_write_timeout(Some(READ_TIMEOUT))?;
-    let mut head = Vec::with_capacity(512);
+    let mut received = Vec::with_capacity(512);
     let mut buf = [0u8; 1024];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-        if head.len() > MAX_REQUEST {
-            return respond(
-                &mut stream,
-                "431 Request Header Fields Too Large",
-                "text/plain",
-                b"request too large\n",
-            );
+    let request = loop {
+        match parse_request(&received) {
+            Request::Incomplete => {}
+            judged => break judged,
         }
         let n = stream.read(&mut buf)?;
         if n == 0 {
             return Ok(());
         }
-        head.extend_from_slice(&buf[..n]);
-    }
-    let line = head.split(|&b| b == b'\r').next().unwrap_or_default();
-    let mut words = line.split(|&b| b == b' ');
-    let (method, path, version) = (words.next(), words.next(), words.next());
-    if !version.is_some_and(|v| v.starts_with(b"HTTP/1.")) {
-        return respond(
-            &mut stream,
-            "400 Bad Request",
-            "text/plain",
-            b"not an HTTP/1 request\n",
-        );
-    }
-    if method != Some(b"GET".as_slice()) {
-        return respond(
-            &mut stream,
-            "405 Method Not Allowed",
-            "text/plain",
-            b"GET /metrics\n",
-        );
-    }
-    let path = path.unwrap_or_default();
-    let path = path.split(|&b| b == b'?').next().unwrap_or_default();
-    if path != b"/metrics" {
-        return respond(
-            &mut stream,
-            "404 Not Found",
-            "text/plain",
-            b"the metrics are at /metrics\n",
-        );
+        received.extend_from_slice(&buf[..n]);
+    };
+    if request != Request::Metrics {
+        let (status, body) = request.refusal();
+        return respond(&mut stream, status, "text/plain", body);
     }
     let text = published.lock().map(|p| Arc::clone(&p)).unwrap_or_default();
     respond(
@@ -200,6 +231,36 @@ mod tests {
         assert!(get(server.addr, b"\x16\x03\x01garbage\r\n\r\n").starts_with("HTTP/1.1 400"));
         let big = vec![b'a'; MAX_REQUEST * 2];
         assert!(get(server.addr, &big).starts_with("HTTP/1.1 431"));
+    }
+
+    #[test]
+    fn a_request_is_judged_from_its_head_alone() {
+        use Request::*;
+        let cases: [(&[u8], Request); 9] = [
+            (b"", Incomplete),
+            (b"GET /metrics HTTP/1.1\r\nHost: x\r\n", Incomplete),
+            (b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", Metrics),
+            (b"GET /metrics?x=1 HTTP/1.0\r\n\r\nbody", Metrics),
+            (b"GET /metricsx HTTP/1.1\r\n\r\n", NotFound),
+            (b"get /metrics HTTP/1.1\r\n\r\n", NotGet),
+            (b"GET /metrics HTTP/2\r\n\r\n", NotHttp),
+            (b"GET /metrics\r\n\r\n", NotHttp),
+            (b"\r\n\r\n", NotHttp),
+        ];
+        for (head, want) in cases {
+            assert_eq!(
+                parse_request(head),
+                want,
+                "{:?}",
+                String::from_utf8_lossy(head)
+            );
+        }
+        // The empty line past the limit: too large, however the request goes on.
+        let mut long = b"GET /metrics HTTP/1.1\r\nX: ".to_vec();
+        long.resize(MAX_REQUEST, b'a');
+        assert_eq!(parse_request(&long), Incomplete);
+        long.extend_from_slice(b"\r\n\r\n");
+        assert_eq!(parse_request(&long), TooLarge);
     }
 
     #[test]
