@@ -17,9 +17,10 @@ use roce_parsers::DecodeOptions;
 use roce_sniff::analysis::report_build::CaptureMeta;
 use roce_sniff::analysis::verify::CaptureContext;
 use roce_sniff::analysis::AnalysisConfig;
+use roce_sniff::common::queue::WhenFull;
 use roce_sniff::decode::summarize;
 use roce_sniff::decode::summary::PacketSummary;
-use roce_sniff::outputs::events::EventWriter;
+use roce_sniff::outputs::events::{EventWriter, EventsOutput};
 use roce_sniff::outputs::parquet::{ExportConfig, Exporter, DEFAULT_BIN_NS};
 use roce_sniff::outputs::{Output, Wants};
 use roce_sniff::pipeline::Sink;
@@ -56,18 +57,26 @@ fn new_sink() -> ReportSink {
         .with_output(Box::new(FindingsTaken))
 }
 
+/// The events written on their thread; the bench waits for them (nothing dropped), as it
+/// times every thread's work.
 fn with_events(sink: ReportSink) -> ReportSink {
-    sink.with_output(Box::new(EventWriter::new(Box::new(io::sink()))))
+    let writer = EventWriter::new(Box::new(io::sink()));
+    let events = EventsOutput::start(writer, WhenFull::Wait, sink.dropped()).expect("a thread");
+    sink.with_output(Box::new(events))
 }
 
 fn with_parquet(sink: ReportSink, dir: &Path) -> ReportSink {
-    let export = Exporter::new(ExportConfig {
-        dir: dir.to_path_buf(),
-        capture: "bench".into(),
-        bin_ns: DEFAULT_BIN_NS,
-        rotate_ns: Some(100_000_000),
-        append: true,
-    })
+    let export = Exporter::new(
+        ExportConfig {
+            dir: dir.to_path_buf(),
+            capture: "bench".into(),
+            bin_ns: DEFAULT_BIN_NS,
+            rotate_ns: Some(100_000_000),
+            append: true,
+        },
+        WhenFull::Wait,
+        sink.dropped(),
+    )
     .expect("a dataset directory");
     sink.with_output(Box::new(export))
 }

@@ -586,16 +586,17 @@ fn a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs() {
     );
 }
 
-/// One thread captures, decodes and analyses until it falls behind: here the events go to a
-/// pipe nobody reads for 1.5 s, so writing them blocks the analysis while a churn is
-/// replayed. The capture then moves to a thread of its own, and nothing is lost: every frame
-/// captured, every flow ended and told once.
-#[test]
-fn a_blocked_analysis_moves_the_capture_to_a_thread_of_its_own() {
-    let Some(live) = Live::start("a_blocked_analysis_moves_the_capture_to_a_thread_of_its_own")
-    else {
-        return;
-    };
+/// What a churn is replayed behind: a pipe nobody reads for 1.5 s.
+enum Blocked {
+    /// The events, on standard output.
+    Events,
+    /// The frames -w writes, into a FIFO; the events go to a file.
+    Frames,
+}
+
+/// A churn of 3,000 QPs replayed at 20,000 frames/s while `blocked` goes to a pipe nobody
+/// reads for 1.5 s. Gives the report and the flow ids the flow_end events told.
+fn churn_behind_a_blocked_pipe(live: &Live, blocked: Blocked) -> (Value, Vec<u64>) {
     let (n, dir) = (&live.netns, &*live.dir);
     use roce_testgen::churn::{write_churn, ChurnConfig};
     let cfg = ChurnConfig {
@@ -607,22 +608,43 @@ fn a_blocked_analysis_moves_the_capture_to_a_thread_of_its_own() {
     let capture = dir.join("blocked-churn.pcap");
     write_churn(std::fs::File::create(&capture).unwrap(), cfg).unwrap();
     let json = dir.join("blocked-churn.json");
-    let mut child = start_capture(&[
-        "-i",
-        &n.host_end,
-        "--flow-timeout",
-        "100ms",
-        "--events",
-        &format!("--json={}", json.display()),
-    ]);
-    let mut events_out = child.child.stdout.take().unwrap();
+    let (events, fifo) = (dir.join("events.ndjson"), dir.join("frames.fifo"));
+    let mut args = vec![
+        "-i".to_string(),
+        n.host_end.clone(),
+        "--flow-timeout".into(),
+        "100ms".into(),
+        format!("--json={}", json.display()),
+    ];
+    match blocked {
+        Blocked::Events => args.push("--events".into()),
+        Blocked::Frames => {
+            sh(&["mkfifo", fifo.to_str().unwrap()]).unwrap();
+            args.push(format!("--events={}", events.display()));
+            args.extend(["-w".into(), fifo.display().to_string()]);
+        }
+    }
+    // The FIFO's reader opens it at once (so that roce-sniff's open goes on), then sleeps.
+    let opened = fifo.clone();
+    let frames_reader = matches!(blocked, Blocked::Frames).then(|| {
+        std::thread::spawn(move || {
+            let mut f = std::fs::File::open(opened).unwrap();
+            std::thread::sleep(Duration::from_millis(1_500));
+            let mut frames = Vec::new();
+            std::io::Read::read_to_end(&mut f, &mut frames).unwrap();
+            frames.len()
+        })
+    });
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut child = start_capture(&args);
+    let mut stdout = child.child.stdout.take().unwrap();
     let reader = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(1_500));
         let mut text = String::new();
-        std::io::Read::read_to_string(&mut events_out, &mut text).unwrap();
+        std::io::Read::read_to_string(&mut stdout, &mut text).unwrap();
         text
     });
-    // 12,000 frames in 0.6 s: flows end (and their events fill the pipe) while frames come.
+    // 12,000 frames in 0.6 s: flows end (and their lines fill the pipe) while frames come.
     let st = Command::new("ip")
         .args(["netns", "exec", &n.ns, "tcpreplay", "-q", "--pps", "20000"])
         .args(["-i", &n.ns_end])
@@ -631,35 +653,80 @@ fn a_blocked_analysis_moves_the_capture_to_a_thread_of_its_own() {
         .status()
         .unwrap();
     assert!(st.success());
-    // The status lines (standard output is the events' pipe) tell when every frame is in.
+    // The status lines (on standard error) tell when every frame is in.
     child.expect(&format!("RoCE {roce_packets} in "));
     child.sigint();
     let out = child.wait_with_output();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let c = &report["capture"];
-    assert_eq!(c["live"]["dropped"], 0);
-    let from = c["live"]["capture_thread_from_frame"].as_u64();
-    assert!(
-        from.is_some_and(|f| f > 1 && f <= roce_packets),
-        "{}",
-        c["live"]
-    );
-    assert_eq!(c["roce_packets"].as_u64(), Some(roce_packets));
-    assert_eq!(c["flows_ended"].as_u64(), Some(cfg.flows()));
-    let ends: Vec<u64> = reader
-        .join()
-        .unwrap()
+    let stdout = reader.join().unwrap();
+    let events_text = match blocked {
+        Blocked::Events => stdout,
+        Blocked::Frames => {
+            // A pcap header and 12,000 records at least.
+            let written = frames_reader.unwrap().join().unwrap();
+            assert!(written > 24 + 16 * 12_000, "{written} bytes of frames");
+            std::fs::read_to_string(&events).unwrap()
+        }
+    };
+    let lines: Vec<Value> = events_text
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .collect();
+    assert!(
+        !lines.iter().any(|e| e["event"] == "records_dropped"),
+        "nothing dropped"
+    );
+    let ends: Vec<u64> = lines
+        .iter()
         .filter(|e| e["event"] == "flow_end")
         .map(|e| e["flow"]["id"].as_u64().unwrap())
         .collect();
+    let c = &report["capture"];
+    assert_eq!(c["live"]["dropped"], 0);
+    assert_eq!(c["roce_packets"].as_u64(), Some(roce_packets));
+    assert_eq!(c["flows_ended"].as_u64(), Some(cfg.flows()));
     let ids: std::collections::BTreeSet<&u64> = ends.iter().collect();
     assert_eq!(
         (ends.len() as u64, ids.len() as u64),
         (cfg.flows(), cfg.flows()),
         "every flow told once"
+    );
+    (report, ends)
+}
+
+/// One thread captures, decodes and analyses until it falls behind: here the frames -w writes
+/// go to a pipe nobody reads for 1.5 s, so writing them blocks the analysis while a churn is
+/// replayed. The capture then moves to a thread of its own, and nothing is lost: every frame
+/// captured, every flow ended and told once.
+#[test]
+fn a_blocked_analysis_moves_the_capture_to_a_thread_of_its_own() {
+    let Some(live) = Live::start("a_blocked_analysis_moves_the_capture_to_a_thread_of_its_own")
+    else {
+        return;
+    };
+    let (report, _) = churn_behind_a_blocked_pipe(&live, Blocked::Frames);
+    let from = report["capture"]["live"]["capture_thread_from_frame"].as_u64();
+    assert!(
+        from.is_some_and(|f| f > 1 && f <= 12_000),
+        "{}",
+        report["capture"]["live"]
+    );
+}
+
+/// The events are written on a thread of their own behind a queue: a reader that does not
+/// take them for 1.5 s costs the analysis nothing (the capture stays on its thread), and the
+/// events wait in the queue, none dropped.
+#[test]
+fn events_a_reader_does_not_take_wait_in_their_queue() {
+    let Some(live) = Live::start("events_a_reader_does_not_take_wait_in_their_queue") else {
+        return;
+    };
+    let (report, _) = churn_behind_a_blocked_pipe(&live, Blocked::Events);
+    assert_eq!(
+        report["capture"]["live"]["capture_thread_from_frame"],
+        Value::Null,
+        "the analysis never waited"
     );
 }
 

@@ -352,8 +352,12 @@ fn a_full_disk_under_a_rolling_dataset_leaves_whole_parts_and_the_report() {
         last.ends_with(".parquet.tmp: no space left on the device"),
         "{err}"
     );
-    let warning = report["capture"]["warnings"][0].as_str().unwrap();
-    assert!(warning.starts_with("reading stopped: "), "{warning}");
+    // The parts are written on a thread behind a queue: the read may be over when the disk
+    // fills. If it was not, it stopped there, and the report says so.
+    if let Some(warning) = report["capture"]["warnings"][0].as_str() {
+        assert!(warning.starts_with("reading stopped: "), "{warning}");
+    }
+    assert!(report["capture"]["packets"].as_u64().unwrap() > 0);
     assert!(!published.is_empty(), "some parts were published before");
     assert!(parts_hold[0][0].as_u64().unwrap() > 0);
     assert_eq!(leftovers, Vec::<String>::new());

@@ -7,6 +7,7 @@ pub mod destination;
 pub mod error;
 pub mod exit;
 pub mod memory;
+pub mod queue;
 pub mod rare;
 pub mod signals;
 pub mod units;

@@ -9,8 +9,10 @@ use std::fmt::{self, Display};
 
 use serde::Serialize;
 
+mod dropped;
 mod figures;
 mod values;
+pub use dropped::{DroppedRecords, DROPPABLE};
 pub use figures::{
     Figures, FiguresNow, FlowCounters, FlowEnded, FrameDone, KernelCounters, NewFindings,
     PfcFigures, RttHistogram, SourceStatus, Told, Totals, RTT_BOUNDS_NS,
@@ -984,6 +986,9 @@ pub enum WarningKind {
     /// An output (`--events`, `--parquet`) could not be written: the capture stopped there,
     /// and the report covers what came before (the run fails, naming the output).
     OutputFailed,
+    /// Outputs could not keep up with a live capture and dropped records (the capture and the
+    /// report are whole).
+    RecordsDropped,
 }
 
 impl WarningKind {
@@ -991,7 +996,10 @@ impl WarningKind {
     pub fn frames_missing(self) -> bool {
         !matches!(
             self,
-            WarningKind::Notice | WarningKind::Interrupted | WarningKind::OutputFailed
+            WarningKind::Notice
+                | WarningKind::Interrupted
+                | WarningKind::OutputFailed
+                | WarningKind::RecordsDropped
         )
     }
 }

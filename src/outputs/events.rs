@@ -14,14 +14,26 @@
 //!   position in the sorted report.
 //! - `{"event":"drops","ts_ns":...,"dropped":N,"if_dropped":N}` when a live capture's kernel
 //!   drop counters rise (running totals).
+//! - `{"event":"records_dropped","ts_ns":...,"output":"events","kind":"flow_end","dropped":N}`
+//!   when an output could not keep up with a live capture and dropped records of a kind
+//!   (running total; `ts_ns` the wall clock).
+//!
+//! The lines are serialized and written on a thread of their own (`EventsOutput`), behind a
+//! queue bounded in bytes: on a live capture a `flow_end` that does not fit is dropped and
+//! counted, never waited for; findings always go. Reading a file, nothing is dropped.
 
 use std::io::{self, Write};
+use std::sync::Arc;
+use std::thread::JoinHandle;
 
 use serde::Serialize;
 
 use super::{CaptureEnd, Output, Tick, Wants};
 use crate::common::error::Error;
-use crate::model::{Finding, FlowEnded, FlowReport, NewFindings, Report};
+use crate::common::queue::{queue, spawn_behind, NotSent, QueueReceiver, QueueSender, WhenFull};
+use crate::model::{
+    DroppedRecords, Finding, FlowEnded, FlowReport, NewFindings, Report, DROPPABLE,
+};
 
 #[derive(Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -38,6 +50,12 @@ enum Event<'a> {
         ts_ns: u64,
         dropped: u64,
         if_dropped: u64,
+    },
+    RecordsDropped {
+        ts_ns: u64,
+        output: &'a str,
+        kind: &'a str,
+        dropped: u64,
     },
 }
 
@@ -156,7 +174,182 @@ fn failed(source: io::Error) -> Error {
     }
 }
 
-impl Output for EventWriter {
+/// What the analysis hands the writer's thread, in order.
+enum Record {
+    FlowEnd {
+        ts_ns: u64,
+        flow: Arc<FlowReport>,
+    },
+    Findings {
+        ts_ns: u64,
+        findings: Vec<Finding>,
+    },
+    /// The kernel's drop counters rose.
+    Drops {
+        ts_ns: u64,
+        dropped: u64,
+        if_dropped: u64,
+    },
+    /// The end of a batch of frames: the lines go to the file.
+    Flush,
+}
+
+/// The bytes a `flow_end` record holds while it waits: the entry and the parts it boxes.
+const FLOW_END_BYTES: usize = std::mem::size_of::<FlowReport>() + 512;
+/// The most the records waiting for the writer may hold.
+const QUEUE_BYTES: usize = 32 << 20;
+
+/// The writer's thread at its end: the writer, and the error that stopped it, if any.
+type WriterEnd = (EventWriter, io::Result<()>);
+
+/// `--events` as the capture runs: records gathered per batch of frames and handed to the
+/// writer's thread, which serializes and writes them.
+pub struct EventsOutput {
+    to_writer: Option<QueueSender<Vec<Record>>>,
+    writer: Option<JoinHandle<WriterEnd>>,
+    batch: Vec<Record>,
+    batch_bytes: usize,
+    when_full: WhenFull,
+    dropped: Arc<DroppedRecords>,
+    /// The kernel's drop counters last handed over.
+    kernel_drops: (u64, u64),
+}
+
+impl EventsOutput {
+    /// Starts the writer's thread; `when_full`: what a full queue does to a `flow_end`;
+    /// `dropped`: where drops are counted (and read back to tell them).
+    pub fn start(
+        writer: EventWriter,
+        when_full: WhenFull,
+        dropped: Arc<DroppedRecords>,
+    ) -> io::Result<EventsOutput> {
+        let (to_writer, records) = queue(QUEUE_BYTES);
+        let told = Arc::clone(&dropped);
+        let writer = spawn_behind("events", move || write_records(writer, records, &told))?;
+        Ok(EventsOutput {
+            to_writer: Some(to_writer),
+            writer: Some(writer),
+            batch: Vec::new(),
+            batch_bytes: 0,
+            when_full,
+            dropped,
+            kernel_drops: (0, 0),
+        })
+    }
+
+    /// Hands the batch to the writer: the `flow_end` records it has no room for are dropped
+    /// and counted (live); the rest always goes.
+    fn hand_over(&mut self) -> Result<(), Error> {
+        let Some(to_writer) = self.to_writer.as_ref() else {
+            return Ok(());
+        };
+        let batch = std::mem::take(&mut self.batch);
+        let bytes = std::mem::take(&mut self.batch_bytes);
+        let sent = match to_writer.hand(batch, bytes, self.when_full) {
+            Err(NotSent::Full(batch)) => {
+                let (kept, lost) = keep_all_but_flow_ends(batch);
+                self.dropped.add("events", "flow_end", lost);
+                to_writer.send_anyway(kept, 0)
+            }
+            sent => sent,
+        };
+        match sent {
+            Ok(()) => Ok(()),
+            Err(_) => self.stop_writer().map(|_| ()),
+        }
+    }
+
+    /// Waits for the writer to end: the writer, or the error that stopped it.
+    fn stop_writer(&mut self) -> Result<EventWriter, Error> {
+        self.to_writer = None;
+        let ended = self.writer.take().map(JoinHandle::join);
+        match ended {
+            Some(Ok((w, Ok(())))) => Ok(w),
+            Some(Ok((_, Err(e)))) => Err(failed(e)),
+            Some(Err(_)) => Err(failed(io::Error::other("the events writer panicked"))),
+            None => Err(failed(io::Error::other("the events writer has stopped"))),
+        }
+    }
+
+    fn push(&mut self, record: Record, bytes: usize) {
+        self.batch.push(record);
+        self.batch_bytes += bytes;
+    }
+}
+
+/// The records of `batch` but its `flow_end`s, and how many those were.
+fn keep_all_but_flow_ends(batch: Vec<Record>) -> (Vec<Record>, u64) {
+    let all = batch.len();
+    let kept: Vec<Record> = batch
+        .into_iter()
+        .filter(|r| !matches!(r, Record::FlowEnd { .. }))
+        .collect();
+    let lost = (all - kept.len()) as u64;
+    (kept, lost)
+}
+
+/// The writer's thread: every record as it comes, then what was dropped since last told.
+fn write_records(
+    mut w: EventWriter,
+    records: QueueReceiver<Vec<Record>>,
+    dropped: &DroppedRecords,
+) -> WriterEnd {
+    let mut told = [0; DROPPABLE.len()];
+    while let Some((batch, bytes)) = records.recv() {
+        let written = batch
+            .into_iter()
+            .try_for_each(|r| w.record(r))
+            .and_then(|()| w.tell_dropped(dropped, &mut told));
+        records.release(bytes);
+        if let Err(e) = written {
+            return (w, Err(e));
+        }
+    }
+    let last = w.tell_dropped(dropped, &mut told);
+    (w, last)
+}
+
+impl EventWriter {
+    fn record(&mut self, r: Record) -> io::Result<()> {
+        match r {
+            Record::FlowEnd { ts_ns, flow } => self.flow_end(ts_ns, &flow),
+            Record::Findings { ts_ns, findings } => self.findings(ts_ns, &findings),
+            Record::Drops {
+                ts_ns,
+                dropped,
+                if_dropped,
+            } => self.drops(ts_ns, dropped, if_dropped),
+            Record::Flush => self.flush(),
+        }
+    }
+
+    /// A `records_dropped` line for each output and kind that dropped more since `told`.
+    fn tell_dropped(
+        &mut self,
+        dropped: &DroppedRecords,
+        told: &mut [u64; DROPPABLE.len()],
+    ) -> io::Result<()> {
+        let counts = dropped.counts();
+        if counts.iter().zip(told.iter()).all(|(c, t)| c.2 == *t) {
+            return Ok(());
+        }
+        let ts_ns = crate::common::clock::now_ns();
+        for ((output, kind, n), t) in counts.into_iter().zip(told.iter_mut()) {
+            if n > *t {
+                *t = n;
+                self.write(&Event::RecordsDropped {
+                    ts_ns,
+                    output,
+                    kind,
+                    dropped: n,
+                })?;
+            }
+        }
+        self.flush()
+    }
+}
+
+impl Output for EventsOutput {
     fn wants(&self) -> Wants {
         Wants {
             ended_flows: true,
@@ -167,32 +360,64 @@ impl Output for EventWriter {
     }
 
     fn flow_ended(&mut self, ended: &FlowEnded) -> Result<(), Error> {
-        match &ended.report {
-            Some(flow) => self.flow_end(ended.ended_ns, flow).map_err(failed),
-            None => Ok(()),
+        if let Some(flow) = &ended.report {
+            let record = Record::FlowEnd {
+                ts_ns: ended.ended_ns,
+                flow: Arc::clone(flow),
+            };
+            self.push(record, FLOW_END_BYTES);
         }
+        Ok(())
     }
 
     fn findings(&mut self, new: &NewFindings) -> Result<(), Error> {
-        EventWriter::findings(self, new.ts_ns, &new.findings).map_err(failed)
+        let bytes = new.findings.len() * std::mem::size_of::<Finding>();
+        let record = Record::Findings {
+            ts_ns: new.ts_ns,
+            findings: new.findings.clone(),
+        };
+        self.push(record, bytes);
+        Ok(())
     }
 
     fn flush(&mut self) -> Result<(), Error> {
-        EventWriter::flush(self).map_err(failed)
+        self.push(Record::Flush, 0);
+        self.hand_over()
     }
 
+    /// The kernel's drop counters, when they rose, go at once.
     fn tick(&mut self, tick: &Tick<'_>) -> Result<(), Error> {
-        match tick.source.kernel {
-            Some(k) => self
-                .drops(tick.wall_ns, k.dropped, k.if_dropped)
-                .map_err(failed),
-            None => Ok(()),
+        let Some(k) = tick.source.kernel else {
+            return Ok(());
+        };
+        if k.dropped + k.if_dropped <= self.kernel_drops.0 + self.kernel_drops.1 {
+            return Ok(());
         }
+        self.kernel_drops = (k.dropped, k.if_dropped);
+        let record = Record::Drops {
+            ts_ns: tick.wall_ns,
+            dropped: k.dropped,
+            if_dropped: k.if_dropped,
+        };
+        self.push(record, 0);
+        self.flush()
     }
 
+    /// Every record handed over and written, then the flows still open.
     fn finish(mut self: Box<Self>, end: &CaptureEnd<'_>) -> Result<(), Error> {
-        self.end_capture(end.report, end.order, end.open_ids, end.last_ts)
+        self.when_full = WhenFull::Wait;
+        self.flush()?;
+        let mut w = self.stop_writer()?;
+        w.end_capture(end.report, end.order, end.open_ids, end.last_ts)
             .map_err(failed)
+    }
+}
+
+/// An early end (an error elsewhere): what was handed over still reaches the file.
+impl Drop for EventsOutput {
+    fn drop(&mut self) {
+        let _ = self.hand_over();
+        let _ = self.stop_writer();
     }
 }
 
@@ -274,5 +499,108 @@ mod tests {
         let all = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
         assert_eq!(all.lines().count(), lines + 1);
         assert!(all.lines().last().unwrap().contains("\"ts_ns\":8,"));
+    }
+
+    /// A `Write` that holds every write until the test opens its gate.
+    #[derive(Clone)]
+    struct Gated {
+        open: std::sync::Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
+        out: Shared,
+    }
+
+    impl Gated {
+        fn open(&self) {
+            *self.open.0.lock().unwrap() = true;
+            self.open.1.notify_all();
+        }
+    }
+
+    impl std::io::Write for Gated {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            let mut open = self.open.0.lock().unwrap();
+            while !*open {
+                open = self.open.1.wait(open).unwrap();
+            }
+            self.out.write(b)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A live capture outpaces the writer: the `flow_end`s that find the queue full are
+    /// dropped and counted, a `records_dropped` line tells them, and every finding and every
+    /// `flow_end` that was not dropped is written.
+    #[test]
+    fn a_full_queue_drops_flow_ends_counts_and_tells_them_and_loses_nothing_else() {
+        use super::{EventsOutput, Output, WhenFull};
+        use crate::model::{DroppedRecords, FlowEnded, NewFindings};
+        use std::sync::Arc;
+        let report = crate::analysis::testing::report_of("sample.pcap");
+        let flow = Arc::new(report.flows[0].clone());
+        let finding = report.findings[0].clone();
+        let gated = Gated {
+            open: Default::default(),
+            out: Shared::default(),
+        };
+        let dropped = Arc::new(DroppedRecords::default());
+        let writer = EventWriter::new(Box::new(gated.clone()));
+        let mut events = EventsOutput::start(writer, WhenFull::Drop, Arc::clone(&dropped)).unwrap();
+        let (batches, per_batch) = (60, 1_000);
+        for b in 0..batches {
+            for k in 0..per_batch {
+                let ended = FlowEnded {
+                    id: (b * per_batch + k) as u64,
+                    ended_ns: 1,
+                    report: Some(Arc::clone(&flow)),
+                    counters: None,
+                };
+                events.flow_ended(&ended).unwrap();
+            }
+            let new = NewFindings {
+                ts_ns: 2,
+                findings: vec![finding.clone()],
+                first_told: vec![1],
+            };
+            events.findings(&new).unwrap();
+            events.flush().unwrap();
+        }
+        let lost = dropped.total();
+        assert!(lost > 0, "the queue never filled");
+        gated.open();
+        let end = crate::outputs::CaptureEnd {
+            report: &report,
+            order: &[],
+            open_ids: &[],
+            pauses: &[],
+            last_ts: 3,
+            counts: &Default::default(),
+            source: &Default::default(),
+            figures: None,
+            dropped: &dropped,
+        };
+        Box::new(events).finish(&end).unwrap();
+        let text = String::from_utf8(gated.out.0.lock().unwrap().clone()).unwrap();
+        let count = |event: &str| {
+            text.lines()
+                .filter(|l| l.starts_with(&format!("{{\"event\":\"{event}\"")))
+                .count() as u64
+        };
+        assert_eq!(count("flow_end") + lost, (batches * per_batch) as u64);
+        assert_eq!(
+            count("finding"),
+            batches as u64,
+            "findings are never dropped"
+        );
+        let last = text
+            .lines()
+            .rfind(|l| l.contains("records_dropped"))
+            .expect("a records_dropped line");
+        assert!(
+            last.contains(&format!(
+                "\"output\":\"events\",\"kind\":\"flow_end\",\"dropped\":{lost}}}"
+            )),
+            "{last}"
+        );
     }
 }

@@ -15,7 +15,8 @@ use crate::common::error::Error;
 use crate::decode::summary::PacketSummary;
 use crate::decode::FrameCounts;
 use crate::model::{
-    Figures, FiguresNow, FlowEnded, FrameDone, NewFindings, Report, SourcePause, SourceStatus,
+    DroppedRecords, Figures, FiguresNow, FlowEnded, FrameDone, NewFindings, Report, SourcePause,
+    SourceStatus,
 };
 
 /// An output written while a capture runs. The run's sink hands each output in its list the
@@ -109,6 +110,8 @@ pub struct Tick<'a> {
     pub counts: &'a FrameCounts,
     pub source: &'a SourceStatus,
     pub analysis: &'a dyn FiguresNow,
+    /// Records the outputs dropped so far (a live capture that outpaced them).
+    pub dropped: &'a DroppedRecords,
 }
 
 /// The end of a capture, as the outputs see it.
@@ -126,4 +129,6 @@ pub struct CaptureEnd<'a> {
     pub source: &'a SourceStatus,
     /// The figures just before the end, when an output wants them (`Wants::final_figures`).
     pub figures: Option<&'a Figures>,
+    /// Records the outputs dropped over the run.
+    pub dropped: &'a DroppedRecords,
 }

@@ -114,7 +114,7 @@ pub(super) fn packets_from_file<W: Write + Send>(
             several_points: matches!(source, Input::Merged(_)),
             ..e.analysis
         };
-        let exporter = Exporter::new(e.parquet.clone())?;
+        let exporter = Exporter::new(e.parquet.clone(), WhenFull::Wait, Default::default())?;
         printer = printer.with_export(crate::analysis::Analyzer::new(analysis), exporter);
     }
     let mut pipeline = Pipeline::new(printer, diagnostics, run.threads);
@@ -151,6 +151,7 @@ pub(super) fn packets_from_file<W: Write + Send>(
             counts: &counts,
             source: &Default::default(),
             figures: None,
+            dropped: &Default::default(),
         })?;
     }
     Ok((out, frames))
@@ -171,10 +172,16 @@ pub(super) fn report_from_file(
     };
     let mut sink = ReportSink::new(analysis, opts.expect, opts.decode);
     if let Some(cfg) = &opts.parquet {
-        sink = sink.with_output(Box::new(Exporter::new(cfg.clone())?));
+        let dropped = sink.dropped();
+        sink = sink.with_output(Box::new(Exporter::new(
+            cfg.clone(),
+            WhenFull::Wait,
+            dropped,
+        )?));
     }
     if let Some(out) = &opts.events {
-        sink = sink.with_output(Box::new(events_writer(out)?));
+        let dropped = sink.dropped();
+        sink = sink.with_output(events_output(out, WhenFull::Wait, dropped)?);
     }
     let metrics_server = match open_metrics(opts, true)? {
         Some((server, output)) => {

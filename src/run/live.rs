@@ -114,10 +114,16 @@ pub(super) fn live_report(
     };
     let mut sink = ReportSink::new(opts.analysis, opts.expect, opts.decode);
     if let Some(cfg) = &opts.parquet {
-        sink = sink.with_output(Box::new(Exporter::new(cfg.clone())?));
+        let dropped = sink.dropped();
+        sink = sink.with_output(Box::new(Exporter::new(
+            cfg.clone(),
+            WhenFull::Drop,
+            dropped,
+        )?));
     }
     if let Some(out) = &opts.events {
-        sink = sink.with_output(Box::new(events_writer(out)?));
+        let dropped = sink.dropped();
+        sink = sink.with_output(events_output(out, WhenFull::Drop, dropped)?);
     }
     // Bound (and its address told on stderr) before the view takes the terminal: the line
     // came over the view's third row. The server serves until the run ends.

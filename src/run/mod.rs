@@ -22,7 +22,9 @@ use crate::cli::{Config, Mode, ReportOptions, Source};
 use crate::common::destination::{self, Destination};
 use crate::common::error::{is_broken_pipe, Error};
 use crate::common::exit;
-use crate::model::{PlotData, Report};
+use crate::common::queue::WhenFull;
+use crate::model::{DroppedRecords, PlotData, Report, WarningKind};
+use crate::outputs::events::{EventWriter, EventsOutput};
 use crate::outputs::report;
 use crate::pipeline::diagnostics::Diagnostics;
 use crate::pipeline::Finished;
@@ -30,6 +32,7 @@ use crate::run::sink::{ReportSink, SinkEnd};
 use crate::source::file::FileSource;
 use crate::source::Input;
 use crate::source::{consumer_failed, SourceEnd};
+use std::sync::Arc;
 
 use correlate::run_correlate;
 use file::{file_run, packets_from_file, report_from_file, with_finding_selection};
@@ -226,8 +229,14 @@ fn stopped_by_output(
     }
 }
 
-/// `--events`: its output opened before any work, written line by line.
-fn events_writer(out: &Destination) -> Result<crate::outputs::events::EventWriter, Error> {
+/// `--events`: its output opened before any work, written line by line on a thread of its
+/// own; `when_full`: what a record that finds its queue full does (live: dropped and counted
+/// in `dropped`; a file: it waits).
+fn events_output(
+    out: &Destination,
+    when_full: WhenFull,
+    dropped: Arc<DroppedRecords>,
+) -> Result<Box<EventsOutput>, Error> {
     let w: Box<dyn Write + Send> = match out {
         Destination::File(path) => Box::new(crate::outputs::events::create_file(path).map_err(
             |source| Error::Output {
@@ -237,7 +246,14 @@ fn events_writer(out: &Destination) -> Result<crate::outputs::events::EventWrite
         )?),
         Destination::Stdout => Box::new(io::stdout()),
     };
-    Ok(crate::outputs::events::EventWriter::new(w))
+    let output =
+        EventsOutput::start(EventWriter::new(w), when_full, dropped).map_err(|source| {
+            Error::Output {
+                path: "--events".into(),
+                source,
+            }
+        })?;
+    Ok(Box::new(output))
 }
 
 /// Each problem the source met becomes a warning.
@@ -260,6 +276,9 @@ fn finish_report(
     let selection = end.selection.take();
     let (format, snaplen) = (end.format, end.snaplen);
     record_problems(&mut diagnostics, end);
+    if let Some(w) = finished.sink.dropped().warning() {
+        diagnostics.warn(WarningKind::RecordsDropped, w);
+    }
     let meta = CaptureMeta {
         file,
         format,

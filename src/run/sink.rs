@@ -2,6 +2,7 @@
 //! the verification; at the end both produce their part of the report model.
 
 use std::io;
+use std::sync::Arc;
 
 use roce_parsers::capture::Record;
 use roce_parsers::DecodeOptions;
@@ -14,7 +15,9 @@ use crate::analysis::{AnalysisConfig, Analyzer};
 use crate::common::error::Error;
 use crate::decode::summary::PacketSummary;
 use crate::decode::{summarize, FrameCounts};
-use crate::model::{Expectations, Finding, FrameDone, PlotData, Report, SourceStatus};
+use crate::model::{
+    DroppedRecords, Expectations, Finding, FrameDone, PlotData, Report, SourceStatus,
+};
 use crate::outputs::{CaptureEnd, Output, Tick, Wants};
 use crate::pipeline::{Position, Sink};
 use crate::source::origins::FrameOrigins;
@@ -29,6 +32,9 @@ pub struct ReportSink {
     wants: Wants,
     /// Findings as they first hold, when an output tells them.
     watch: Option<FindingWatch>,
+    /// Records the outputs dropped (a live capture that outpaced them): they count, the
+    /// others tell.
+    dropped: Arc<DroppedRecords>,
 }
 
 /// The outputs in the order they were added, and the first error one met (a full disk): the
@@ -77,7 +83,13 @@ impl ReportSink {
             outputs: Outputs::default(),
             wants: Wants::default(),
             watch: None,
+            dropped: Arc::default(),
         }
+    }
+
+    /// Where the outputs count the records they drop.
+    pub fn dropped(&self) -> Arc<DroppedRecords> {
+        Arc::clone(&self.dropped)
     }
 
     /// Writes `output` too as the capture runs; the analysis builds what it wants.
@@ -116,6 +128,7 @@ impl ReportSink {
             counts,
             source,
             analysis: &self.analyzer,
+            dropped: &self.dropped,
         };
         self.outputs.each(|o| o.tick(&tick));
         self.outputs.go_on()
@@ -215,6 +228,7 @@ impl ReportSink {
             counts: &counts,
             source,
             figures: figures.as_ref(),
+            dropped: &self.dropped,
         };
         for output in std::mem::take(&mut self.outputs.list) {
             if let Err(e) = output.finish(&capture_end) {

@@ -269,8 +269,12 @@ fn damage_findings(capture: &CaptureReport, malformed_frames: &[u64], out: &mut 
             WarningKind::FileDamaged => "the capture file is incomplete (a tcpdump that was killed, a full disk, or a damaged copy); everything before the damage was analysed",
             WarningKind::CaptureDrops => "the capture did not keep up: the kernel or the interface dropped frames before they were captured (a small capture buffer, or a busy CPU); PSN gaps at the same time may be these drops",
             WarningKind::CaptureStopped => "the live capture ended on an error of the capture device; everything captured before it was analysed",
-            // Not the capture's: the run fails naming the output.
-            WarningKind::Notice | WarningKind::Interrupted | WarningKind::OutputFailed => continue,
+            // Not the capture's: the run fails naming the output, or the outputs lack records
+            // (the capture and the report are whole).
+            WarningKind::Notice
+            | WarningKind::Interrupted
+            | WarningKind::OutputFailed
+            | WarningKind::RecordsDropped => continue,
         };
         out.push(finding(
             Severity::Warning,

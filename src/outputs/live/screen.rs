@@ -84,9 +84,13 @@ impl Output for LiveScreen {
             Display::View(v) => {
                 if self.last_snapshot.elapsed() >= SNAPSHOT_EVERY {
                     self.last_snapshot = Instant::now();
-                    let shown =
-                        self.snapshots
-                            .take(tick.counts, tick.analysis, tick.source, v.sort());
+                    let shown = self.snapshots.take(
+                        tick.counts,
+                        tick.analysis,
+                        tick.source,
+                        tick.dropped,
+                        v.sort(),
+                    );
                     v.offer(shown);
                 }
             }
@@ -99,6 +103,7 @@ impl Output for LiveScreen {
                         tick.counts,
                         tick.analysis,
                         tick.source,
+                        tick.dropped,
                         Default::default(),
                     );
                     status.show(shown);

@@ -6,7 +6,9 @@ use std::collections::{HashSet, VecDeque};
 use std::time::Duration;
 
 use crate::decode::FrameCounts;
-use crate::model::{Figures, FiguresNow, FlowCounters, KernelCounters, SourceStatus};
+use crate::model::{
+    DroppedRecords, Figures, FiguresNow, FlowCounters, KernelCounters, SourceStatus,
+};
 
 /// QP rows a snapshot carries (the most troubled, busiest or largest first, as the view
 /// sorts): a screen shows a few dozen; scrolling reaches these.
@@ -114,6 +116,8 @@ pub struct Snapshot {
     pub cnps: u64,
     /// PSNs the capture missed (the other end acknowledged them): figures are lower bounds.
     pub capture_missed: u64,
+    /// Records the outputs could not keep up with and dropped.
+    pub records_dropped: u64,
     pub sort: SortBy,
     pub qps: Vec<QpRow>,
     pub pfc: Vec<PfcRow>,
@@ -168,6 +172,7 @@ impl Snapshots {
         counts: &FrameCounts,
         analysis: &dyn FiguresNow,
         source: &SourceStatus,
+        dropped: &DroppedRecords,
         sort: SortBy,
     ) -> Snapshot {
         let figures = &analysis.figures();
@@ -200,6 +205,10 @@ impl Snapshots {
             .collect();
         let pfc = self.pfc_rows(figures, secs);
         self.note_drops(elapsed, source.kernel);
+        let records_dropped = dropped.total();
+        if records_dropped > 0 {
+            self.note_records_dropped(elapsed, dropped);
+        }
         let t = figures.totals;
         let snap = Snapshot {
             interface: self.interface.clone(),
@@ -219,6 +228,7 @@ impl Snapshots {
             ce: t.ce,
             cnps: t.cnps,
             capture_missed: figures.capture_missed,
+            records_dropped,
             sort,
             qps,
             pfc,
@@ -311,6 +321,15 @@ impl Snapshots {
     }
 }
 
+impl Snapshots {
+    /// The outputs' drops, once they start: the capture is whole, an output lacks records.
+    fn note_records_dropped(&mut self, elapsed: Duration, dropped: &DroppedRecords) {
+        if let Some(w) = dropped.warning() {
+            self.raise((u64::MAX - 9, "records_dropped"), elapsed, w);
+        }
+    }
+}
+
 /// A flow's row; its label is written for the rows kept only. What came back for a data
 /// flow (NAKs, CNPs) is counted on it, as in the report.
 fn row(f: &FlowCounters, bytes_before: u64, secs: f64) -> QpRow {
@@ -374,11 +393,23 @@ mod tests {
         let mut first: Option<Snapshot> = None;
         let (an, counts) = crate::analysis::testing::feed(&data, an, |an, counts| {
             if counts.frames == 700 {
-                first = Some(snaps.take(counts, &*an, &SourceStatus::default(), SortBy::Trouble));
+                first = Some(snaps.take(
+                    counts,
+                    &*an,
+                    &SourceStatus::default(),
+                    &Default::default(),
+                    SortBy::Trouble,
+                ));
             }
         });
         let first = first.expect("a snapshot mid-way");
-        let second = snaps.take(&counts, &an, &SourceStatus::default(), SortBy::Trouble);
+        let second = snaps.take(
+            &counts,
+            &an,
+            &SourceStatus::default(),
+            &Default::default(),
+            SortBy::Trouble,
+        );
         let before = |label: &str| {
             first
                 .qps
@@ -425,7 +456,7 @@ mod tests {
             kernel,
             ..SourceStatus::default()
         };
-        let s = snaps.take(&counts, &an, &status, SortBy::Trouble);
+        let s = snaps.take(&counts, &an, &status, &Default::default(), SortBy::Trouble);
         assert_eq!((s.frames, s.roce, s.flows), (14623, 13822, 8));
         assert_eq!(s.qps[0].label, "10.0.0.5 > 10.0.0.2 qp 0x000213 vlan 100");
         assert_eq!((s.qps[0].gaps, s.qps[0].retx), (1, 4));
@@ -448,7 +479,7 @@ mod tests {
         let p3 = s.pfc.iter().find(|p| p.priority == 3).unwrap();
         assert!(p3.roce && p3.xoff == 200 && p3.paused_ns > 0, "{p3:?}");
         // Raised once: the next snapshot adds none, and rates fall to nothing.
-        let again = snaps.take(&counts, &an, &status, SortBy::Packets);
+        let again = snaps.take(&counts, &an, &status, &Default::default(), SortBy::Packets);
         assert_eq!(again.findings.len(), s.findings.len());
         assert!(again.qps.windows(2).all(|w| w[0].packets >= w[1].packets));
         assert!(again.qps.iter().all(|q| q.bps == 0.0));
@@ -476,7 +507,13 @@ mod tests {
             }
             snaps.findings_told(&these);
         }
-        let s = snaps.take(&counts, &an, &SourceStatus::default(), SortBy::Trouble);
+        let s = snaps.take(
+            &counts,
+            &an,
+            &SourceStatus::default(),
+            &Default::default(),
+            SortBy::Trouble,
+        );
         assert_eq!(s.findings_raised, rounds * told.len());
         assert_eq!(s.findings.len(), FINDINGS_KEPT);
         assert_eq!(s.findings[0].text, format!("round {}", rounds - 1));

@@ -107,11 +107,14 @@ pub fn line(s: &Snapshot, previous: Option<&Snapshot>) -> String {
             k.received, k.dropped, k.if_dropped
         )
     });
-    let missed = if s.capture_missed > 0 {
+    let mut missed = if s.capture_missed > 0 {
         format!(" | capture missed {} PSNs", s.capture_missed)
     } else {
         String::new()
     };
+    if s.records_dropped > 0 {
+        missed.push_str(&format!(" | outputs dropped {} records", s.records_dropped));
+    }
     format!(
         "{} {} | RoCE {} in {} flows | gaps {} retx {} CE {} CNP {}{worst} | PFC XOFF{} | {kernel}{missed}",
         frame_rate(s.fps),

@@ -82,12 +82,15 @@ fn draw_header(f: &mut Frame, area: Rect, s: &Snapshot, state: &ViewState) {
     } else {
         0.0
     };
-    let kernel = s.kernel.map_or("kernel: -".into(), |k| {
+    let mut kernel = s.kernel.map_or("kernel: -".into(), |k| {
         format!(
             "kernel: {} received, {} dropped, {} if-dropped",
             k.received, k.dropped, k.if_dropped
         )
     });
+    if s.records_dropped > 0 {
+        kernel.push_str(&format!("  outputs dropped {} records", s.records_dropped));
+    }
     let drops = s.kernel.is_some_and(|k| k.dropped + k.if_dropped > 0);
     let lines = vec![
         Line::from(vec![
@@ -382,6 +385,7 @@ mod tests {
             ce: 24,
             cnps: 6,
             capture_missed: 0,
+            records_dropped: 0,
             sort: SortBy::Trouble,
             qps: vec![
                 qp("10.0.0.5 > 10.0.0.2 qp 0x000213 vlan 100", 3, 9, 4.1e9),

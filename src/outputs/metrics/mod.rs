@@ -29,7 +29,10 @@ use std::fmt::Write as _;
 use rustc_hash::FxHashMap;
 
 use crate::decode::FrameCounts;
-use crate::model::{Figures, FlowCounters, FlowLabel, PfcFigures, SourceStatus, RTT_BOUNDS_NS};
+use crate::model::{
+    DroppedRecords, Figures, FlowCounters, FlowLabel, PfcFigures, SourceStatus, DROPPABLE,
+    RTT_BOUNDS_NS,
+};
 
 /// A flow's label with its addresses as they are: what a QP's series is named by.
 type QpKey = FlowLabel<std::net::IpAddr>;
@@ -132,6 +135,8 @@ pub struct Metrics {
     tracked: FxHashMap<u64, Tracked>,
     other: QpCounts,
     findings: HashMap<(&'static str, &'static str), u64>,
+    /// Records each output dropped so far, by kind (`DROPPABLE`'s order).
+    records_dropped: [u64; DROPPABLE.len()],
     /// The text of the last update, findings apart.
     body: String,
 }
@@ -144,6 +149,7 @@ impl Metrics {
             tracked: FxHashMap::default(),
             other: QpCounts::default(),
             findings: HashMap::new(),
+            records_dropped: [0; DROPPABLE.len()],
             body: String::new(),
         }
     }
@@ -196,6 +202,11 @@ impl Metrics {
                 self.other.plus(last.minus(seen));
             }
         }
+    }
+
+    /// The records the outputs dropped so far; the next update shows them.
+    pub fn records_dropped(&mut self, dropped: &DroppedRecords) {
+        self.records_dropped = dropped.counts().map(|c| c.2);
     }
 
     /// Takes in the state now; `text` then gives it.
@@ -303,6 +314,18 @@ impl Metrics {
         );
         let dropped = source.kernel.map_or(0, |k| k.dropped + k.if_dropped);
         let _ = writeln!(o, "roce_sniff_dropped_frames_total {dropped}");
+        header(
+            o,
+            "roce_sniff_output_dropped_total",
+            "counter",
+            "Records an output could not keep up with and dropped, by output and kind (the capture and the report are whole).",
+        );
+        for ((output, kind), n) in DROPPABLE.iter().zip(self.records_dropped) {
+            let _ = writeln!(
+                o,
+                "roce_sniff_output_dropped_total{{output=\"{output}\",kind=\"{kind}\"}} {n}"
+            );
+        }
         header(
             o,
             "roce_sniff_capture_missed_psns_total",

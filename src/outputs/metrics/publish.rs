@@ -68,6 +68,7 @@ impl Output for MetricsOutput {
     fn tick(&mut self, tick: &Tick<'_>) -> Result<(), Error> {
         if self.due() {
             let figures = tick.analysis.figures();
+            self.metrics.records_dropped(tick.dropped);
             self.metrics.update(tick.counts, &figures, tick.source);
             self.publish();
             self.last = Some(Instant::now());
@@ -77,6 +78,7 @@ impl Output for MetricsOutput {
 
     /// The last figures, and the findings: the report's when it covers the whole capture.
     fn finish(mut self: Box<Self>, end: &CaptureEnd<'_>) -> Result<(), Error> {
+        self.metrics.records_dropped(end.dropped);
         if let Some(figures) = end.figures {
             self.metrics.update(end.counts, figures, end.source);
         }

@@ -13,11 +13,13 @@ mod table;
 mod whole;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::{CaptureEnd, Output, Wants};
 use crate::common::error::Error;
+use crate::common::queue::WhenFull;
 use crate::decode::summary::PacketSummary;
-use crate::model::{FiguresNow, FlowEnded, FrameDone, NewFindings};
+use crate::model::{DroppedRecords, FiguresNow, FlowEnded, FrameDone, NewFindings};
 use rolling::RollingExport;
 use whole::WholeExport;
 
@@ -84,10 +86,19 @@ pub enum Exporter {
 }
 
 impl Exporter {
-    pub fn new(cfg: ExportConfig) -> Result<Exporter, Error> {
+    /// The export `cfg` asks for. A rolling one writes its parts on a thread of its own;
+    /// `when_full`: what a row that finds its queue full does (live: dropped and counted in
+    /// `dropped`; a file: it waits).
+    pub fn new(
+        cfg: ExportConfig,
+        when_full: WhenFull,
+        dropped: Arc<DroppedRecords>,
+    ) -> Result<Exporter, Error> {
         Ok(match cfg.rotate_ns {
             None => Exporter::Whole(Box::new(WholeExport::new(cfg)?)),
-            Some(every) => Exporter::Rolling(Box::new(RollingExport::new(cfg, every)?)),
+            Some(every) => Exporter::Rolling(Box::new(RollingExport::new(
+                cfg, every, when_full, dropped,
+            )?)),
         })
     }
 }

@@ -11,7 +11,6 @@
 //! after each set of parts), so that a restarted monitor never reuses one.
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -23,8 +22,9 @@ use super::rows::{self, PacketRow, TextCache, TimelineRow};
 use super::table::Table;
 use super::{io_err, remove_partitions, ExportConfig, TABLES};
 use crate::common::error::Error;
+use crate::common::queue::{queue, spawn_behind, NotSent, QueueReceiver, QueueSender, WhenFull};
 use crate::decode::summary::PacketSummary;
-use crate::model::{Finding, FlowReport, Outcome, Report, SourcePause};
+use crate::model::{DroppedRecords, Finding, FlowReport, Outcome, Report, SourcePause};
 
 /// The tables written a row at a time while an interval runs (the PFC part is written at its
 /// end).
@@ -59,15 +59,46 @@ enum Row {
     Timeline(TimelineRow),
     Flow(Arc<FlowReport>, u64),
     Finding(Box<Finding>, u64),
-    /// The interval's end: its PFC bins, and the next free flow id to keep.
+    /// The interval's end: its PFC bins, the next free flow id to keep, and the rows of the
+    /// interval the writer had no room for (filled in as the row is handed over).
     Publish {
         pfc: PfcBins,
         next_flow_id: i64,
+        dropped: PartDrops,
     },
 }
 
+impl Row {
+    /// The kind of row a full queue drops (`DROPPABLE`'s parquet kinds); findings and the
+    /// ends of intervals are never dropped.
+    fn droppable(&self) -> Option<usize> {
+        match self {
+            Row::Packet(_) => Some(0),
+            Row::Timeline(_) => Some(1),
+            Row::Flow(..) => Some(2),
+            Row::Finding(..) | Row::Publish { .. } => None,
+        }
+    }
+
+    /// What the row holds while it waits for the writer.
+    fn bytes(&self) -> usize {
+        std::mem::size_of::<Row>()
+            + match self {
+                Row::Flow(..) => std::mem::size_of::<FlowReport>() + 512,
+                Row::Finding(..) => std::mem::size_of::<Finding>(),
+                _ => 0,
+            }
+    }
+}
+
+/// Rows of each droppable kind (packets, timeline, flows) a set of parts lacks.
+pub type PartDrops = [u64; 3];
+const DROPPED_KINDS: [&str; 3] = ["packets", "timeline", "flows"];
+
 /// Rows handed to the writer at once.
 const BATCH: usize = 4096;
+/// The most the rows waiting for the writer may hold.
+const QUEUE_BYTES: usize = 32 << 20;
 
 /// The rolling export as the analysis feeds it. Rows are encoded and compressed on a thread of
 /// their own (`PartWriter`): on the analysis thread they made a live monitor drop frames.
@@ -82,12 +113,78 @@ pub struct RollingExport {
     /// Per PFC (source, priority): the time up to which its pauses are in parts.
     paused_counted: HashMap<(MacAddr, u8), u64>,
     batch: Vec<Row>,
-    to_writer: Option<SyncSender<Vec<Row>>>,
+    batch_bytes: usize,
+    to_writer: Option<QueueSender<Vec<Row>>>,
     writer: Option<JoinHandle<Result<(), Error>>>,
+    drops: Drops,
+}
+
+/// What a full queue does to the rows: dropped and counted (live), or waited for (a file).
+struct Drops {
+    when_full: WhenFull,
+    ledger: Arc<DroppedRecords>,
+    /// Rows dropped since the last end of an interval handed over.
+    in_part: PartDrops,
+}
+
+impl Drops {
+    /// Hands `rows` (holding `bytes`) over: with no room (live), the rows of packets,
+    /// timeline and flows are dropped and counted, the rest goes. Err: the writer is gone.
+    fn hand(
+        &mut self,
+        to: &QueueSender<Vec<Row>>,
+        mut rows: Vec<Row>,
+        bytes: usize,
+    ) -> Result<(), ()> {
+        if self.in_part != [0; 3] {
+            rows.iter_mut().for_each(|r| self.tell(r));
+        }
+        match to.hand(rows, bytes, self.when_full) {
+            Ok(()) => Ok(()),
+            Err(NotSent::Full(rows)) => {
+                let kept = self.drop_droppable(rows);
+                to.send_anyway(kept, 0).map_err(|_| ())
+            }
+            Err(NotSent::Closed(_)) => Err(()),
+        }
+    }
+
+    /// `rows` without those a full queue drops, counted; each end of an interval among them
+    /// carries the drops of its interval.
+    fn drop_droppable(&mut self, rows: Vec<Row>) -> Vec<Row> {
+        let mut kept = Vec::new();
+        for mut row in rows {
+            match row.droppable() {
+                Some(kind) => {
+                    self.in_part[kind] += 1;
+                    self.ledger.add("parquet", DROPPED_KINDS[kind], 1);
+                }
+                None => {
+                    self.tell(&mut row);
+                    kept.push(row);
+                }
+            }
+        }
+        kept
+    }
+
+    /// An end of an interval carries the rows dropped since the last one.
+    fn tell(&mut self, row: &mut Row) {
+        if let Row::Publish { dropped, .. } = row {
+            for (d, n) in dropped.iter_mut().zip(std::mem::take(&mut self.in_part)) {
+                *d += n;
+            }
+        }
+    }
 }
 
 impl RollingExport {
-    pub fn new(cfg: ExportConfig, every_ns: u64) -> Result<RollingExport, Error> {
+    pub fn new(
+        cfg: ExportConfig,
+        every_ns: u64,
+        when_full: WhenFull,
+        dropped: Arc<DroppedRecords>,
+    ) -> Result<RollingExport, Error> {
         std::fs::create_dir_all(&cfg.dir).map_err(io_err(&cfg.dir))?;
         if !cfg.append {
             // A file exported again replaces its partition, and its flows are numbered anew.
@@ -103,11 +200,9 @@ impl RollingExport {
             flow_base,
             cache: TextCache::default(),
         };
-        let (to_writer, rows) = sync_channel(4);
-        let writer = std::thread::Builder::new()
-            .name("parquet parts".into())
-            .spawn(move || writer.run(rows))
-            .map_err(io_err(&cfg.dir))?;
+        let (to_writer, rows) = queue(QUEUE_BYTES);
+        let writer =
+            spawn_behind("parquet parts", move || writer.run(rows)).map_err(io_err(&cfg.dir))?;
         Ok(RollingExport {
             bins: Bins::new(cfg.bin_ns),
             cfg,
@@ -116,8 +211,14 @@ impl RollingExport {
             flow_base,
             paused_counted: HashMap::default(),
             batch: Vec::with_capacity(BATCH),
+            batch_bytes: 0,
             to_writer: Some(to_writer),
             writer: Some(writer),
+            drops: Drops {
+                when_full,
+                ledger: dropped,
+                in_part: [0; 3],
+            },
         })
     }
 
@@ -137,6 +238,7 @@ impl RollingExport {
     }
 
     fn send(&mut self, row: Row) -> Result<(), Error> {
+        self.batch_bytes += row.bytes();
         self.batch.push(row);
         if self.batch.len() >= BATCH {
             return self.hand_over();
@@ -146,11 +248,14 @@ impl RollingExport {
 
     /// Hands the rows so far to the writer; its error if it stopped on one.
     fn hand_over(&mut self) -> Result<(), Error> {
+        let Some(to_writer) = self.to_writer.as_ref() else {
+            return self.stop_writer();
+        };
         let rows = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
-        let sent = self.to_writer.as_ref().map(|w| w.send(rows));
-        match sent {
-            Some(Ok(())) => Ok(()),
-            _ => self.stop_writer(),
+        let bytes = std::mem::take(&mut self.batch_bytes);
+        match self.drops.hand(to_writer, rows, bytes) {
+            Ok(()) => Ok(()),
+            Err(()) => self.stop_writer(),
         }
     }
 
@@ -192,6 +297,7 @@ impl RollingExport {
         self.send(Row::Publish {
             pfc,
             next_flow_id: self.flow_base + flows_seen as i64,
+            dropped: [0; 3],
         })?;
         self.hand_over()?;
         self.boundary = Some(self.interval_end(now.max(cut)));
@@ -253,6 +359,8 @@ impl RollingExport {
         open: &[usize],
         pauses: &[SourcePause],
     ) -> Result<(), Error> {
+        // The capture is over: the rest is waited for, never dropped.
+        self.drops.when_full = WhenFull::Wait;
         for &(key, iv) in pauses {
             self.pause_closed(key, iv);
         }
@@ -266,6 +374,7 @@ impl RollingExport {
         self.send(Row::Publish {
             pfc,
             next_flow_id: self.flow_base + report.capture.flows as i64,
+            dropped: [0; 3],
         })?;
         self.hand_over()?;
         self.stop_writer()
@@ -292,8 +401,15 @@ struct PartWriter {
 
 impl PartWriter {
     /// Writes what comes until the export hangs up; stops at the first error.
-    fn run(mut self, rows: Receiver<Vec<Row>>) -> Result<(), Error> {
-        let written = rows.iter().flatten().try_for_each(|row| self.write(row));
+    fn run(mut self, rows: QueueReceiver<Vec<Row>>) -> Result<(), Error> {
+        let mut written = Ok(());
+        while let Some((batch, bytes)) = rows.recv() {
+            written = batch.into_iter().try_for_each(|row| self.write(row));
+            rows.release(bytes);
+            if written.is_err() {
+                break;
+            }
+        }
         // The set begun after the last one published, and any an error cut short (the one
         // being published, the next one being opened), is never published: its temporary
         // files go.
@@ -326,16 +442,33 @@ impl PartWriter {
             Row::Finding(f, ts_ns) => {
                 rows::finding_row(self.part.findings.table(&self.cfg)?, &f, Some(ts_ns))
             }
-            Row::Publish { pfc, next_flow_id } => {
+            Row::Publish {
+                pfc,
+                next_flow_id,
+                dropped,
+            } => {
                 let next = Part::open(&self.cfg, self.seq + 1)?;
                 let done = std::mem::replace(&mut self.part, next);
-                done.publish(&self.cfg, self.seq, &pfc)?;
+                done.publish(&self.cfg, self.seq, &pfc, &dropped)?;
                 write_flow_base(&next_id_path(&self.cfg), next_flow_id)?;
                 self.seq += 1;
                 Ok(())
             }
         }
     }
+}
+
+/// The key-value metadata that tells the rows a set of parts lacks, by kind (JSON).
+fn dropped_note(dropped: &PartDrops) -> (String, String) {
+    let counts: Vec<String> = DROPPED_KINDS
+        .iter()
+        .zip(dropped)
+        .map(|(kind, n)| format!("\"{kind}\":{n}"))
+        .collect();
+    (
+        "roce_sniff_records_dropped".into(),
+        format!("{{{}}}", counts.join(",")),
+    )
 }
 
 impl Part {
@@ -353,13 +486,21 @@ impl Part {
         })
     }
 
-    /// Writes the set's last rows and the PFC part, then gives each file its name.
-    fn publish(self, cfg: &ExportConfig, seq: u64, pfc: &PfcBins) -> Result<(), Error> {
+    /// Writes the set's last rows and the PFC part, then gives each file its name. The last
+    /// file of each table tells the rows the set lacks (`roce_sniff_records_dropped`).
+    fn publish(
+        self,
+        cfg: &ExportConfig,
+        seq: u64,
+        pfc: &PfcBins,
+        dropped: &PartDrops,
+    ) -> Result<(), Error> {
+        let note = dropped_note(dropped);
         let mut files = vec![("pfc", 1)];
         for t in [self.packets, self.flows, self.timeline, self.findings] {
-            files.push((t.name, t.close()?));
+            files.push((t.name, t.close(&note)?));
         }
-        rows::write_pfc(&temp_path(cfg, "pfc", seq, 0), pfc, cfg.bin_ns)?;
+        rows::write_pfc(&temp_path(cfg, "pfc", seq, 0), pfc, cfg.bin_ns, Some(&note))?;
         for table in TABLES {
             let count = files.iter().find(|f| f.0 == table).map_or(0, |f| f.1);
             for k in 0..count {
@@ -413,8 +554,9 @@ impl PartTable {
         Ok(&mut self.open)
     }
 
-    /// Closes the open file: the number of files of the table in the set.
-    fn close(self) -> Result<usize, Error> {
+    /// Closes the open file with `note`: the number of files of the table in the set.
+    fn close(mut self, note: &(String, String)) -> Result<usize, Error> {
+        self.open.note(&note.0, &note.1);
         self.open.close()?;
         Ok(self.closed + 1)
     }
@@ -559,7 +701,13 @@ mod tests {
         std::fs::create_dir_all(stale.parent().unwrap()).unwrap();
         std::fs::write(&stale, b"half").unwrap();
         std::fs::write(next_id_path(&cfg), "42\n").unwrap();
-        let x = RollingExport::new(cfg.clone(), 1_000_000_000).unwrap();
+        let x = RollingExport::new(
+            cfg.clone(),
+            1_000_000_000,
+            WhenFull::Wait,
+            Default::default(),
+        )
+        .unwrap();
         assert_eq!(x.flow_base, 42, "the first flow of the run is 43");
         assert!(
             cfg.part_path("flows", 7).is_file(),
@@ -572,7 +720,13 @@ mod tests {
         );
         drop(x);
         // A file exported again starts over.
-        let x = RollingExport::new(config(&dir, false), 1_000_000_000).unwrap();
+        let x = RollingExport::new(
+            config(&dir, false),
+            1_000_000_000,
+            WhenFull::Wait,
+            Default::default(),
+        )
+        .unwrap();
         assert_eq!(x.flow_base, 0);
         assert!(
             temp_path(&cfg, "packets", 0, 0).exists(),
@@ -590,7 +744,13 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("roce-sniff-drop-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let cfg = config(&dir, true);
-        let x = RollingExport::new(cfg.clone(), 1_000_000_000).unwrap();
+        let x = RollingExport::new(
+            cfg.clone(),
+            1_000_000_000,
+            WhenFull::Wait,
+            Default::default(),
+        )
+        .unwrap();
         let own = temp_path(&cfg, "packets", 0, 0);
         assert!(own.is_file(), "the writer's set is begun");
         // Another run's set in the same partition (a monitor started after this one).
@@ -612,8 +772,118 @@ mod tests {
         let cfg = config(&dir, true);
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(next_id_path(&cfg), "forty-two").unwrap();
-        let err = RollingExport::new(cfg, 1_000_000_000).err().unwrap();
+        let err = RollingExport::new(cfg, 1_000_000_000, WhenFull::Wait, Default::default())
+            .err()
+            .unwrap();
         assert!(err.to_string().contains("not a flow id"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn timeline_row(bin: i64) -> Row {
+        Row::Timeline(TimelineRow {
+            bin_start_ns: bin * 1_000_000,
+            packets: 1,
+            ..TimelineRow::default()
+        })
+    }
+
+    fn publish() -> Row {
+        Row::Publish {
+            pfc: PfcBins::new(),
+            next_flow_id: 0,
+            dropped: [0; 3],
+        }
+    }
+
+    /// A live capture outpaces the writer: the rows of a batch with no room are dropped and
+    /// counted, by kind, in the run's count and in the end of their interval; findings and
+    /// ends of intervals always go.
+    #[test]
+    fn a_full_queue_drops_rows_counts_them_and_keeps_findings_and_interval_ends() {
+        let ledger = Arc::new(DroppedRecords::default());
+        let mut drops = Drops {
+            when_full: WhenFull::Drop,
+            ledger: Arc::clone(&ledger),
+            in_part: [0; 3],
+        };
+        let (to, from) = queue::<Vec<Row>>(1_000);
+        let batch = |n: i64| (0..n).map(timeline_row).collect::<Vec<_>>();
+        // The writer is behind: the first batch fills the queue.
+        drops.hand(&to, batch(3), 1_000).unwrap();
+        let finding = crate::analysis::testing::report_of("sample.pcap").findings[0].clone();
+        let mut second = batch(2);
+        second.push(Row::Finding(Box::new(finding), 7));
+        second.push(publish());
+        second.push(timeline_row(9));
+        drops.hand(&to, second, 500).unwrap();
+        assert_eq!(ledger.counts()[2], ("parquet", "timeline", 3));
+        let (first, _) = from.recv().unwrap();
+        assert_eq!(first.len(), 3, "what fitted went whole");
+        let (kept, _) = from.recv().unwrap();
+        assert!(matches!(kept[0], Row::Finding(..)));
+        // The interval's end tells the two rows dropped before it; the one after it is the
+        // next interval's.
+        assert!(matches!(
+            kept[1],
+            Row::Publish {
+                dropped: [0, 2, 0],
+                ..
+            }
+        ));
+        assert_eq!(drops.in_part, [0, 1, 0]);
+        // The next end of an interval handed over carries it.
+        drops.hand(&to, vec![publish()], 0).unwrap();
+        let (next, _) = from.recv().unwrap();
+        assert!(matches!(
+            next[0],
+            Row::Publish {
+                dropped: [0, 1, 0],
+                ..
+            }
+        ));
+    }
+
+    /// The last file of each table of a set tells the rows the set lacks.
+    #[test]
+    fn a_set_of_parts_tells_the_rows_it_lacks_in_its_metadata() {
+        use parquet::file::reader::{FileReader, SerializedFileReader};
+        let dir = std::env::temp_dir().join(format!("roce-sniff-lacks-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let cfg = config(&dir, false);
+        let mut w = PartWriter {
+            part: Part::open(&cfg, 0).unwrap(),
+            cfg: cfg.clone(),
+            seq: 0,
+            flow_base: 0,
+            cache: TextCache::default(),
+        };
+        w.write(timeline_row(0)).unwrap();
+        w.write(Row::Publish {
+            pfc: PfcBins::new(),
+            next_flow_id: 0,
+            dropped: [5, 0, 2],
+        })
+        .unwrap();
+        for table in TABLES {
+            let file = std::fs::File::open(final_path(&cfg, table, 0, 0)).unwrap();
+            let reader = SerializedFileReader::new(file).unwrap();
+            let kv = reader
+                .metadata()
+                .file_metadata()
+                .key_value_metadata()
+                .cloned();
+            let note = kv
+                .unwrap_or_default()
+                .into_iter()
+                .find(|k| k.key == "roce_sniff_records_dropped")
+                .and_then(|k| k.value);
+            assert_eq!(
+                note.as_deref(),
+                Some(r#"{"packets":5,"timeline":0,"flows":2}"#),
+                "{table}"
+            );
+        }
+        drop(w);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -649,6 +919,7 @@ mod tests {
         w.write(Row::Publish {
             pfc: PfcBins::new(),
             next_flow_id: 0,
+            dropped: [0; 3],
         })
         .unwrap();
         let rows = |path: PathBuf| {

@@ -587,8 +587,16 @@ fn finding_flows(f: &Finding) -> Option<u64> {
 }
 
 /// The `pfc` table: per source, priority and bin, XOFF and XON frames and the time paused.
-pub fn write_pfc(path: &Path, bins: &PfcBins, bin_ns: u64) -> Result<(), Error> {
+pub fn write_pfc(
+    path: &Path,
+    bins: &PfcBins,
+    bin_ns: u64,
+    note: Option<&(String, String)>,
+) -> Result<(), Error> {
     let mut t = Table::create(path, "pfc", PFC_COLUMNS)?;
+    if let Some((key, value)) = note {
+        t.note(key, value);
+    }
     for (&(mac, prio, start), &(xoff, xon, paused)) in bins {
         t.str(0, Some(&mac.to_string()));
         t.i32(1, Some(i32::from(prio)));

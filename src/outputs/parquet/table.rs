@@ -348,6 +348,12 @@ impl Table {
         Ok(())
     }
 
+    /// Adds `key: value` to the file's key-value metadata (written with its footer).
+    pub fn note(&mut self, key: &str, value: &str) {
+        self.writer
+            .append_key_value_metadata(KeyValue::new(key.to_string(), value.to_string()));
+    }
+
     /// Writes what is buffered and the file's footer.
     pub fn close(mut self) -> Result<(), Error> {
         self.flush()?;

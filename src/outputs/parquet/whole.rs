@@ -124,7 +124,7 @@ impl WholeExport {
         }
         findings.close()?;
         let bins = self.bins.take_pfc(None);
-        rows::write_pfc(&self.cfg.table_path("pfc"), &bins, self.cfg.bin_ns)?;
+        rows::write_pfc(&self.cfg.table_path("pfc"), &bins, self.cfg.bin_ns, None)?;
         let _ = std::fs::remove_file(&self.packets_path);
         let _ = std::fs::remove_file(&self.timeline_path);
         stderr_line!(
