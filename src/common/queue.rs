@@ -165,6 +165,43 @@ impl<T> Drop for QueueReceiver<T> {
     }
 }
 
+/// The hand-over of a state where only the latest matters (the live view's snapshots): a
+/// newer one replaces one not taken yet, and the sender never waits.
+pub struct Latest<T> {
+    slot: Mutex<(Option<T>, bool)>,
+}
+
+impl<T> Default for Latest<T> {
+    fn default() -> Self {
+        Latest {
+            slot: Mutex::new((None, false)),
+        }
+    }
+}
+
+impl<T> Latest<T> {
+    /// Puts `value` in place of any not taken yet.
+    pub fn offer(&self, value: T) {
+        self.slot.lock().unwrap_or_else(|e| e.into_inner()).0 = Some(value);
+    }
+
+    /// The latest value not taken yet, if any.
+    pub fn take(&self) -> Option<T> {
+        self.slot.lock().unwrap_or_else(|e| e.into_inner()).0.take()
+    }
+
+    /// No more values will come.
+    pub fn close(&self) {
+        self.slot.lock().unwrap_or_else(|e| e.into_inner()).1 = true;
+    }
+
+    /// Closed, and the last value taken.
+    pub fn ended(&self) -> bool {
+        let slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+        slot.1 && slot.0.is_none()
+    }
+}
+
 /// Starts `work` on a thread named `name` that runs at a lower priority than the capture and
 /// the analysis (nice +10): when the machine is short of CPU, an output falls behind, not the
 /// capture.
@@ -243,6 +280,20 @@ mod tests {
         });
         assert_eq!(tx.send_waiting(2, 100), Err(NotSent::Closed(2)));
         gone.join().unwrap();
+    }
+
+    #[test]
+    fn the_latest_value_replaces_one_not_taken_and_the_last_is_taken_after_the_close() {
+        let latest = Latest::default();
+        latest.offer(1);
+        latest.offer(2);
+        assert_eq!(latest.take(), Some(2));
+        assert_eq!(latest.take(), None);
+        latest.offer(3);
+        latest.close();
+        assert!(!latest.ended());
+        assert_eq!(latest.take(), Some(3));
+        assert!(latest.ended());
     }
 
     #[test]

@@ -18,7 +18,8 @@ pub(super) fn open_metrics(
     let server = MetricsServer::bind(&cfg.addr)
         .map_err(|e| Error::Usage(format!("--metrics={}: cannot listen there: {e}", cfg.addr)))?;
     stderr_line!("roce-sniff: metrics at http://{}/metrics", server.addr);
-    let output = MetricsOutput::new(cfg.max_qps, server.publisher(), report_is_whole);
+    let output = MetricsOutput::new(cfg.max_qps, server.publisher(), report_is_whole)
+        .map_err(|e| Error::Live(format!("--metrics: cannot start its thread: {e}")))?;
     Ok(Some((server, Box::new(output))))
 }
 

@@ -1,6 +1,6 @@
 //! The live view's own thread, as bandwhich's display loop: it takes the snapshots the
-//! capture loop offers (a channel of one: a snapshot the display has not taken yet is
-//! replaced, never waited for), reads keys, and draws. It runs at a lower priority (nice) than
+//! capture loop offers (the latest: a snapshot the display has not taken yet is replaced by a
+//! newer one, never waited for), reads keys, and draws. It runs at a lower priority (nice) than
 //! the capture, and restores the terminal on the way out. `q` and Ctrl-C (a key in raw mode)
 //! end the capture through the same flag as SIGINT, and so does a terminal that goes away
 //! (a closed SSH session, a killed tmux pane).
@@ -8,7 +8,6 @@
 use std::io::{self, IsTerminal};
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -17,14 +16,13 @@ use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers
 
 use super::snapshot::{Snapshot, SortBy};
 use super::view::{self, ViewState};
+use crate::common::queue::{spawn_behind, Latest};
 
-/// How much lower than the capture the display thread runs (nice increment).
-const DISPLAY_NICE: i32 = 10;
 /// How often keys are looked for.
 const KEY_POLL: Duration = Duration::from_millis(100);
 
 pub struct LiveView {
-    snapshots: Option<SyncSender<Snapshot>>,
+    snapshots: Arc<Latest<Snapshot>>,
     sort: Arc<AtomicU8>,
     thread: Option<JoinHandle<io::Result<()>>>,
 }
@@ -33,27 +31,24 @@ impl LiveView {
     /// Takes over the terminal (raw mode, alternate screen) and starts the display thread.
     pub fn start(stop: &'static AtomicBool) -> io::Result<LiveView> {
         let terminal = ratatui::try_init()?;
-        let (tx, rx) = mpsc::sync_channel(1);
+        let snapshots = Arc::new(Latest::default());
         let sort = Arc::new(AtomicU8::new(0));
-        let shared = Arc::clone(&sort);
-        let thread = std::thread::Builder::new()
-            .name("live-view".into())
-            .spawn(move || {
-                lower_priority();
-                let mut terminal = terminal;
-                let r = display_loop(&mut terminal, rx, stop, &shared);
-                if matches!(r, Ok(Ending::Finished)) {
-                    drop(terminal);
-                } else {
-                    // The terminal is gone or failing: its drop would write to it once more,
-                    // and report the failure with a panicking eprintln.
-                    std::mem::forget(terminal);
-                }
-                let _ = ratatui::try_restore();
-                r.map(|_| ())
-            })?;
+        let (shared, taken) = (Arc::clone(&sort), Arc::clone(&snapshots));
+        let thread = spawn_behind("live-view", move || {
+            let mut terminal = terminal;
+            let r = display_loop(&mut terminal, &taken, stop, &shared);
+            if matches!(r, Ok(Ending::Finished)) {
+                drop(terminal);
+            } else {
+                // The terminal is gone or failing: its drop would write to it once more,
+                // and report the failure with a panicking eprintln.
+                std::mem::forget(terminal);
+            }
+            let _ = ratatui::try_restore();
+            r.map(|_| ())
+        })?;
         Ok(LiveView {
-            snapshots: Some(tx),
+            snapshots,
             sort,
             thread: Some(thread),
         })
@@ -64,18 +59,14 @@ impl LiveView {
         sort_of(self.sort.load(Ordering::Relaxed))
     }
 
-    /// Offers a snapshot; never waits for the display.
+    /// Offers a snapshot in place of one the display has not taken yet; never waits.
     pub fn offer(&self, s: Snapshot) {
-        if let Some(tx) = &self.snapshots {
-            match tx.try_send(s) {
-                Ok(()) | Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {}
-            }
-        }
+        self.snapshots.offer(s);
     }
 
-    /// Ends the display and gives the normal screen back.
+    /// Ends the display (once it drew the last snapshot) and gives the normal screen back.
     pub fn finish(mut self) -> io::Result<()> {
-        self.snapshots = None;
+        self.snapshots.close();
         match self.thread.take().map(JoinHandle::join) {
             Some(Ok(r)) => r,
             Some(Err(_)) => Err(io::Error::other("the live view's thread failed")),
@@ -88,7 +79,7 @@ impl Drop for LiveView {
     /// On an early return (a capture error), the terminal is given back before the error is
     /// printed.
     fn drop(&mut self) {
-        self.snapshots = None;
+        self.snapshots.close();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -109,13 +100,6 @@ fn sort_code(s: SortBy) -> u8 {
         SortBy::Rate => 1,
         SortBy::Packets => 2,
     }
-}
-
-/// The display thread yields to the capture: a nice value of its own (on Linux,
-/// setpriority of a thread id changes that thread only). Failing that, it runs as it is.
-fn lower_priority() {
-    let tid = rustix::thread::gettid();
-    let _ = rustix::process::setpriority_process(Some(tid), DISPLAY_NICE);
 }
 
 /// The terminal the keys come from, as crossterm reads them: standard input when it is one,
@@ -176,7 +160,7 @@ enum Ending {
 
 fn display_loop(
     terminal: &mut ratatui::DefaultTerminal,
-    rx: Receiver<Snapshot>,
+    snapshots: &Latest<Snapshot>,
     stop: &AtomicBool,
     sort: &AtomicU8,
 ) -> io::Result<Ending> {
@@ -188,15 +172,14 @@ fn display_loop(
     let mut shown = Snapshot::default();
     let mut dirty = true;
     loop {
-        match rx.try_recv() {
-            Ok(s) => {
-                if !state.paused {
-                    shown = s;
-                    dirty = true;
-                }
+        if snapshots.ended() {
+            return Ok(Ending::Finished);
+        }
+        if let Some(s) = snapshots.take() {
+            if !state.paused {
+                shown = s;
+                dirty = true;
             }
-            Err(TryRecvError::Disconnected) => return Ok(Ending::Finished),
-            Err(TryRecvError::Empty) => {}
         }
         if dirty {
             state.scroll = state.scroll.min(shown.qps.len().saturating_sub(1));

@@ -30,8 +30,7 @@ use rustc_hash::FxHashMap;
 
 use crate::decode::FrameCounts;
 use crate::model::{
-    DroppedRecords, Figures, FlowCounters, FlowLabel, PfcFigures, SourceStatus, DROPPABLE,
-    RTT_BOUNDS_NS,
+    Figures, FlowCounters, FlowLabel, PfcFigures, SourceStatus, DROPPABLE, RTT_BOUNDS_NS,
 };
 
 /// A flow's label with its addresses as they are: what a QP's series is named by.
@@ -205,8 +204,8 @@ impl Metrics {
     }
 
     /// The records the outputs dropped so far; the next update shows them.
-    pub fn records_dropped(&mut self, dropped: &DroppedRecords) {
-        self.records_dropped = dropped.counts().map(|c| c.2);
+    pub fn records_dropped(&mut self, dropped: [u64; DROPPABLE.len()]) {
+        self.records_dropped = dropped;
     }
 
     /// Takes in the state now; `text` then gives it.

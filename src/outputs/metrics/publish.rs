@@ -1,44 +1,168 @@
-//! `--metrics` as an output of a running capture: the figures brought up to date about once
-//! a second and published to the server, the flows that end and the findings as they come
-//! taken in between.
+//! `--metrics` as an output of a running capture. The analysis hands over the flows that end
+//! and the findings as they come, and the figures about once a second; a thread of its own (at
+//! a lower priority) brings the metrics up to date and publishes them to the server, so that
+//! building the text never holds up the capture.
+//!
+//! What is handed over waits in a mailbox, in order: the ended flows and the findings are
+//! taken in whole (they are counts, never dropped), while figures the thread has not taken
+//! yet are replaced by newer ones (only the latest state matters).
 
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::http::Publisher;
 use super::Metrics;
 use crate::common::error::Error;
-use crate::model::{FlowEnded, NewFindings};
+use crate::common::queue::spawn_behind;
+use crate::decode::FrameCounts;
+use crate::model::{DroppedRecords, Figures, FlowCounters, FlowEnded, NewFindings, SourceStatus};
+use crate::model::{Finding, Told};
 use crate::outputs::{CaptureEnd, Output, Tick, Wants};
 
 /// How often a running capture's metrics are brought up to date.
 pub const METRICS_EVERY: Duration = Duration::from_secs(1);
 
 pub struct MetricsOutput {
-    metrics: Metrics,
-    publisher: Publisher,
+    mailbox: Arc<Mailbox>,
+    thread: Option<JoinHandle<()>>,
     last: Option<Instant>,
     /// The report covers the whole capture (a file): its findings are the final ones. Live,
     /// it covers the open flows only, and the findings told over the run stay.
     report_is_whole: bool,
 }
 
+/// The state the metrics show: the figures, the frames counted, the source's counters and
+/// the records the outputs dropped.
+struct State {
+    counts: FrameCounts,
+    figures: Option<Figures>,
+    source: SourceStatus,
+    dropped: [u64; crate::model::DROPPABLE.len()],
+}
+
+/// What the analysis hands the metrics' thread.
+enum Message {
+    Ended(FlowCounters),
+    Told(Vec<Told>),
+    State(Box<State>),
+    /// A state replaced by a newer one before the thread took it.
+    Replaced,
+    /// The capture ended: this state, and the report's findings when it covers the whole
+    /// capture.
+    Final(Box<State>, Option<Vec<Finding>>),
+}
+
+#[derive(Default)]
+struct Pending {
+    messages: Vec<Message>,
+    /// Where the state not taken yet waits in `messages`.
+    state_at: Option<usize>,
+    closed: bool,
+}
+
+#[derive(Default)]
+struct Mailbox {
+    pending: Mutex<Pending>,
+    arrived: Condvar,
+}
+
+impl Mailbox {
+    fn put(&self, m: Message) {
+        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        if let Message::State(_) = m {
+            if let Some(at) = p.state_at.take() {
+                p.messages[at] = Message::Replaced;
+            }
+            p.state_at = Some(p.messages.len());
+        }
+        p.messages.push(m);
+        self.arrived.notify_one();
+    }
+
+    fn close(&self) {
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .closed = true;
+        self.arrived.notify_one();
+    }
+
+    /// Every message handed over since the last take, waiting for one; none once closed and
+    /// empty.
+    fn take(&self) -> Option<Vec<Message>> {
+        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        while p.messages.is_empty() && !p.closed {
+            p = self.arrived.wait(p).unwrap_or_else(|e| e.into_inner());
+        }
+        p.state_at = None;
+        let messages = std::mem::take(&mut p.messages);
+        (!messages.is_empty()).then_some(messages)
+    }
+}
+
 impl MetricsOutput {
-    pub fn new(max_qps: usize, publisher: Publisher, report_is_whole: bool) -> Self {
-        MetricsOutput {
-            metrics: Metrics::new(max_qps),
-            publisher,
+    pub fn new(
+        max_qps: usize,
+        publisher: Publisher,
+        report_is_whole: bool,
+    ) -> std::io::Result<Self> {
+        let mailbox = Arc::new(Mailbox::default());
+        let theirs = Arc::clone(&mailbox);
+        let thread = spawn_behind("metrics-update", move || {
+            keep_up(&theirs, Metrics::new(max_qps), &publisher)
+        })?;
+        Ok(MetricsOutput {
+            mailbox,
+            thread: Some(thread),
             last: None,
             report_is_whole,
-        }
+        })
     }
 
     fn due(&self) -> bool {
         self.last.is_none_or(|t| t.elapsed() >= METRICS_EVERY)
     }
+}
 
-    fn publish(&mut self) {
-        self.publisher.publish(self.metrics.text());
+/// The metrics' thread: takes in what was handed over, in order, and publishes the text once
+/// a state came.
+fn keep_up(mailbox: &Mailbox, mut metrics: Metrics, publisher: &Publisher) {
+    while let Some(messages) = mailbox.take() {
+        let mut changed = false;
+        for m in messages {
+            match m {
+                Message::Ended(c) => metrics.flow_ended(&c),
+                Message::Told(told) => metrics.findings_told(&told),
+                Message::Replaced => {}
+                Message::State(s) => {
+                    take_state(&mut metrics, &s);
+                    changed = true;
+                }
+                Message::Final(s, findings) => {
+                    take_state(&mut metrics, &s);
+                    if let Some(f) = findings {
+                        metrics.report_findings(&f);
+                    }
+                    changed = true;
+                }
+            }
+        }
+        if changed {
+            publisher.publish(metrics.text());
+        }
     }
+}
+
+fn take_state(metrics: &mut Metrics, s: &State) {
+    metrics.records_dropped(s.dropped);
+    if let Some(figures) = &s.figures {
+        metrics.update(&s.counts, figures, &s.source);
+    }
+}
+
+fn dropped_now(d: &DroppedRecords) -> [u64; crate::model::DROPPABLE.len()] {
+    d.counts().map(|c| c.2)
 }
 
 impl Output for MetricsOutput {
@@ -53,39 +177,101 @@ impl Output for MetricsOutput {
     }
 
     fn flow_ended(&mut self, ended: &FlowEnded) -> Result<(), Error> {
-        if let Some(c) = &ended.counters {
-            self.metrics.flow_ended(c);
+        if let Some(c) = ended.counters {
+            self.mailbox.put(Message::Ended(c));
         }
         Ok(())
     }
 
     fn findings(&mut self, new: &NewFindings) -> Result<(), Error> {
-        let told: Vec<_> = new.told().collect();
-        self.metrics.findings_told(&told);
+        self.mailbox.put(Message::Told(new.told().collect()));
         Ok(())
     }
 
     fn tick(&mut self, tick: &Tick<'_>) -> Result<(), Error> {
         if self.due() {
-            let figures = tick.analysis.figures();
-            self.metrics.records_dropped(tick.dropped);
-            self.metrics.update(tick.counts, &figures, tick.source);
-            self.publish();
+            self.mailbox.put(Message::State(Box::new(State {
+                counts: tick.counts.clone(),
+                figures: Some(tick.analysis.figures()),
+                source: *tick.source,
+                dropped: dropped_now(tick.dropped),
+            })));
             self.last = Some(Instant::now());
         }
         Ok(())
     }
 
-    /// The last figures, and the findings: the report's when it covers the whole capture.
+    /// The last figures, and the findings (the report's when it covers the whole capture),
+    /// published before this returns.
     fn finish(mut self: Box<Self>, end: &CaptureEnd<'_>) -> Result<(), Error> {
-        self.metrics.records_dropped(end.dropped);
-        if let Some(figures) = end.figures {
-            self.metrics.update(end.counts, figures, end.source);
+        let state = State {
+            counts: end.counts.clone(),
+            figures: end.figures.cloned(),
+            source: *end.source,
+            dropped: dropped_now(end.dropped),
+        };
+        let findings = self.report_is_whole.then(|| end.report.findings.clone());
+        self.mailbox.put(Message::Final(Box::new(state), findings));
+        self.mailbox.close();
+        if let Some(t) = self.thread.take() {
+            t.join().map_err(|_| Error::Output {
+                path: "--metrics".into(),
+                source: std::io::Error::other("the thread that updates the metrics failed"),
+            })?;
         }
-        if self.report_is_whole {
-            self.metrics.report_findings(&end.report.findings);
-        }
-        self.publish();
         Ok(())
+    }
+}
+
+/// A capture that ends on an error: the thread ends too.
+impl Drop for MetricsOutput {
+    fn drop(&mut self) {
+        self.mailbox.close();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_state_not_taken_is_replaced_in_place_and_counts_keep_their_order() {
+        let m = Mailbox::default();
+        let state = |packets| {
+            Message::State(Box::new(State {
+                counts: FrameCounts {
+                    frames: packets,
+                    ..FrameCounts::default()
+                },
+                figures: None,
+                source: SourceStatus::default(),
+                dropped: [0; crate::model::DROPPABLE.len()],
+            }))
+        };
+        m.put(state(1));
+        m.put(Message::Told(Vec::new()));
+        m.put(state(2));
+        m.put(Message::Told(Vec::new()));
+        m.put(state(3));
+        let got: Vec<String> = m
+            .take()
+            .unwrap()
+            .iter()
+            .map(|m| match m {
+                Message::State(s) => format!("state {}", s.counts.frames),
+                Message::Replaced => "replaced".into(),
+                Message::Told(_) => "told".into(),
+                _ => "other".into(),
+            })
+            .collect();
+        assert_eq!(got, ["replaced", "told", "replaced", "told", "state 3"]);
+        // Taken: the next state is not placed over a message of the last take.
+        m.put(state(4));
+        m.close();
+        assert_eq!(m.take().unwrap().len(), 1);
+        assert!(m.take().is_none());
     }
 }
