@@ -203,7 +203,7 @@ impl<T> Latest<T> {
 }
 
 /// Starts `work` on a thread named `name` that runs at a lower priority than the capture and
-/// the analysis (nice +10): when the machine is short of CPU, an output falls behind, not the
+/// the analysis (nice +19): when the machine is short of CPU, an output falls behind, not the
 /// capture.
 pub fn spawn_behind<R: Send + 'static>(
     name: &str,
@@ -218,9 +218,10 @@ pub fn spawn_behind<R: Send + 'static>(
 }
 
 /// How much lower than the capture an output's thread runs (nice increment).
-const OUTPUT_NICE: i32 = 10;
+const OUTPUT_NICE: i32 = 19;
 
-/// This thread at nice +10 (Linux sets a nice value per thread).
+/// This thread at nice +19 (Linux sets a nice value per thread): at +10, the outputs of a
+/// churn replayed at top speed took enough of two cores for the kernel to drop frames.
 pub fn lower_priority() {
     let tid = rustix::thread::gettid();
     let _ = rustix::process::setpriority_process(Some(tid), OUTPUT_NICE);

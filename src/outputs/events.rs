@@ -197,7 +197,7 @@ enum Record {
 /// The bytes a `flow_end` record holds while it waits: the entry and the parts it boxes.
 const FLOW_END_BYTES: usize = std::mem::size_of::<FlowReport>() + 512;
 /// The most the records waiting for the writer may hold.
-const QUEUE_BYTES: usize = 32 << 20;
+const QUEUE_BYTES: usize = 16 << 20;
 
 /// The writer's thread at its end: the writer, and the error that stopped it, if any.
 type WriterEnd = (EventWriter, io::Result<()>);

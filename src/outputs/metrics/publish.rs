@@ -4,15 +4,16 @@
 //! building the text never holds up the capture.
 //!
 //! What is handed over waits in a mailbox, in order: the ended flows and the findings are
-//! taken in whole (they are counts, never dropped), while figures the thread has not taken
-//! yet are replaced by newer ones (only the latest state matters).
+//! taken in whole (they are counts, never dropped; once the thread is behind, the ended flows'
+//! counts are merged as they come), while figures the thread has not taken yet are replaced
+//! by newer ones (only the latest state matters).
 
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::http::Publisher;
-use super::Metrics;
+use super::{Metrics, QpCounts};
 use crate::common::error::Error;
 use crate::common::queue::spawn_behind;
 use crate::decode::FrameCounts;
@@ -41,9 +42,16 @@ struct State {
     dropped: [u64; crate::model::DROPPABLE.len()],
 }
 
+/// Ended flows handed over one by one before they are merged (`Message::EndedMerged`): the
+/// mailbox holds at most this many, a few MB, however far the thread falls behind.
+const ENDED_ONE_BY_ONE: usize = 8192;
+
 /// What the analysis hands the metrics' thread.
 enum Message {
     Ended(FlowCounters),
+    /// Flows that ended while `ENDED_ONE_BY_ONE` messages waited: their counts summed, and
+    /// their ids (8 bytes a flow).
+    EndedMerged(QpCounts, Vec<u64>),
     Told(Vec<Told>),
     State(Box<State>),
     /// A state replaced by a newer one before the thread took it.
@@ -61,6 +69,20 @@ struct Pending {
     closed: bool,
 }
 
+impl Pending {
+    /// Adds ended flow `c` to the merged counts at the end, or starts them.
+    fn merge_ended(&mut self, c: &FlowCounters) {
+        if !matches!(self.messages.last(), Some(Message::EndedMerged(..))) {
+            self.messages
+                .push(Message::EndedMerged(QpCounts::default(), Vec::new()));
+        }
+        if let Some(Message::EndedMerged(counts, ids)) = self.messages.last_mut() {
+            counts.plus(QpCounts::from(c));
+            ids.push(c.id);
+        }
+    }
+}
+
 #[derive(Default)]
 struct Mailbox {
     pending: Mutex<Pending>,
@@ -68,8 +90,15 @@ struct Mailbox {
 }
 
 impl Mailbox {
+    /// Hands `m` over. The thread is woken by a state only: the counts before it wait for
+    /// it (a wake-up for each ended flow cost the analysis a system call each).
     fn put(&self, m: Message) {
         let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let behind = p.messages.len() >= ENDED_ONE_BY_ONE;
+        if let (Message::Ended(c), true) = (&m, behind) {
+            return p.merge_ended(c);
+        }
+        let wake = behind || matches!(m, Message::State(_) | Message::Final(..));
         if let Message::State(_) = m {
             if let Some(at) = p.state_at.take() {
                 p.messages[at] = Message::Replaced;
@@ -77,7 +106,9 @@ impl Mailbox {
             p.state_at = Some(p.messages.len());
         }
         p.messages.push(m);
-        self.arrived.notify_one();
+        if wake {
+            self.arrived.notify_one();
+        }
     }
 
     fn close(&self) {
@@ -133,6 +164,7 @@ fn keep_up(mailbox: &Mailbox, mut metrics: Metrics, publisher: &Publisher) {
         for m in messages {
             match m {
                 Message::Ended(c) => metrics.flow_ended(&c),
+                Message::EndedMerged(counts, ids) => metrics.flows_ended_merged(counts, &ids),
                 Message::Told(told) => metrics.findings_told(&told),
                 Message::Replaced => {}
                 Message::State(s) => {
@@ -273,5 +305,40 @@ mod tests {
         m.close();
         assert_eq!(m.take().unwrap().len(), 1);
         assert!(m.take().is_none());
+    }
+
+    #[test]
+    fn ended_flows_beyond_the_one_by_one_are_merged_never_dropped() {
+        let m = Mailbox::default();
+        let ended = |id| FlowCounters {
+            id,
+            flow: crate::model::FlowLabel {
+                src: std::net::IpAddr::from([10, 0, 0, 1]),
+                dst: std::net::IpAddr::from([10, 0, 0, 2]),
+                dqpn: 1,
+                vlan: None,
+            },
+            packets: 3,
+            bytes: 300,
+            gaps: 0,
+            lost: 0,
+            retransmitted: 0,
+            ce: 0,
+            cnps: 0,
+            naks: [0; 6],
+            last_ts: 0,
+        };
+        let n = ENDED_ONE_BY_ONE as u64 + 1000;
+        for id in 0..n {
+            m.put(Message::Ended(ended(id)));
+        }
+        let taken = m.take().unwrap();
+        assert_eq!(taken.len(), ENDED_ONE_BY_ONE + 1);
+        let Some(Message::EndedMerged(counts, ids)) = taken.last() else {
+            panic!("the rest merged");
+        };
+        assert_eq!(ids.len(), 1000);
+        assert_eq!(ids[0], ENDED_ONE_BY_ONE as u64);
+        assert_eq!((counts.packets, counts.bytes), (3000, 300_000));
     }
 }

@@ -98,7 +98,7 @@ const DROPPED_KINDS: [&str; 3] = ["packets", "timeline", "flows"];
 /// Rows handed to the writer at once.
 const BATCH: usize = 4096;
 /// The most the rows waiting for the writer may hold.
-const QUEUE_BYTES: usize = 32 << 20;
+const QUEUE_BYTES: usize = 16 << 20;
 
 /// The rolling export as the analysis feeds it. Rows are encoded and compressed on a thread of
 /// their own (`PartWriter`): on the analysis thread they made a live monitor drop frames.
@@ -153,17 +153,22 @@ impl Drops {
     /// carries the drops of its interval.
     fn drop_droppable(&mut self, rows: Vec<Row>) -> Vec<Row> {
         let mut kept = Vec::new();
+        let mut lost: PartDrops = [0; 3];
         for mut row in rows {
             match row.droppable() {
                 Some(kind) => {
                     self.in_part[kind] += 1;
-                    self.ledger.add("parquet", DROPPED_KINDS[kind], 1);
+                    lost[kind] += 1;
                 }
                 None => {
                     self.tell(&mut row);
                     kept.push(row);
                 }
             }
+        }
+        // Counted once a batch: the ledger is shared with the threads that tell it.
+        for (kind, n) in lost.into_iter().enumerate().filter(|&(_, n)| n > 0) {
+            self.ledger.add("parquet", DROPPED_KINDS[kind], n);
         }
         kept
     }
