@@ -213,6 +213,11 @@ pub struct EventsOutput {
     dropped: Arc<DroppedRecords>,
     /// The kernel's drop counters last handed over.
     kernel_drops: (u64, u64),
+    /// Flows that ended without an entry since the last hand-over (no output had room).
+    not_made: u64,
+    /// The queue was found full (a live capture), and the writer has not taken half of it
+    /// since: there is no room for the entries of the flows that end.
+    full: bool,
 }
 
 impl EventsOutput {
@@ -234,6 +239,8 @@ impl EventsOutput {
             when_full,
             dropped,
             kernel_drops: (0, 0),
+            not_made: 0,
+            full: false,
         })
     }
 
@@ -243,10 +250,17 @@ impl EventsOutput {
         let Some(to_writer) = self.to_writer.as_ref() else {
             return Ok(());
         };
+        if self.not_made > 0 {
+            let n = std::mem::take(&mut self.not_made);
+            self.dropped.add("events", "flow_end", n);
+        }
         let batch = std::mem::take(&mut self.batch);
         let bytes = std::mem::take(&mut self.batch_bytes);
+        // A queue found full is full until the writer took half of it.
+        self.full = self.full && to_writer.used() > QUEUE_BYTES / 2;
         let sent = match to_writer.hand(batch, bytes, self.when_full) {
             Err(NotSent::Full(batch)) => {
+                self.full = true;
                 let (kept, lost) = keep_all_but_flow_ends(batch);
                 self.dropped.add("events", "flow_end", lost);
                 to_writer.send_anyway(kept, 0)
@@ -359,15 +373,24 @@ impl Output for EventsOutput {
         }
     }
 
+    /// A flow told without its entry ended while no output had room for one (`has_room`):
+    /// its flow_end is dropped.
     fn flow_ended(&mut self, ended: &FlowEnded) -> Result<(), Error> {
-        if let Some(flow) = &ended.report {
-            let record = Record::FlowEnd {
-                ts_ns: ended.ended_ns,
-                flow: Arc::clone(flow),
-            };
-            self.push(record, FLOW_END_BYTES);
+        match &ended.report {
+            Some(flow) => {
+                let record = Record::FlowEnd {
+                    ts_ns: ended.ended_ns,
+                    flow: Arc::clone(flow),
+                };
+                self.push(record, FLOW_END_BYTES);
+            }
+            None => self.not_made += 1,
         }
         Ok(())
+    }
+
+    fn has_room(&self) -> bool {
+        !self.full
     }
 
     fn findings(&mut self, new: &NewFindings) -> Result<(), Error> {
@@ -515,6 +538,14 @@ mod tests {
         }
     }
 
+    struct Opens(Gated);
+
+    impl Drop for Opens {
+        fn drop(&mut self) {
+            self.0.open();
+        }
+    }
+
     impl std::io::Write for Gated {
         fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
             let mut open = self.open.0.lock().unwrap();
@@ -546,13 +577,20 @@ mod tests {
         let dropped = Arc::new(DroppedRecords::default());
         let writer = EventWriter::new(Box::new(gated.clone()));
         let mut events = EventsOutput::start(writer, WhenFull::Drop, Arc::clone(&dropped)).unwrap();
+        // A failed assertion opens the gate too (dropped before `events`, whose writer would
+        // wait at it forever).
+        let _opens = Opens(gated.clone());
         let (batches, per_batch) = (60, 1_000);
+        let mut without_entry = 0;
         for b in 0..batches {
             for k in 0..per_batch {
+                // As the sink does: no entry is made while no output has room for it.
+                let room = events.has_room();
+                without_entry += u64::from(!room);
                 let ended = FlowEnded {
                     id: (b * per_batch + k) as u64,
                     ended_ns: 1,
-                    report: Some(Arc::clone(&flow)),
+                    report: room.then(|| Arc::clone(&flow)),
                     counters: None,
                 };
                 events.flow_ended(&ended).unwrap();
@@ -567,6 +605,10 @@ mod tests {
         }
         let lost = dropped.total();
         assert!(lost > 0, "the queue never filled");
+        assert!(
+            without_entry > 0 && without_entry < lost,
+            "{without_entry} {lost}"
+        );
         gated.open();
         let end = crate::outputs::CaptureEnd {
             report: &report,

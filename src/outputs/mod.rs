@@ -57,6 +57,14 @@ pub trait Output: Send {
         Ok(())
     }
 
+    /// Whether the output has room now for the entries of the flows that end. A live
+    /// output that fell behind (its queue full) has none: when no output has, the analysis
+    /// makes no entries, and the outputs count the flows they were told of without one as
+    /// dropped.
+    fn has_room(&self) -> bool {
+        true
+    }
+
     /// The capture ended: the report, and what the outputs have not been told yet.
     fn finish(self: Box<Self>, _end: &CaptureEnd<'_>) -> Result<(), Error> {
         Ok(())

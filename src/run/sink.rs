@@ -35,6 +35,8 @@ pub struct ReportSink {
     /// Records the outputs dropped (a live capture that outpaced them): they count, the
     /// others tell.
     dropped: Arc<DroppedRecords>,
+    /// The flows that end get report entries (`offer_entries`).
+    entries_offered: bool,
 }
 
 /// The outputs in the order they were added, and the first error one met (a full disk): the
@@ -84,6 +86,7 @@ impl ReportSink {
             wants: Wants::default(),
             watch: None,
             dropped: Arc::default(),
+            entries_offered: true,
         }
     }
 
@@ -150,6 +153,27 @@ impl ReportSink {
         self.outputs.each(|o| o.clock(now, an));
         self.outputs.each(|o| o.flush());
         self.outputs.go_on()
+    }
+
+    /// Whether the flows that end in the next chunk get report entries: only when an output
+    /// that takes them has room (a live capture's outputs that fell behind would drop them;
+    /// making them cost the analysis a third of its time on a churn).
+    fn offer_entries(&mut self) {
+        if !self.wants.ended_reports {
+            return;
+        }
+        let room = self
+            .outputs
+            .list
+            .iter()
+            .any(|o| o.wants().ended_reports && o.has_room());
+        if room != self.entries_offered {
+            self.entries_offered = room;
+            self.analyzer.tell_ended(EndedParts {
+                reports: room,
+                counters: self.wants.ended_counters,
+            });
+        }
     }
 
     /// Hands the flows that just ended to the outputs.
@@ -321,6 +345,7 @@ impl Sink for ReportSink {
     /// Every frame of the chunk is analysed, even after an output failed: the capture stops
     /// at the error returned, and the report covers every frame counted.
     fn consume(&mut self, chunk: &mut Vec<PacketSummary>, counted: &FrameCounts) -> io::Result<()> {
+        self.offer_entries();
         for (k, s) in chunk.iter().enumerate() {
             // The frames before `s`, counted only when findings are evaluated (rarely).
             let before = || counted_through(counted, &chunk[..k]);

@@ -142,6 +142,13 @@ impl Output for Exporter {
         Ok(())
     }
 
+    fn has_room(&self) -> bool {
+        match self {
+            Exporter::Whole(_) => true,
+            Exporter::Rolling(r) => r.has_room(),
+        }
+    }
+
     fn flow_ended(&mut self, ended: &FlowEnded) -> Result<(), Error> {
         let id = ended.id as usize;
         match self {

@@ -117,6 +117,11 @@ pub struct RollingExport {
     to_writer: Option<QueueSender<Vec<Row>>>,
     writer: Option<JoinHandle<Result<(), Error>>>,
     drops: Drops,
+    /// The queue was full at the last look (a live capture): the rows of packets are not
+    /// even made, only counted as dropped, until it has room again.
+    full: bool,
+    /// Frames since the last look at a full queue.
+    since_look: usize,
 }
 
 /// What a full queue does to the rows: dropped and counted (live), or waited for (a file).
@@ -125,25 +130,29 @@ struct Drops {
     ledger: Arc<DroppedRecords>,
     /// Rows dropped since the last end of an interval handed over.
     in_part: PartDrops,
+    /// Rows not made (the queue was full) since the ledger was last told.
+    not_made: PartDrops,
 }
 
 impl Drops {
     /// Hands `rows` (holding `bytes`) over: with no room (live), the rows of packets,
-    /// timeline and flows are dropped and counted, the rest goes. Err: the writer is gone.
+    /// timeline and flows are dropped and counted, the rest goes. Ok(whether every row went);
+    /// Err: the writer is gone.
     fn hand(
         &mut self,
         to: &QueueSender<Vec<Row>>,
         mut rows: Vec<Row>,
         bytes: usize,
-    ) -> Result<(), ()> {
+    ) -> Result<bool, ()> {
+        self.settle();
         if self.in_part != [0; 3] {
             rows.iter_mut().for_each(|r| self.tell(r));
         }
         match to.hand(rows, bytes, self.when_full) {
-            Ok(()) => Ok(()),
+            Ok(()) => Ok(true),
             Err(NotSent::Full(rows)) => {
                 let kept = self.drop_droppable(rows);
-                to.send_anyway(kept, 0).map_err(|_| ())
+                to.send_anyway(kept, 0).map(|()| false).map_err(|_| ())
             }
             Err(NotSent::Closed(_)) => Err(()),
         }
@@ -171,6 +180,20 @@ impl Drops {
             self.ledger.add("parquet", DROPPED_KINDS[kind], n);
         }
         kept
+    }
+
+    /// A row of `kind` not made: the queue was full.
+    fn not_made(&mut self, kind: usize) {
+        self.in_part[kind] += 1;
+        self.not_made[kind] += 1;
+    }
+
+    /// The rows not made, told to the ledger.
+    fn settle(&mut self) {
+        let not_made = std::mem::take(&mut self.not_made);
+        for (kind, n) in not_made.into_iter().enumerate().filter(|&(_, n)| n > 0) {
+            self.ledger.add("parquet", DROPPED_KINDS[kind], n);
+        }
     }
 
     /// An end of an interval carries the rows dropped since the last one.
@@ -223,7 +246,10 @@ impl RollingExport {
                 when_full,
                 ledger: dropped,
                 in_part: [0; 3],
+                not_made: [0; 3],
             },
+            full: false,
+            since_look: 0,
         })
     }
 
@@ -259,9 +285,40 @@ impl RollingExport {
         let rows = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
         let bytes = std::mem::take(&mut self.batch_bytes);
         match self.drops.hand(to_writer, rows, bytes) {
-            Ok(()) => Ok(()),
+            Ok(fitted) => {
+                self.full = !fitted || self.queue_full();
+                Ok(())
+            }
             Err(()) => self.stop_writer(),
         }
+    }
+
+    /// Whether a queue found full is still: until the writer took half of it, rows would
+    /// soon be dropped again.
+    fn queue_full(&self) -> bool {
+        self.full
+            && self
+                .to_writer
+                .as_ref()
+                .is_some_and(|t| t.used() > QUEUE_BYTES / 2)
+    }
+
+    /// Whether the queue was full at the last look; looks again every `BATCH` frames.
+    fn still_full(&mut self) -> bool {
+        if self.full {
+            self.since_look += 1;
+            if self.since_look >= BATCH {
+                self.since_look = 0;
+                self.drops.settle();
+                self.full = self.queue_full();
+            }
+        }
+        self.full
+    }
+
+    /// Whether the queue has room for the entries of the flows that end.
+    pub fn has_room(&self) -> bool {
+        !self.full
     }
 
     /// Waits for the writer to end: its error, if any.
@@ -323,7 +380,11 @@ impl RollingExport {
 
     /// One frame, and what the analysis made of it.
     pub fn frame(&mut self, p: &PacketSummary, o: Outcome) -> Result<(), Error> {
-        self.send(Row::Packet(PacketRow::new(p, o)))?;
+        if self.still_full() {
+            self.drops.not_made(0);
+        } else {
+            self.send(Row::Packet(PacketRow::new(p, o)))?;
+        }
         let mut closed = Vec::new();
         self.bins.frame(p, o, &mut |row| {
             closed.push(row);
@@ -342,7 +403,11 @@ impl RollingExport {
         }
         match flow {
             Some(f) => self.send(Row::Flow(f, id as u64)),
-            None => Ok(()),
+            // No output had room for the entry: the analysis made none.
+            None => {
+                self.drops.not_made(2);
+                Ok(())
+            }
         }
     }
 
@@ -810,17 +875,18 @@ mod tests {
             when_full: WhenFull::Drop,
             ledger: Arc::clone(&ledger),
             in_part: [0; 3],
+            not_made: [0; 3],
         };
         let (to, from) = queue::<Vec<Row>>(1_000);
         let batch = |n: i64| (0..n).map(timeline_row).collect::<Vec<_>>();
         // The writer is behind: the first batch fills the queue.
-        drops.hand(&to, batch(3), 1_000).unwrap();
+        assert_eq!(drops.hand(&to, batch(3), 1_000), Ok(true));
         let finding = crate::analysis::testing::report_of("sample.pcap").findings[0].clone();
         let mut second = batch(2);
         second.push(Row::Finding(Box::new(finding), 7));
         second.push(publish());
         second.push(timeline_row(9));
-        drops.hand(&to, second, 500).unwrap();
+        assert_eq!(drops.hand(&to, second, 500), Ok(false));
         assert_eq!(ledger.counts()[2], ("parquet", "timeline", 3));
         let (first, _) = from.recv().unwrap();
         assert_eq!(first.len(), 3, "what fitted went whole");
@@ -836,16 +902,20 @@ mod tests {
             }
         ));
         assert_eq!(drops.in_part, [0, 1, 0]);
-        // The next end of an interval handed over carries it.
+        // Rows not even made while the queue stayed full count as dropped too.
+        drops.not_made(0);
+        drops.not_made(0);
+        // The next end of an interval handed over carries them.
         drops.hand(&to, vec![publish()], 0).unwrap();
         let (next, _) = from.recv().unwrap();
         assert!(matches!(
             next[0],
             Row::Publish {
-                dropped: [0, 1, 0],
+                dropped: [2, 1, 0],
                 ..
             }
         ));
+        assert_eq!(ledger.counts()[1], ("parquet", "packets", 2));
     }
 
     /// The last file of each table of a set tells the rows the set lacks.
