@@ -1,26 +1,31 @@
 #!/usr/bin/env bash
-# Live capture against tcpdump (issue #24, item 6). Two captures are replayed with tcpreplay at a
-# fixed rate into a veth pair (one end in a network namespace) and captured on the other end:
+# Live capture against tcpdump (issues #24, #56). Two captures are replayed with tcpreplay into a
+# veth pair (one end in a network namespace) and captured on the other end, each at a fixed rate
+# and at top speed (tcpreplay --topspeed, about a million frames/s on two cores):
 #
-#   1. long-lived: 200,000 frames of a few long-lived QPs (the benchmark capture's first frames):
-#      tcpdump -w /dev/null, roce-sniff's analysis alone (a report at the end), and the analysis
-#      with the full-screen live view (tmux as its terminal);
+#   1. long-lived: 200,000 frames of a few long-lived QPs (the benchmark capture's first frames),
+#      replayed three times;
 #   2. churn: 1,200,000 frames of 300,000 QPs that each live for microseconds (gen-capture
-#      --churn), with --flow-timeout 5ms: tcpdump, the analysis alone, each output alone (events
-#      to a file, metrics, the rolling dataset), and every output at once.
+#      --churn), with --flow-timeout 5ms.
+#
+# On each: tcpdump -w /dev/null, roce-sniff's analysis alone (a report at the end), each output
+# alone (events to a file, metrics, the rolling dataset) with what it adds to the analysis, and
+# every output at once (on the long-lived replay at the fixed rate, the live view in tmux too).
 #
 # Each row: frames captured and dropped (kernel and interface), the CPU of the whole process (perf
 # task-clock; /usr/bin/time's 10 ms ticks hide tcpdump's cost), that CPU against tcpdump's on the
 # same replay, what an output adds to the analysis alone, and the peak resident memory. Each
-# command runs ROUNDS times and keeps its least CPU (the machine's speed drifts) and its most drops;
-# the medians follow, and the median of the ratios to tcpdump round by round (the two run within
-# seconds of each other, so the drift between rounds cancels out).
+# command runs ROUNDS times and keeps its least CPU (the machine's speed drifts) and its most drops.
+# After every-output rows: each flow ended exactly once in the events and in the dataset's flows
+# table, or counted as dropped by the output that could not keep up (records_dropped).
 #
 #   benches/live_compare.sh [LONG_LIVED_CAPTURE]
-#   RATE=300000 ROUNDS=2   # frames/s of the replays (where tcpdump drops nothing here); rounds
-#   LONG_ONLY=1            # the long-lived replays only (the churn takes minutes a round)
+#   RATE=300000 ROUNDS=2   # frames/s of the fixed-rate replays (where tcpdump drops nothing
+#                          # here); rounds
+#   LONG_ONLY=1            # the long-lived replays only
 #
-# Needs root, network namespaces, tcpreplay and perf (falls back to /usr/bin/time without perf).
+# Needs root, network namespaces, tcpreplay and perf (falls back to /usr/bin/time without perf);
+# DuckDB's Python package reads the dataset (`make pydeps`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "live comparison: needs root (veth pair, network namespace)"; exit 0; }
@@ -71,9 +76,12 @@ fi
 # Peak resident memory (KiB) around it: /usr/bin/time -> the CPU wrapper -> the command.
 MEM_OF=(/usr/bin/time -f %M -o "$DIR/live.mem")
 
-# replay CAPTURE: replays it at RATE and prints the rate tcpreplay reached (frames/s)
+# replay CAPTURE: replays it LOOPS times at SPEED (a rate in frames/s, or "top") and prints the
+# rate tcpreplay reached (frames/s)
 replay() {
-    ip netns exec "$NS" tcpreplay --pps "$RATE" -i "$PEER" "$1" 2>&1 |
+    local speed=(--pps "$SPEED")
+    [ "$SPEED" != top ] || speed=(--topspeed)
+    ip netns exec "$NS" tcpreplay "${speed[@]}" --loop "${LOOPS:-1}" -i "$PEER" "$1" 2>&1 |
         awk '/Rated:/ {for (i = 1; i <= NF; i++) if ($i ~ /pps/) print $(i-1)}' | head -1
 }
 
@@ -84,7 +92,7 @@ captured_dropped() {
         python3 -c "
 import json; r = json.load(open('$DIR/live.json')); l = r['capture']['live']
 print(r['capture']['packets'], l['dropped'] + l['if_dropped'])"
-        rm -f "$DIR/live.json"
+        [ -n "${KEEP_JSON:-}" ] || rm -f "$DIR/live.json"
     else
         awk '/packets captured/ {c = $1} /dropped by kernel/ {d = $1} END {print c, d}' "$1"
     fi
@@ -165,41 +173,79 @@ table() {
     done
 }
 
-TCPDUMP="tcpdump -w /dev/null" ANALYSIS="roce-sniff -i (analysis, report)"
-LONG_FRAMES=$(tcpdump -r "$LONG" 2>/dev/null | wc -l)
-for _ in $(seq "$ROUNDS"); do
-    run "$TCPDUMP" "$LONG" tcpdump -i "$HOST" -B 65536 -w /dev/null
-    run "$ANALYSIS" "$LONG" $BIN -i "$HOST" --no-tui --json="$DIR/live.json"
-    run_view "roce-sniff -i (analysis, live view in tmux)" "$LONG" --json="$DIR/live.json"
-done
-echo "live, long-lived QPs: $LONG ($LONG_FRAMES frames) replayed at $RATE frames/s into a veth pair; CPU: $CLOCK, least of $ROUNDS"
-table "$TCPDUMP" "$ANALYSIS"
-LONG_RATIO=$(awk "BEGIN{printf \"%.2f\", ${CPU[$ANALYSIS]} / ${CPU[$TCPDUMP]}}")
-echo "  target: nothing dropped; the analysis alone at most 2x tcpdump's CPU (${LONG_RATIO}x)"
-MEDIAN_RATIO=$(awk "BEGIN{printf \"%.2f\", $(median "$ANALYSIS") / $(median "$TCPDUMP")}")
-echo "  medians of the rounds: tcpdump $(median "$TCPDUMP") s, the analysis $(median "$ANALYSIS") s (${MEDIAN_RATIO}x)"
-echo "  round by round, the median of the analysis over tcpdump: $(paired "$ANALYSIS" "$TCPDUMP")x"
-[ -z "${LONG_ONLY:-}" ] || exit 0
+# told_once JSON EVENTS DATASET: each flow ended exactly once in the events and in the dataset's
+# flows table, or was counted as dropped by the output that could not keep up
+told_once() {
+    python3 - "$@" <<'PY'
+import collections, glob, json, sys
+report, events, dataset = sys.argv[1:4]
+# Every flow seen ends once: by --flow-timeout, or when the capture ends.
+ended = json.load(open(report))["capture"]["flows"]
+ids, dropped = collections.Counter(), collections.Counter()
+for line in open(events):
+    e = json.loads(line)
+    if e["event"] == "flow_end":
+        ids[e["flow"]["id"]] += 1
+    elif e["event"] == "records_dropped":
+        dropped[(e["output"], e["kind"])] = e["dropped"]
+rows = twice = 0
+files = glob.glob(f"{dataset}/flows/*/*.parquet")
+if files:
+    import duckdb
+    rows, distinct = duckdb.sql(
+        f"SELECT count(*), count(DISTINCT flow_id) FROM read_parquet({files!r})").fetchall()[0]
+    twice = rows - distinct
+told_twice = sum(n - 1 for n in ids.values() if n > 1)
+ev_lost, pq_lost = dropped[("events", "flow_end")], dropped[("parquet", "flows")]
+ok = told_twice == 0 and twice == 0 and len(ids) + ev_lost == ended and rows + pq_lost == ended
+print(f"    {ended} flows ended: events {len(ids)} written + {ev_lost} dropped, {told_twice} twice; "
+      f"dataset flows {rows} written + {pq_lost} dropped, {twice} twice; "
+      f"packets rows dropped {dropped[('parquet', 'packets')]}, timeline {dropped[('parquet', 'timeline')]}"
+      f" -> {'each flow once' if ok else 'NOT each flow once'}")
+PY
+}
 
-ROWS=(); CPU=(); DROP=(); CAPT=(); MIB=(); PPS=(); EVERY_CPU=()
-LIVE=("$BIN" -i "$HOST" --no-tui --flow-timeout 5ms --json="$DIR/live.json")
-for _ in $(seq "$ROUNDS"); do
+# suite NAME CAPTURE LOOPS ARGS...: tcpdump, the analysis, each output and every output on
+# CAPTURE replayed LOOPS times at SPEED, ROUNDS times; the table, the targets and the flows' check
+suite() {
+    local title=$1 capture=$2 loops=$3; shift 3
+    local live=("$BIN" -i "$HOST" --no-tui "$@" --json="$DIR/live.json")
+    local analysis="roce-sniff -i $* (analysis)" every="  + every output" told
+    ROWS=(); CPU=(); DROP=(); CAPT=(); MIB=(); PPS=(); EVERY_CPU=()
+    LOOPS=$loops
+    for _ in $(seq "$ROUNDS"); do
+        rm -rf "$DIR/live-dataset" "$DIR/live.ndjson"
+        run "$TCPDUMP" "$capture" tcpdump -i "$HOST" -B 65536 -w /dev/null
+        run "$analysis" "$capture" "${live[@]}"
+        run "  + --events=FILE" "$capture" "${live[@]}" --events="$DIR/live.ndjson"
+        run "  + --metrics" "$capture" "${live[@]}" --metrics=127.0.0.1:19464
+        # The dataset at the live default, --rotate 1m: the whole replay in one set of parts.
+        run "  + --parquet DIR (--rotate 1m, the default)" "$capture" "${live[@]}" --parquet "$DIR/live-dataset"
+        rm -rf "$DIR/live-dataset" "$DIR/live.ndjson"
+        KEEP_JSON=1 run "$every" "$capture" "${live[@]}" --events="$DIR/live.ndjson" \
+            --metrics=127.0.0.1:19464 --parquet "$DIR/live-dataset"
+        told=$(told_once "$DIR/live.json" "$DIR/live.ndjson" "$DIR/live-dataset")
+        rm -f "$DIR/live.json"
+        if [ "$SPEED" != top ] && [ "$capture" = "$LONG" ]; then
+            run_view "  + the live view in tmux" "$capture" "$@" --json="$DIR/live.json"
+        fi
+    done
     rm -rf "$DIR/live-dataset" "$DIR/live.ndjson"
-    run "$TCPDUMP" "$CHURN" tcpdump -i "$HOST" -B 65536 -w /dev/null
-    run "roce-sniff -i --flow-timeout 5ms (analysis)" "$CHURN" "${LIVE[@]}"
-    run "  + --events=FILE" "$CHURN" "${LIVE[@]}" --events="$DIR/live.ndjson"
-    run "  + --metrics" "$CHURN" "${LIVE[@]}" --metrics=127.0.0.1:19464
-    # The dataset at the live default, --rotate 1m: the whole replay in one set of parts, the
-    # most a part's writer holds (a 1s rotation once hid its growth).
-    run "  + --parquet DIR (--rotate 1m, the default)" "$CHURN" "${LIVE[@]}" --parquet "$DIR/live-dataset"
-    rm -rf "$DIR/live-dataset" "$DIR/live.ndjson"
-    run "  + every output" "$CHURN" "${LIVE[@]}" --events="$DIR/live.ndjson" \
-        --metrics=127.0.0.1:19464 --parquet "$DIR/live-dataset"
+    local speed="$SPEED frames/s"
+    [ "$SPEED" != top ] || speed="top speed"
+    echo "live, $title replayed $loops time(s) at $speed into a veth pair; CPU: $CLOCK, least of $ROUNDS"
+    table "$TCPDUMP" "$analysis"
+    echo "  the analysis alone: $(awk "BEGIN{printf \"%.2f\", ${CPU[$analysis]} / ${CPU[$TCPDUMP]}}")x tcpdump's CPU (round by round, the median: $(paired "$analysis" "$TCPDUMP")x); target ${TARGET}x"
+    echo "  every output: ${DROP[$every]} frames dropped (target 0), peak $(awk "BEGIN{printf \"%.0f\", ${MIB[$every]} * 1.048576}") MB (target < 150 MB); last round:"
+    echo "$told"
+}
+
+TCPDUMP="tcpdump -w /dev/null"
+LONG_FRAMES=$(tcpdump -r "$LONG" 2>/dev/null | wc -l)
+for SPEED in "$RATE" top; do
+    TARGET=2 suite "long-lived QPs: $LONG ($LONG_FRAMES frames)" "$LONG" 3
 done
-rm -rf "$DIR/live-dataset" "$DIR/live.ndjson"
-echo "live, churn: $CHURN (1,200,000 frames, 600,000 flows) replayed at $RATE frames/s; CPU: $CLOCK, least of $ROUNDS"
-table "$TCPDUMP" "roce-sniff -i --flow-timeout 5ms (analysis)"
-EVERY="  + every output"
-ALL_RATIO=$(awk "BEGIN{printf \"%.1f\", ${CPU[$EVERY]} / ${CPU[$TCPDUMP]}}")
-echo "  targets: nothing dropped; memory < 150 MB (143 MiB); every output at most 4x tcpdump's CPU (${ALL_RATIO}x)"
-echo "  round by round, the median of every output over tcpdump: $(paired "$EVERY" "$TCPDUMP")x"
+[ -z "${LONG_ONLY:-}" ] || exit 0
+for SPEED in "$RATE" top; do
+    TARGET=4 suite "churn: $CHURN (1,200,000 frames, 600,000 flows)" "$CHURN" 1 --flow-timeout 5ms
+done

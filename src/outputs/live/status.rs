@@ -181,5 +181,13 @@ mod tests {
         );
         // A second later with nothing new: the totals stay.
         assert!(line(&s, Some(&s)).contains("gaps 3 retx 0"));
+        assert!(!l.contains("outputs dropped"));
+        // Outputs that could not keep up are named by their count.
+        s.records_dropped = 42;
+        assert!(
+            line(&s, None).ends_with(" | outputs dropped 42 records"),
+            "{}",
+            line(&s, None)
+        );
     }
 }

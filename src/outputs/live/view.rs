@@ -460,6 +460,16 @@ mod tests {
         assert!(text.lines().all(|l| l.chars().count() <= 80));
     }
 
+    /// Outputs that dropped records say so in the header, beside the kernel's counters.
+    #[test]
+    fn the_header_says_when_outputs_dropped_records() {
+        let mut s = fixed();
+        assert!(!screen(80, 24, &s, &ViewState::default()).contains("outputs dropped"));
+        s.records_dropped = 1_234;
+        let text = screen(120, 24, &s, &ViewState::default());
+        assert!(text.contains("outputs dropped 1234 records"), "{text}");
+    }
+
     #[test]
     fn fits_80x24_with_the_qps_pfc_and_findings() {
         let text = screen(80, 24, &fixed(), &ViewState::default());

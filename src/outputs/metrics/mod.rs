@@ -766,6 +766,41 @@ mod tests {
         assert!(text.contains(&format!("roce_sniff_flows_active {}", an.flow_count())));
     }
 
+    /// Each (output, kind) an output may drop has its series from the start at 0, then the
+    /// count the ledger holds at the update.
+    #[test]
+    fn records_dropped_show_by_output_and_kind() {
+        let family = "roce_sniff_output_dropped_total";
+        let mut m = Metrics::new(10);
+        m.update(
+            &Default::default(),
+            &Default::default(),
+            &SourceStatus::default(),
+        );
+        let zero = series(&m.text(), family);
+        assert_eq!(zero.len(), DROPPABLE.len());
+        assert!(zero.iter().all(|(_, v)| *v == 0.0));
+        let d = crate::model::DroppedRecords::default();
+        d.add("events", "flow_end", 7);
+        d.add("parquet", "timeline", 3);
+        m.records_dropped(d.counts().map(|c| c.2));
+        m.update(
+            &Default::default(),
+            &Default::default(),
+            &SourceStatus::default(),
+        );
+        let text = m.text();
+        assert!(text.contains(&format!(
+            "{family}{{output=\"events\",kind=\"flow_end\"}} 7"
+        )));
+        assert!(text.contains(&format!(
+            "{family}{{output=\"parquet\",kind=\"timeline\"}} 3"
+        )));
+        assert!(text.contains(&format!(
+            "{family}{{output=\"parquet\",kind=\"packets\"}} 0"
+        )));
+    }
+
     #[test]
     fn every_finding_code_has_its_series_from_the_start() {
         let mut m = Metrics::new(10);
