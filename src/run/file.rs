@@ -171,18 +171,7 @@ pub(super) fn report_from_file(
         ..opts.analysis
     };
     let mut sink = ReportSink::new(analysis, opts.expect, opts.decode);
-    if let Some(cfg) = &opts.parquet {
-        let dropped = sink.dropped();
-        sink = sink.with_output(Box::new(Exporter::new(
-            cfg.clone(),
-            WhenFull::Wait,
-            dropped,
-        )?));
-    }
-    if let Some(out) = &opts.events {
-        let dropped = sink.dropped();
-        sink = sink.with_output(events_output(out, WhenFull::Wait, dropped)?);
-    }
+    sink = with_record_outputs(sink, opts, WhenFull::Wait)?;
     let metrics_server = match open_metrics(opts, true)? {
         Some((server, output)) => {
             sink = sink.with_output(output);

@@ -11,7 +11,6 @@ use crate::common::exit;
 use crate::outputs::live::hint::NoRoceHint;
 use crate::outputs::live::screen::LiveScreen;
 use crate::outputs::packets::PrintSettings;
-use crate::outputs::parquet::Exporter;
 use crate::pipeline::diagnostics::Diagnostics;
 use crate::pipeline::Pipeline;
 use crate::run::packets::PacketPrinter;
@@ -113,18 +112,7 @@ pub(super) fn live_report(
         vlan_subinterface: source.vlan_subinterface.clone(),
     };
     let mut sink = ReportSink::new(opts.analysis, opts.expect, opts.decode);
-    if let Some(cfg) = &opts.parquet {
-        let dropped = sink.dropped();
-        sink = sink.with_output(Box::new(Exporter::new(
-            cfg.clone(),
-            WhenFull::Drop,
-            dropped,
-        )?));
-    }
-    if let Some(out) = &opts.events {
-        let dropped = sink.dropped();
-        sink = sink.with_output(events_output(out, WhenFull::Drop, dropped)?);
-    }
+    sink = with_record_outputs(sink, opts, WhenFull::Drop)?;
     // Bound (and its address told on stderr) before the view takes the terminal: the line
     // came over the view's third row. The server serves until the run ends.
     let _metrics_server = match open_metrics(opts, false)? {

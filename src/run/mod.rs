@@ -25,6 +25,7 @@ use crate::common::exit;
 use crate::common::queue::WhenFull;
 use crate::model::{DroppedRecords, PlotData, Report, WarningKind};
 use crate::outputs::events::{EventWriter, EventsOutput};
+use crate::outputs::parquet::Exporter;
 use crate::outputs::report;
 use crate::pipeline::diagnostics::Diagnostics;
 use crate::pipeline::Finished;
@@ -232,6 +233,24 @@ fn stopped_by_output(
 /// `--events`: its output opened before any work, written line by line on a thread of its
 /// own; `when_full`: what a record that finds its queue full does (live: dropped and counted
 /// in `dropped`; a file: it waits).
+/// Adds the outputs that take records (`--parquet`, `--events`) to `sink`; a full queue does
+/// as `when_full` says (a live capture drops and counts, a file waits).
+fn with_record_outputs(
+    mut sink: ReportSink,
+    opts: &ReportOptions,
+    when_full: WhenFull,
+) -> Result<ReportSink, Error> {
+    if let Some(cfg) = &opts.parquet {
+        let exporter = Exporter::new(cfg.clone(), when_full, sink.dropped())?;
+        sink = sink.with_output(Box::new(exporter));
+    }
+    if let Some(out) = &opts.events {
+        let events = events_output(out, when_full, sink.dropped())?;
+        sink = sink.with_output(events);
+    }
+    Ok(sink)
+}
+
 fn events_output(
     out: &Destination,
     when_full: WhenFull,

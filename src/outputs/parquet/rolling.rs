@@ -759,6 +759,11 @@ mod tests {
         }
     }
 
+    /// A rolling export of 1 s intervals that waits for its writer (a file's).
+    fn export(cfg: ExportConfig) -> Result<RollingExport, Error> {
+        RollingExport::new(cfg, 1_000_000_000, WhenFull::Wait, Default::default())
+    }
+
     #[test]
     fn a_restarted_monitor_adds_parts_and_flow_ids_after_the_last_run() {
         let dir = std::env::temp_dir().join(format!("roce-sniff-restart-{}", std::process::id()));
@@ -771,13 +776,7 @@ mod tests {
         std::fs::create_dir_all(stale.parent().unwrap()).unwrap();
         std::fs::write(&stale, b"half").unwrap();
         std::fs::write(next_id_path(&cfg), "42\n").unwrap();
-        let x = RollingExport::new(
-            cfg.clone(),
-            1_000_000_000,
-            WhenFull::Wait,
-            Default::default(),
-        )
-        .unwrap();
+        let x = export(cfg.clone()).unwrap();
         assert_eq!(x.flow_base, 42, "the first flow of the run is 43");
         assert!(
             cfg.part_path("flows", 7).is_file(),
@@ -790,13 +789,7 @@ mod tests {
         );
         drop(x);
         // A file exported again starts over.
-        let x = RollingExport::new(
-            config(&dir, false),
-            1_000_000_000,
-            WhenFull::Wait,
-            Default::default(),
-        )
-        .unwrap();
+        let x = export(config(&dir, false)).unwrap();
         assert_eq!(x.flow_base, 0);
         assert!(
             temp_path(&cfg, "packets", 0, 0).exists(),
@@ -814,13 +807,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("roce-sniff-drop-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let cfg = config(&dir, true);
-        let x = RollingExport::new(
-            cfg.clone(),
-            1_000_000_000,
-            WhenFull::Wait,
-            Default::default(),
-        )
-        .unwrap();
+        let x = export(cfg.clone()).unwrap();
         let own = temp_path(&cfg, "packets", 0, 0);
         assert!(own.is_file(), "the writer's set is begun");
         // Another run's set in the same partition (a monitor started after this one).
@@ -842,9 +829,7 @@ mod tests {
         let cfg = config(&dir, true);
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(next_id_path(&cfg), "forty-two").unwrap();
-        let err = RollingExport::new(cfg, 1_000_000_000, WhenFull::Wait, Default::default())
-            .err()
-            .unwrap();
+        let err = export(cfg).err().unwrap();
         assert!(err.to_string().contains("not a flow id"), "{err}");
         let _ = std::fs::remove_dir_all(&dir);
     }
