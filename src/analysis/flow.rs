@@ -21,6 +21,50 @@ pub const EVIDENCE_FRAMES: usize = 5;
 /// Outstanding requests remembered for ACK and READ latency.
 const MAX_OUTSTANDING: usize = 65_536;
 
+/// What ECMP hashes, beside the addresses and the ports RoCEv2 fixes, to pick a flow's path:
+/// its UDP source port and, on IPv6, its flow label (0 on IPv4).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PathKey {
+    pub sport: u16,
+    pub flow_label: u32,
+}
+
+impl std::fmt::Display for PathKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.sport)?;
+        if self.flow_label != 0 {
+            write!(f, " (flow label 0x{:05x})", self.flow_label)?;
+        }
+        Ok(())
+    }
+}
+
+/// The path key most of a flow's packets carry: a majority vote, 12 bytes a flow (a QP keeps
+/// one source port; one that sprays over many shows one of them, which its others outvote).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PathVote {
+    key: PathKey,
+    votes: u32,
+}
+
+impl PathVote {
+    pub fn add(&mut self, key: PathKey) {
+        if self.votes == 0 {
+            self.key = key;
+            self.votes = 1;
+        } else if self.key == key {
+            self.votes += 1;
+        } else {
+            self.votes -= 1;
+        }
+    }
+
+    /// The key most packets carried, once any did.
+    pub fn winner(&self) -> Option<PathKey> {
+        (self.votes > 0).then_some(self.key)
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct FlowKey {
     pub src: IpAddr,
@@ -379,6 +423,9 @@ pub struct FlowEvidence {
     pub path_mtu_seen: Option<u32>,
     /// The largest payload of a packet.
     pub max_payload: u32,
+    /// The UDP source port (and IPv6 flow label) most of its packets carried: none for
+    /// RoCEv1 and native InfiniBand.
+    pub path: Option<PathKey>,
 }
 
 /// A flow's troubles as findings see them (`FlowEvidence::troubles`).
@@ -499,6 +546,8 @@ pub struct Flow {
     pub awaiting_read: Rare<VecDeque<(Psn, u64)>>,
     /// Last request PSN and its wrap-free position since the first request (timelines).
     pub psn_position: Option<(Psn, i64)>,
+    /// The path key most of its packets carried (ECMP entropy).
+    pub path: PathVote,
     /// The latest frames (PSN, identity folded to 32 bits, time): a frame seen again among
     /// them is a copy made by the capture, not a resend.
     recent: [(Psn, u32, u64); RECENT_COPIES],
@@ -589,6 +638,7 @@ impl Flow {
             awaiting_read: Default::default(),
             psn_position: None,
             recent: [(Psn::default(), 0, 0); RECENT_COPIES],
+            path: PathVote::default(),
             recent_at: 0,
         }
     }
@@ -869,6 +919,9 @@ impl Flow {
             cm_mtu: self.cm_mtu,
             path_mtu_seen: self.path_mtu,
             max_payload: self.max_payload,
+            path: (!self.rocev1 && !self.native_ib)
+                .then(|| self.path.winner())
+                .flatten(),
         }
     }
 }
@@ -978,5 +1031,34 @@ mod size {
         );
         let entry = size_of::<crate::model::FlowReport>() + size_of::<FlowEvidence>();
         assert!(entry <= 800, "FlowReport + FlowEvidence: {entry} bytes");
+    }
+}
+
+#[cfg(test)]
+mod path_vote {
+    use super::*;
+
+    fn port(sport: u16) -> PathKey {
+        PathKey {
+            sport,
+            flow_label: 0,
+        }
+    }
+
+    #[test]
+    fn the_port_most_packets_carry_wins_and_a_flow_label_tells_paths_apart() {
+        let mut v = PathVote::default();
+        assert_eq!(v.winner(), None);
+        for p in [7, 7, 9, 7, 9, 7] {
+            v.add(port(p));
+        }
+        assert_eq!(v.winner(), Some(port(7)));
+        let labelled = PathKey {
+            sport: 7,
+            flow_label: 0x12345,
+        };
+        assert_ne!(labelled, port(7));
+        assert_eq!(labelled.to_string(), "7 (flow label 0x12345)");
+        assert_eq!(port(49152).to_string(), "49152");
     }
 }

@@ -31,7 +31,7 @@ use roce_parsers::{Opcode, Position, Psn, Qpn, Transport};
 use crate::decode::summary::{PacketSummary, Payload, RoceSummary};
 use crate::model::{Outcome, PairingMethod, PsnEvent};
 pub use crate::model::{RttHistogram, Totals, RTT_BOUNDS_NS};
-use flow::{Flow, FlowKey};
+use flow::{Flow, FlowKey, PathKey};
 use pfc::{PauseTracker, PfcConfig};
 use psn::Arrival;
 use timeline::{Event, Timelines};
@@ -592,6 +592,10 @@ impl Analyzer {
             }
             f.last_ts = f.last_ts.max(p.ts_ns);
             f.opcodes.add(op.0);
+            f.path.add(PathKey {
+                sport: r.sport,
+                flow_label: r.flow_label,
+            });
             f.pcp[p.vlan.map_or(8, |(_, pcp)| usize::from(pcp & 7))] += 1;
             if let Some(tc) = p.tclass {
                 f.dscp.add(tc.dscp());

@@ -304,6 +304,7 @@ mod tests {
                 aeth: None,
                 reth_target: None,
                 sport: 0,
+                flow_label: 0,
                 dma_len: None,
                 sqpn: None,
                 payload_len: 10,

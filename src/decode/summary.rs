@@ -24,6 +24,9 @@ pub struct RoceSummary {
     pub reth_target: Option<(u64, u32)>,
     /// UDP source port (0 for RoCEv1 and native InfiniBand).
     pub sport: u16,
+    /// IPv6 flow label (0 for IPv4, RoCEv1 and native InfiniBand): with the source port,
+    /// what ECMP hashes to pick a path.
+    pub flow_label: u32,
     /// UD source QP (DETH).
     pub sqpn: Option<Qpn>,
     pub payload_len: u32,
@@ -121,6 +124,7 @@ impl PacketSummary {
                 dma_len: r.ext.reth.map(|x| x.dlen),
                 reth_target: r.ext.reth.map(|x| (x.va, x.rkey)),
                 sport: f.udp.map_or(0, |u| u.sport),
+                flow_label: f.ip.and_then(|i| i.flow_label).unwrap_or(0),
                 sqpn: r.ext.deth.map(|d| Qpn(d.sqpn)),
                 payload_len: r.payload_len,
                 icrc: r.icrc.status,

@@ -1255,6 +1255,7 @@ pub enum FindingCode {
     PfcBeforeEcn,
     EcnHeavy,
     HostLimited,
+    LowPathEntropy,
     SmallPathMtu,
     ReadRangeViolation,
     LossLocated,
@@ -1265,7 +1266,7 @@ pub enum FindingCode {
 
 impl FindingCode {
     /// Every code, for documentation checks.
-    pub const ALL: [FindingCode; 54] = [
+    pub const ALL: [FindingCode; 55] = [
         FindingCode::PsnLoss,
         FindingCode::ReadResponseLoss,
         FindingCode::Retransmissions,
@@ -1314,6 +1315,7 @@ impl FindingCode {
         FindingCode::PfcBeforeEcn,
         FindingCode::EcnHeavy,
         FindingCode::HostLimited,
+        FindingCode::LowPathEntropy,
         FindingCode::SmallPathMtu,
         FindingCode::ReadRangeViolation,
         FindingCode::LossLocated,
@@ -1373,6 +1375,7 @@ impl FindingCode {
             FindingCode::PfcBeforeEcn => "pfc_before_ecn",
             FindingCode::EcnHeavy => "ecn_heavy",
             FindingCode::HostLimited => "host_limited",
+            FindingCode::LowPathEntropy => "low_path_entropy",
             FindingCode::SmallPathMtu => "small_path_mtu",
             FindingCode::ReadRangeViolation => "read_range_violation",
             FindingCode::LossLocated => "loss_located",

@@ -120,6 +120,16 @@ pub fn scenarios() -> Vec<Scenario> {
         scenario("ecn_heavy", ecn_heavy(), &[("ecn_heavy", 24)]),
         scenario("incast_of_two", incast_of_two(), &[("incast", 2)]),
         scenario(
+            "low_path_entropy",
+            qps_on_ports(|_| 49152),
+            &[("low_path_entropy", 8)],
+        ),
+        scenario(
+            "path_entropy_spread",
+            qps_on_ports(|k| 49152 + k as u16),
+            &[],
+        ),
+        scenario(
             "mtu_black_hole",
             mtu_black_hole(),
             &[("unacknowledged_requests", 3), ("retransmissions", 9)],
@@ -587,6 +597,18 @@ fn incast_of_two() -> Frames {
     };
     writes_with(&mut tl, &mut a, T0_NS, 20, marked);
     writes_with(&mut tl, &mut b, T0_NS + 7 * US, 20, marked);
+    tl.into_frames()
+}
+
+/// 8 QPs from .1 to .2 writing at once (20 messages each, 2.5 us apart), QP `k` from UDP
+/// source port `port(k)`: one port puts them all on one ECMP path.
+fn qps_on_ports(port: impl Fn(u32) -> u16) -> Frames {
+    let mut tl = Timeline::default();
+    for k in 0..8u32 {
+        let mut c = conn(host(1), host(2), 0x400 + k, 0x100 + k);
+        c.sport = port(k);
+        writes(&mut tl, &mut c, T0_NS + u64::from(k) * 2_500, 20);
+    }
     tl.into_frames()
 }
 

@@ -11,6 +11,7 @@ use roce_parsers::link::LINKTYPE_ETHERNET;
 mod capacity;
 mod capture;
 mod connections;
+mod paths;
 mod pfc_ecn;
 mod qos;
 
@@ -215,6 +216,7 @@ pub fn find_each(
     pfc_ecn::pfc_before_ecn(flows, evidence, pfc, &mut out);
     let roce_paused = paused.iter().any(|p| pfc.roce_priorities.contains(p));
     out.extend(incast(flows, evidence, facts.first_ts_ns, roce_paused));
+    paths::low_path_entropy(flows, evidence, &mut out);
     capture::capture_findings(capture, &pfc.roce_priorities, facts, &mut out);
     capture::capture_missed(flows, evidence, capture, &mut out);
     out
