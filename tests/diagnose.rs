@@ -138,3 +138,35 @@ fn peers_stay_mutual_when_a_qp_is_connected_anew_to_another() {
         );
     }
 }
+
+/// Reordering is not loss: message 10 came after 11, 12 and 13, 3 us after its gap. The
+/// flow's figures are what the generator made, and nothing is missing or resent.
+#[test]
+fn a_reordered_flow_says_how_deep_and_how_late() {
+    let out = run_path(&testdata("diagnose/reordered.pcap"), &["--json"]);
+    let r: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let data = r["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["role"] == "data")
+        .expect("the data flow");
+    let psn = &data["psn"];
+    assert_eq!(psn["out_of_order"], 1, "{psn}");
+    assert_eq!(psn["out_of_order_depth_max"], 3, "{psn}");
+    let delay = psn["out_of_order_delay_max_us"].as_f64().unwrap();
+    assert!((delay - 3.0).abs() <= 0.15, "{psn}");
+    assert_eq!(
+        (psn["missing"].clone(), psn["retransmitted"].clone()),
+        (0.into(), 0.into())
+    );
+    let finding = &r["findings"][0];
+    assert_eq!(finding["severity"], "info", "{finding}");
+    assert!(
+        finding["message"]
+            .as_str()
+            .unwrap()
+            .contains("up to 3 PSNs behind the highest seen, up to 3.0 us after their gap"),
+        "{finding}"
+    );
+}

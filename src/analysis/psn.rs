@@ -80,6 +80,8 @@ struct Hole {
     asked_at: Option<u64>,
     /// The flow's ACK allowance when the gap was seen.
     allowance_ns: u64,
+    /// When the gap was seen: a filler's lateness runs from then.
+    at: u64,
 }
 
 impl Hole {
@@ -112,6 +114,27 @@ pub struct Fillers {
     pub frames: Vec<u64>,
     gap_frames: Vec<u64>,
     pub count: u64,
+    /// How late the fillers came: the deepest behind the highest PSN seen, and the longest
+    /// after their gap.
+    lateness: Lateness,
+}
+
+/// How late reordered PSNs came.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Lateness {
+    /// PSNs behind the highest seen when it came.
+    depth: u64,
+    /// Since the gap that skipped it.
+    delay_ns: u64,
+}
+
+impl Lateness {
+    fn max(self, o: Lateness) -> Lateness {
+        Lateness {
+            depth: self.depth.max(o.depth),
+            delay_ns: self.delay_ns.max(o.delay_ns),
+        }
+    }
 }
 
 /// What a stream rarely needs: the holes and what became of them, damaged PSNs, fillers.
@@ -129,6 +152,8 @@ struct Skipped {
     /// PSNs of bad-ICRC frames taken in the sequence: their next arrival is a resend.
     damaged_taken: Vec<Psn>,
     fillers: Option<Fillers>,
+    /// The lateness of the fillers settled as reordered.
+    reordered: Lateness,
     /// Fillers just found to be resends, for the caller (`take_late_resends`).
     late: Option<Fillers>,
     /// Frames of the gaps whose PSNs were judged lost or missing, and missed by the capture.
@@ -139,6 +164,15 @@ struct Skipped {
 }
 
 crate::empty!(Skipped);
+
+impl Skipped {
+    /// The fillers so far were reordered: their lateness counts.
+    fn settle_fillers(&mut self) {
+        if let Some(f) = self.fillers.take() {
+            self.reordered = self.reordered.max(f.lateness);
+        }
+    }
+}
 
 #[derive(Debug, Clone, Default)]
 pub struct PsnTracker {
@@ -230,7 +264,7 @@ impl PsnTracker {
         if d >= 0 && self.skipped.is_set() {
             if let Some(s) = self.skipped.get_mut() {
                 // A new request after fillers: they were reordered.
-                s.fillers = None;
+                s.settle_fillers();
                 if ack_req {
                     for h in s.holes.iter_mut().filter(|h| h.asked_at.is_none()) {
                         h.asked_at = Some(ts);
@@ -260,18 +294,21 @@ impl PsnTracker {
                 named: false,
                 asked_at: ack_req.then_some(ts),
                 allowance_ns: allowance(),
+                at: ts,
             };
             self.add_hole(hole);
             self.advance(psn, consumes, read_len);
             return Arrival::Gap(d as u32);
         }
-        self.behind(psn, frame, reliable, expected, idle_ns, idle)
+        self.behind(psn, ts, frame, reliable, expected, idle_ns, idle)
     }
 
     /// A request behind the expected PSN: a resend, a filler, or a duplicate.
+    #[allow(clippy::too_many_arguments)]
     fn behind(
         &mut self,
         psn: Psn,
+        ts: u64,
         frame: u64,
         reliable: bool,
         expected: Psn,
@@ -279,9 +316,18 @@ impl PsnTracker {
         idle: bool,
     ) -> Arrival {
         let filled = self.fill_hole(psn);
+        // How late a filler came: behind the highest PSN seen (the one before `expected`).
+        let lateness = |at: u64| Lateness {
+            depth: (expected - psn - 1).max(0) as u64,
+            delay_ns: ts.saturating_sub(at),
+        };
+        let filled_lateness = filled.map(|(_, at)| lateness(at));
+        let filled = filled.map(|(gap_frame, _)| gap_frame);
         if !reliable {
-            return if filled.is_some() {
+            return if let Some(late) = filled_lateness {
                 self.counts.out_of_order += 1;
+                let s = &mut *self.skipped;
+                s.reordered = s.reordered.max(late);
                 Arrival::OutOfOrder
             } else {
                 self.counts.duplicates += 1;
@@ -308,16 +354,17 @@ impl PsnTracker {
                 self.skipped.lost_at.add_once(gap_frame);
             }
             if let Some(s) = self.skipped.get_mut() {
-                s.fillers = None;
+                s.settle_fillers();
             }
             return Arrival::Retransmitted;
         }
-        if let Some(gap_frame) = filled {
+        if let (Some(gap_frame), Some(late)) = (filled, filled_lateness) {
             self.counts.out_of_order += 1;
             let s = &mut *self.skipped;
             match s.fillers.as_mut().filter(|f| f.next == psn) {
                 Some(f) => f.count += 1,
                 None => {
+                    s.settle_fillers();
                     s.fillers = Some(Fillers {
                         first: psn,
                         next: psn,
@@ -327,6 +374,7 @@ impl PsnTracker {
                 }
             }
             let f = s.fillers.as_mut().expect("just set");
+            f.lateness = f.lateness.max(late);
             f.next = psn + 1;
             f.frames.push(frame);
             f.gap_frames.push(gap_frame);
@@ -335,7 +383,14 @@ impl PsnTracker {
         // Right behind fillers, a PSN seen before: the fillers began a go-back replay whose
         // NAK the capture did not see.
         let fillers = self.skipped.get_mut().and_then(|s| s.fillers.take());
-        if let Some(f) = fillers.filter(|f| f.next == psn) {
+        let (replayed, reordered) = match fillers {
+            Some(f) if f.next == psn => (Some(f), None),
+            other => (None, other),
+        };
+        if let (Some(f), Some(s)) = (reordered, self.skipped.get_mut()) {
+            s.reordered = s.reordered.max(f.lateness);
+        }
+        if let Some(f) = replayed {
             let c = &mut *self.counts;
             c.out_of_order -= f.count;
             c.retransmitted += f.count + 1;
@@ -583,7 +638,8 @@ impl PsnTracker {
 
     /// Removes `psn` from the hole that holds it: the frame of the gap that made the hole, or
     /// None if no hole holds it.
-    fn fill_hole(&mut self, psn: Psn) -> Option<u64> {
+    /// Fills `psn` in its hole: the frame and the time of the gap that made it.
+    fn fill_hole(&mut self, psn: Psn) -> Option<(u64, u64)> {
         let s = self.skipped.get_mut()?;
         let i = s.holes.iter().position(|h| h.contains(psn))?;
         let h = s.holes[i];
@@ -605,7 +661,7 @@ impl PsnTracker {
                 s.holes.remove(i);
             }
         }
-        Some(h.frame)
+        Some((h.frame, h.at))
     }
 
     /// Holes judged missing in a report made at `now`: every one at the end (`None`), else
@@ -636,6 +692,13 @@ impl PsnTracker {
             .chain(self.missing_holes(now).map(Hole::range))
             .take(MISSING_RANGES_SHOWN)
             .collect();
+        // Fillers not settled yet count as reordered, as `out_of_order` counts them.
+        let late = s
+            .fillers
+            .as_ref()
+            .map_or(s.reordered, |f| s.reordered.max(f.lateness));
+        c.out_of_order_depth_max = late.depth;
+        c.out_of_order_delay_max_us = late.delay_ns as f64 / 1e3;
         c
     }
 
@@ -872,6 +935,34 @@ mod tests {
             (2, 1, 1, 3)
         );
         assert_eq!(c.missing_ranges, vec![[6, 8]]);
+        // 3 came 1 PSN behind the highest seen (4), 10 ns after 4 skipped it.
+        assert_eq!(
+            (c.out_of_order_depth_max, c.out_of_order_delay_max_us),
+            (1, 0.01)
+        );
+    }
+
+    /// How late reordered PSNs came: the deepest and the latest, over runs of fillers.
+    #[test]
+    fn reordering_depth_and_delay() {
+        let mut t = PsnTracker::default();
+        // 10 after 11, 12, 13 (3 deep, 30 ns after its gap); then 21 and 22 after 23 (2 deep).
+        let psns = [
+            9, 11, 12, 13, 10, 14, 15, 16, 17, 18, 19, 20, 23, 21, 22, 24,
+        ];
+        let a = feed(&mut t, &psns);
+        assert_eq!(
+            (a[4], a[13], a[14]),
+            (
+                Arrival::OutOfOrder,
+                Arrival::OutOfOrder,
+                Arrival::OutOfOrder
+            )
+        );
+        let c = t.finish(None);
+        assert_eq!((c.out_of_order, c.missing, c.retransmitted), (3, 0, 0));
+        assert_eq!(c.out_of_order_depth_max, 3);
+        assert!((c.out_of_order_delay_max_us - 0.03).abs() < 1e-9, "{c:?}");
     }
 
     #[test]
@@ -972,6 +1063,11 @@ mod tests {
                 c.missing
             ),
             (0, 0, 3, 1, 0)
+        );
+        // The filler was a resend, not reordering: no lateness.
+        assert_eq!(
+            (c.out_of_order_depth_max, c.out_of_order_delay_max_us),
+            (0, 0.0)
         );
         let mut r = PsnTracker::default();
         let a = feed(&mut r, &[1, 2, 4, 3, 5, 6]);

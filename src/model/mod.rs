@@ -723,7 +723,7 @@ pub struct Storm {
     pub first_frame: u64,
 }
 
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct PsnCounts {
     /// Arrivals ahead of the expected PSN, counted as they happen.
     pub gaps: u64,
@@ -733,7 +733,12 @@ pub struct PsnCounts {
     /// The first missing ranges, inclusive.
     pub missing_ranges: Vec<[u32; 2]>,
     pub duplicates: u64,
+    /// PSNs that came late without loss (filled a gap with no NAK, resend or timeout).
     pub out_of_order: u64,
+    /// The deepest of them: PSNs behind the highest seen when it came.
+    pub out_of_order_depth_max: u64,
+    /// The latest of them, from the gap that skipped it to its arrival.
+    pub out_of_order_delay_max_us: f64,
     pub retransmitted: u64,
     /// Skipped PSNs that a resend filled, or that a NAK named before an ACK covered them:
     /// lost, then repaired.

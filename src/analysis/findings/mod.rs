@@ -311,10 +311,16 @@ fn loss_findings(
         }
         if r.psn.out_of_order > 0 {
             out.push(finding(
-                Severity::Warning,
+                Severity::Info,
                 FindingCode::OutOfOrder,
-                format!("{} packets arrived out of order on {}", r.psn.out_of_order, r.label()),
-                "the network reordered packets of one QP (ECMP path change, adaptive routing, or a mirror merging two directions)",
+                format!(
+                    "{} came late without loss on {}: up to {} behind the highest seen, up to {:.1} us after their gap",
+                    plural(r.psn.out_of_order, "PSN"),
+                    r.label(),
+                    plural(r.psn.out_of_order_depth_max, "PSN"),
+                    r.psn.out_of_order_delay_max_us
+                ),
+                "the network reordered packets of one QP (adaptive routing, packet spraying, an ECMP path change, or a mirror merging two links): not loss, as none was resent or is missing; a receiver NIC without out-of-order placement answers each with a NAK and a go-back-N resend",
                 flow(),
                 r.psn.out_of_order,
                 vec![],

@@ -132,6 +132,9 @@ pub const FLOW_COLUMNS: &[Column] = &[
     col("read_latency_p50_us", Kind::F64, true),
     col("read_latency_p99_us", Kind::F64, true),
     col("peer", Kind::Str, true),
+    // Added December 2026, at the end (a table's columns never move).
+    col("psn_out_of_order_depth_max", Kind::I64, false),
+    col("psn_out_of_order_delay_max_us", Kind::F64, false),
 ];
 
 fn put_ip(out: &mut Vec<u8>, ip: Option<IpAddr>) {
@@ -561,6 +564,8 @@ pub fn flow_row(
         ByteArray::from(text)
     });
     t.owned(43, peer);
+    t.i64(44, i64_of(p.out_of_order_depth_max));
+    t.f64(45, Some(p.out_of_order_delay_max_us));
     t.end_row()
 }
 
