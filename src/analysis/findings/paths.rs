@@ -7,6 +7,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::finding;
 use crate::analysis::flow::{FlowEvidence, PathKey};
+use crate::common::words::plural;
 use crate::model::{Finding, FindingCode, FlowReport, FlowRole, Severity};
 
 /// QPs carrying data from one host to another at once from which their paths are judged.
@@ -82,48 +83,103 @@ fn entropy_finding(
     crowded: &[(usize, PathKey)],
     flows: &[&FlowReport],
 ) -> Finding {
-    let mut keys: BTreeMap<PathKey, usize> = BTreeMap::new();
-    for &(_, path) in crowded {
-        *keys.entry(path).or_default() += 1;
+    // Each port with its QPs (by QP number), at most `ENTROPY_LISTED` QPs named in all.
+    let mut by_key: BTreeMap<PathKey, Vec<(u32, u64)>> = BTreeMap::new();
+    for &(i, path) in crowded {
+        by_key
+            .entry(path)
+            .or_default()
+            .push((flows[i].dqpn, flows[i].first_frame));
     }
-    let ports: Vec<String> = keys.iter().map(|(k, n)| format!("{k} ({n} QPs)")).collect();
-    let mut listed: Vec<(u32, PathKey, u64)> = crowded
-        .iter()
-        .map(|&(i, path)| (flows[i].dqpn, path, flows[i].first_frame))
-        .collect();
-    listed.sort();
-    let qps: Vec<String> = listed
-        .iter()
-        .take(ENTROPY_LISTED)
-        .map(|(qpn, path, _)| format!("qp 0x{qpn:06x} port {}", path.sport))
-        .collect();
-    let more = listed.len().saturating_sub(ENTROPY_LISTED);
-    let more = if more > 0 {
-        format!(" and {more} more")
-    } else {
-        String::new()
-    };
-    let word = if keys.len() == 1 { "port" } else { "ports" };
+    let mut budget = ENTROPY_LISTED;
+    let mut named_frames = Vec::new();
+    let mut ports = Vec::new();
+    for (key, qps) in &mut by_key {
+        qps.sort_unstable();
+        let shown = qps.len().min(budget);
+        budget -= shown;
+        named_frames.extend(qps[..shown].iter().map(|q| q.1));
+        let mut names: Vec<String> = qps[..shown]
+            .iter()
+            .map(|(qpn, _)| format!("0x{qpn:06x}"))
+            .collect();
+        if shown < qps.len() {
+            names.push(format!("{} more", qps.len() - shown));
+        }
+        ports.push(format!(
+            "port {key} carries {} (qp {})",
+            plural(qps.len() as u64, "QP"),
+            names.join(", ")
+        ));
+    }
+    named_frames.sort_unstable();
     finding(
         Severity::Warning,
         FindingCode::LowPathEntropy,
         format!(
-            "low ECMP entropy: {} QPs from {src} to {dst} carried data at once on {} UDP source {word}: {}; {}{more}",
-            crowded.len(),
-            keys.len(),
-            ports.join(", "),
-            qps.join(", "),
+            "low ECMP entropy: {} from {src} to {dst} carried data at once on {}: {}",
+            plural(crowded.len() as u64, "QP"),
+            plural(by_key.len() as u64, "UDP source port"),
+            ports.join("; "),
         ),
         "ECMP picks a path by hashing the addresses, the UDP ports and, on IPv6, the flow label: QPs between two hosts that share a source port share a path, whatever the fabric's width, and congest one link while others idle; the NIC or its driver gives every QP the same source port (check its RoCE UDP source port or entropy setting)",
         None,
         crowded.len() as u64,
-        first_frames(&listed),
+        named_frames,
     )
 }
 
-/// The first frames of the QPs named, in capture order.
-fn first_frames(listed: &[(u32, PathKey, u64)]) -> Vec<u64> {
-    let mut frames: Vec<u64> = listed.iter().take(ENTROPY_LISTED).map(|l| l.2).collect();
-    frames.sort_unstable();
-    frames
+#[cfg(test)]
+mod tests {
+    use roce_testgen::scenario::{host, Conn, Timeline};
+    use roce_testgen::writer::{pcap_bytes, PcapFlavor, T0_NS};
+
+    use crate::analysis::report_build::CaptureMeta;
+    use crate::analysis::{testing, Analyzer};
+
+    /// QPs from .1 to .2, QP `k` on source port `ports[k]`, writing 10 messages 1 us apart
+    /// from `starts_us[k]`: the findings' messages of code low_path_entropy.
+    fn entropy_findings(ports: &[u16], starts_us: &[u64]) -> Vec<String> {
+        let mut tl = Timeline::default();
+        for (k, (&port, &start)) in ports.iter().zip(starts_us).enumerate() {
+            let k = k as u32;
+            let mut c = Conn::rc(host(1), host(2), None, 0x6a, 0x400 + k, 0x100 + k, 1000);
+            c.sport = port;
+            for m in 0..10 {
+                let p = c.write(256).remove(0);
+                let t = T0_NS + (start + m) * 1_000;
+                tl.push(t, c.request_frame(&p));
+                tl.push(t + 500, c.response_frame(&c.ack(p.bth.psn)));
+            }
+        }
+        let data = pcap_bytes(&tl.into_frames(), PcapFlavor::NANO_LE, 1, 65535);
+        let (an, counts) = testing::feed(&data, Analyzer::new(Default::default()), |_, _| {});
+        an.finish(CaptureMeta {
+            counts,
+            ..Default::default()
+        })
+        .findings
+        .into_iter()
+        .filter(|f| f.code.name() == "low_path_entropy")
+        .map(|f| f.message)
+        .collect()
+    }
+
+    #[test]
+    fn too_few_ports_for_the_qps_at_once_is_low_entropy() {
+        let at_once = [0; 6];
+        // 6 QPs on 2 ports: fewer than half as many ports as QPs.
+        let two = entropy_findings(&[1, 1, 1, 2, 2, 2], &at_once);
+        assert_eq!(two.len(), 1, "{two:?}");
+        assert!(
+            two[0].contains("6 QPs from 10.0.0.1 to 10.0.0.2 carried data at once on 2 UDP source ports: port 1 carries 3 QPs"),
+            "{two:?}"
+        );
+        // On 3 ports, half of 6: enough.
+        assert!(entropy_findings(&[1, 1, 2, 2, 3, 3], &at_once).is_empty());
+        // 3 QPs on one port: too few to judge.
+        assert!(entropy_findings(&[1, 1, 1], &[0; 3]).is_empty());
+        // 6 QPs on one port, one after the other (never 4 at once): no finding.
+        assert!(entropy_findings(&[7; 6], &[0, 20, 40, 60, 80, 100]).is_empty());
+    }
 }
