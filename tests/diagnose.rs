@@ -170,3 +170,32 @@ fn a_reordered_flow_says_how_deep_and_how_late() {
         "{finding}"
     );
 }
+
+/// Retries run out at the Retry Count the connection's RDMA-CM request set (3 here), not only
+/// at the largest there is (7): the finding is critical and says where the count came from.
+#[test]
+fn retries_run_out_at_the_count_rdma_cm_set() {
+    let out = run_path(&testdata("diagnose/retries_exhausted_cm.pcap"), &["--json"]);
+    let r: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let f = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "unacknowledged_requests")
+        .expect("unacknowledged_requests");
+    assert_eq!(f["severity"], "critical", "{f}");
+    assert!(
+        f["message"]
+            .as_str()
+            .unwrap()
+            .contains("PSN 1010 was resent 3 times"),
+        "{f}"
+    );
+    assert!(
+        f["cause"]
+            .as_str()
+            .unwrap()
+            .contains("3 resends without an ACK, the retry count its RDMA-CM request set"),
+        "{f}"
+    );
+}

@@ -24,6 +24,9 @@ pub enum CmMessage {
         /// Remote CM Response Timeout: the active side waits 4.096 us x 2^this for the answer
         /// before it sends the REQ again (rdma_cm asks for 20: 4.3 s).
         response_timeout: u8,
+        /// Retry Count (0-7): how often the connection's QPs resend a request no ACK answers
+        /// before they give up (the QP goes to the error state).
+        retry_count: u8,
     },
     /// ConnectReply: the passive side's QPN and first PSN, and the request it answers.
     Reply {
@@ -107,6 +110,7 @@ pub fn parse(mad: &[u8]) -> Option<CmMessage> {
             starting_psn: be24(cm, 44)?,
             path_mtu: cm.get(50).and_then(|b| mtu_bytes(b >> 4)),
             response_timeout: cm.get(43)? >> 3,
+            retry_count: cm.get(47)? & 0x7,
         }),
         ATTR_REP => Some(CmMessage::Reply {
             comm_id: be32(cm, 0)?,
@@ -140,6 +144,8 @@ mod tests {
         mad[24 + 44..24 + 47].copy_from_slice(&[0x0a, 0xbc, 0xde]);
         // Remote CM Response Timeout 20 above transport type RC and flow control.
         mad[24 + 43] = 20 << 3 | 0b001;
+        // Local CM Response Timeout 18 above Retry Count 5.
+        mad[24 + 47] = 18 << 3 | 5;
         assert_eq!(
             parse(&mad),
             Some(CmMessage::Request {
@@ -148,6 +154,7 @@ mod tests {
                 starting_psn: 0x0a_bcde,
                 path_mtu: Some(1024),
                 response_timeout: 20,
+                retry_count: 5,
             })
         );
         mad[16..18].copy_from_slice(&ATTR_REP.to_be_bytes());

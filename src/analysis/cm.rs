@@ -26,6 +26,15 @@ pub struct CmRequest {
     /// How long its sender waits for the answer before sending it again (the REQ's Remote CM
     /// Response Timeout).
     pub answer_within_ns: u64,
+    /// The connection's transport retry count (0-7).
+    pub retry_count: u8,
+}
+
+/// What a connection's RDMA-CM request set up for both its QPs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CmSetup {
+    pub path_mtu: Option<u32>,
+    pub retry_count: u8,
 }
 
 /// Why a request counts as unanswered.
@@ -89,6 +98,7 @@ impl Analyzer {
                 qpn,
                 path_mtu,
                 response_timeout,
+                retry_count,
                 ..
             } => {
                 let full = self.cm_requests.len() >= MAX_CM_REQUESTS;
@@ -106,6 +116,7 @@ impl Analyzer {
                             sent: 1,
                             answer: None,
                             answer_within_ns: response_wait_ns(response_timeout),
+                            retry_count,
                         },
                     );
                 }
@@ -143,7 +154,13 @@ impl Analyzer {
         };
         let first_answer = req.answer.is_none();
         req.answer = Some(CmAnswer::Reply);
-        let (active_qpn, mtu) = (req.qpn, req.path_mtu);
+        let (active_qpn, setup) = (
+            req.qpn,
+            CmSetup {
+                path_mtu: req.path_mtu,
+                retry_count: req.retry_count,
+            },
+        );
         let to_passive = FlowKey {
             src: at.dst,
             dst: at.src,
@@ -156,14 +173,14 @@ impl Analyzer {
             dqpn: active_qpn,
             vlan: at.vlan,
         };
-        self.cm_pairs.insert(to_passive, (to_active, mtu, at.ts));
-        self.cm_pairs.insert(to_active, (to_passive, mtu, at.ts));
+        self.cm_pairs.insert(to_passive, (to_active, setup, at.ts));
+        self.cm_pairs.insert(to_active, (to_passive, setup, at.ts));
         for key in [to_passive, to_active] {
             if let Some(&i) = self.index.get(&key) {
                 if first_answer {
                     self.flows[i].new_connection();
                 }
-                self.flows[i].cm_mtu = mtu;
+                self.flows[i].cm_setup(setup);
             }
         }
         if let (Some(&a), Some(&b)) = (self.index.get(&to_passive), self.index.get(&to_active)) {
@@ -185,6 +202,7 @@ mod tests {
             sent: 1,
             answer: None,
             answer_within_ns: response_wait_ns(exponent),
+            retry_count: 7,
         }
     }
 

@@ -39,21 +39,22 @@ impl std::fmt::Display for PathKey {
     }
 }
 
-/// The path key most of a flow's packets carry: a majority vote, 12 bytes a flow (a QP keeps
+/// The path key most of a flow's packets carry: a majority vote, 8 bytes a flow (a QP keeps
 /// one source port; one that sprays over many shows one of them, which its others outvote).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PathVote {
-    key: PathKey,
-    votes: u32,
+    flow_label: u32,
+    sport: u16,
+    votes: u16,
 }
 
 impl PathVote {
     pub fn add(&mut self, key: PathKey) {
+        let same = self.sport == key.sport && self.flow_label == key.flow_label;
         if self.votes == 0 {
-            self.key = key;
-            self.votes = 1;
-        } else if self.key == key {
-            self.votes += 1;
+            (self.sport, self.flow_label, self.votes) = (key.sport, key.flow_label, 1);
+        } else if same {
+            self.votes = self.votes.saturating_add(1);
         } else {
             self.votes -= 1;
         }
@@ -61,7 +62,10 @@ impl PathVote {
 
     /// The key most packets carried, once any did.
     pub fn winner(&self) -> Option<PathKey> {
-        (self.votes > 0).then_some(self.key)
+        (self.votes > 0).then_some(PathKey {
+            sport: self.sport,
+            flow_label: self.flow_label,
+        })
     }
 }
 
@@ -419,6 +423,8 @@ pub struct FlowEvidence {
     pub longest_gap_ns: u64,
     /// The path MTU the connection's RDMA-CM request offered.
     pub cm_mtu: Option<u32>,
+    /// The transport retry count the connection's RDMA-CM request set.
+    pub cm_retry_count: Option<u8>,
     /// The path MTU the packets of either direction show (set with the report).
     pub path_mtu_seen: Option<u32>,
     /// The largest payload of a packet.
@@ -508,6 +514,8 @@ pub struct Flow {
     pub path_mtu: Option<u32>,
     /// The path MTU the connection's RDMA-CM request offered.
     pub cm_mtu: Option<u32>,
+    /// The transport retry count the connection's RDMA-CM request set.
+    pub cm_retry_count: Option<u8>,
     /// The largest payload of a packet (what the path evidently carries).
     pub max_payload: u32,
     pub oversize: Rare<Evidence>,
@@ -610,6 +618,7 @@ impl Flow {
             longest_gap_ns: 0,
             path_mtu: None,
             cm_mtu: None,
+            cm_retry_count: None,
             max_payload: 0,
             oversize: Default::default(),
             icrc_bad: Default::default(),
@@ -659,6 +668,12 @@ impl Flow {
 
     /// RDMA-CM set up a new connection on this flow's QP: what the old one left pending is
     /// forgotten and PSNs are judged afresh (counts so far stay).
+    /// What the connection's RDMA-CM request set up.
+    pub fn cm_setup(&mut self, setup: super::cm::CmSetup) {
+        self.cm_mtu = setup.path_mtu;
+        self.cm_retry_count = Some(setup.retry_count);
+    }
+
     pub fn new_connection(&mut self) {
         self.req.restart();
         self.read_resp.restart();
@@ -917,6 +932,7 @@ impl Flow {
             native_ib: self.native_ib,
             longest_gap_ns: self.longest_gap_ns,
             cm_mtu: self.cm_mtu,
+            cm_retry_count: self.cm_retry_count,
             path_mtu_seen: self.path_mtu,
             max_payload: self.max_payload,
             path: (!self.rocev1 && !self.native_ib)

@@ -255,7 +255,7 @@ pub struct Analyzer {
     pub(crate) cm_requests: cm::CmRequests,
     /// Pairs learned from RDMA-CM, by flow key, both ways: the other direction, the path MTU
     /// from the request, when learned.
-    cm_pairs: HashMap<FlowKey, (FlowKey, Option<u32>, u64)>,
+    cm_pairs: HashMap<FlowKey, (FlowKey, cm::CmSetup, u64)>,
     /// PFC per (source MAC, priority); 802.3x PAUSE per source MAC.
     pub(crate) pfc: BTreeMap<(MacAddr, u8), PauseTracker>,
     /// Which sources' PFC pauses overlapped, counted as pauses close.
@@ -487,8 +487,8 @@ impl Analyzer {
         flow.link = p.link;
         // A pair learned from RDMA-CM before the flow's first packet.
         let cm_pair = self.cm_pairs.get(&key).copied();
-        if let Some((_, mtu, _)) = cm_pair {
-            flow.cm_mtu = mtu;
+        if let Some((_, setup, _)) = cm_pair {
+            flow.cm_setup(setup);
         }
         self.flows.push(Box::new(flow));
         self.index.insert(key, i);

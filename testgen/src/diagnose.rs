@@ -141,6 +141,11 @@ pub fn scenarios() -> Vec<Scenario> {
             &[("unacknowledged_requests", 1), ("retransmissions", 7)],
         ),
         scenario(
+            "retries_exhausted_cm",
+            retries_exhausted_cm(),
+            &[("unacknowledged_requests", 1), ("retransmissions", 3)],
+        ),
+        scenario(
             "nak_without_gap",
             nak_without_gap(),
             &[("nak_without_gap", 1), ("retransmissions", 5)],
@@ -674,6 +679,25 @@ fn retries_exhausted() -> Frames {
     let t = writes(&mut tl, &mut c, T0_NS, 10);
     let lost = c.write(1024).remove(0);
     for attempt in 0..8u64 {
+        tl.push(t + attempt * 500 * US, c.request_frame(&lost));
+    }
+    bystander(&mut tl, T0_NS, 300);
+    tl.into_frames()
+}
+
+/// As `retries_exhausted`, on a connection RDMA-CM set up with Retry Count 3: the PSN is sent
+/// and resent 3 times, then the QP falls silent.
+fn retries_exhausted_cm() -> Frames {
+    let mut tl = Timeline::default();
+    let mut req = cm_req(0x1001, 0x400, 1000);
+    req[24 + 47] = 3;
+    tl.push(T0_NS, mad_frame(host(1), host(2), 1, req));
+    let rep = cm_rep(0x2001, 0x1001, 0x100, 7000);
+    tl.push(T0_NS + 5 * US, mad_frame(host(2), host(1), 1, rep));
+    let mut c = conn(host(1), host(2), 0x400, 0x100);
+    let t = writes(&mut tl, &mut c, T0_NS + 20 * US, 10);
+    let lost = c.write(1024).remove(0);
+    for attempt in 0..4u64 {
         tl.push(t + attempt * 500 * US, c.request_frame(&lost));
     }
     bystander(&mut tl, T0_NS, 300);

@@ -47,13 +47,21 @@ pub(super) fn unacknowledged_requests(r: &FlowReport, f: &FlowEvidence, out: &mu
             cause = "an MTU black hole: a hop on the path has a smaller MTU than the QP's path MTU and drops the larger packets without a word; set the path MTU (or the interface MTU) to what every hop carries".into();
         }
     }
-    if let Some((psn, n)) = u.retry.filter(|&(_, n)| n >= RETRY_LIMIT) {
+    // The retry count the connection's RDMA-CM request set, else the largest there is.
+    let (limit, set_by) = match f.cm_retry_count {
+        Some(n) => (
+            u32::from(n).max(1),
+            ", the retry count its RDMA-CM request set",
+        ),
+        None => (RETRY_LIMIT, ""),
+    };
+    if let Some((psn, n)) = u.retry.filter(|&(_, n)| n >= limit) {
         message.push_str(&format!(
             "; PSN {} was resent {n} times before the QP fell silent",
             psn.value()
         ));
         cause = format!(
-            "the requester's transport retries ran out ({RETRY_LIMIT} resends without an ACK): the QP went to the error state and its work requests failed with a retry-exceeded error; {cause}"
+            "the requester's transport retries ran out ({limit} resends without an ACK{set_by}): the QP went to the error state and its work requests failed with a retry-exceeded error; {cause}"
         );
         severity = Severity::Critical;
     }
