@@ -105,6 +105,7 @@ fn psn_scenarios_count_exactly() {
     );
     // The go-back came 9.5 us after the NAK.
     assert_eq!(l["recovery"]["nak_to_retransmit_us"]["max"], 9.5);
+    assert_eq!(l["recovery"]["rnr_wait_us"]["count"], 0);
     assert_eq!(l["recovery"]["timeout_resends"], 0);
     assert_eq!(l["path_mtu"], 1024);
     assert_eq!(l["paired_by"], "psn");
@@ -143,6 +144,10 @@ fn psn_scenarios_count_exactly() {
     assert_eq!(psn(n), (0, 0, 0, 0, 1));
     assert_eq!(n["naks"]["rnr"], 1);
     assert_eq!(n["naks"]["remote_access_error"], 1);
+    // The resend came 99 us after the RNR NAK (801 us, 900 us): an RNR wait, not a sequence
+    // NAK's resend.
+    assert_eq!(n["recovery"]["rnr_wait_us"]["max"], 99.0);
+    assert_eq!(n["recovery"]["nak_to_retransmit_us"]["count"], 0);
     let c = finding_codes(&r);
     for code in [
         "psn_loss",

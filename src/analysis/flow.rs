@@ -279,8 +279,10 @@ pub struct Recovery {
 
 #[derive(Debug, Clone, Default)]
 struct RecoveryEvents {
-    nak_at: Option<u64>,
+    /// The NAK waiting for its resend, and whether it was an RNR NAK.
+    nak_at: Option<(u64, bool)>,
     nak_to_resend: Samples,
+    rnr_wait: Samples,
     timeout_resends: u64,
     timeout_interval: Samples,
 }
@@ -288,8 +290,9 @@ struct RecoveryEvents {
 crate::empty!(RecoveryEvents);
 
 impl Recovery {
-    pub fn nak(&mut self, ts: u64) {
-        self.events.nak_at.get_or_insert(ts);
+    /// A sequence-error NAK (`rnr` false) or an RNR NAK at `ts`.
+    pub fn nak(&mut self, ts: u64, rnr: bool) {
+        self.events.nak_at.get_or_insert((ts, rnr));
     }
 
     /// A request at `ts`; `replay` when it starts a go-back replay.
@@ -297,7 +300,8 @@ impl Recovery {
         if replay {
             let e = &mut *self.events;
             match e.nak_at.take() {
-                Some(nak) => e.nak_to_resend.add(ts.saturating_sub(nak)),
+                Some((nak, false)) => e.nak_to_resend.add(ts.saturating_sub(nak)),
+                Some((nak, true)) => e.rnr_wait.add(ts.saturating_sub(nak)),
                 None => {
                     e.timeout_resends += 1;
                     if let Some(last) = self.last_request_ts {
@@ -312,6 +316,7 @@ impl Recovery {
     pub fn report(&self) -> RecoveryReport {
         RecoveryReport {
             nak_to_retransmit_us: self.events.nak_to_resend.summary(),
+            rnr_wait_us: self.events.rnr_wait.summary(),
             timeout_resends: self.events.timeout_resends,
             timeout_interval_us: self.events.timeout_interval.summary(),
         }

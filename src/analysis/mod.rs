@@ -1017,7 +1017,7 @@ impl Analyzer {
                 }
             }
             AethKind::RnrNak => {
-                d.recovery.nak(p.ts_ns);
+                d.recovery.nak(p.ts_ns, true);
                 d.naks.rnr.add(p.frame_no);
                 d.req.nak(r.psn);
                 d.covered(r.psn, false);
@@ -1029,7 +1029,7 @@ impl Analyzer {
                             d.nak_without_gap.add(p.frame_no);
                         }
                         d.req.nak(r.psn);
-                        d.recovery.nak(p.ts_ns);
+                        d.recovery.nak(p.ts_ns, false);
                         &mut d.naks.psn_sequence_error
                     }
                     NakCode::InvalidRequest => &mut d.naks.invalid_request,

@@ -702,8 +702,11 @@ pub struct LatencySummary {
 /// How a flow's requester recovered from loss, where the capture shows it.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct RecoveryReport {
-    /// From a NAK (sequence error or RNR) to the first resend it caused, in us.
+    /// From a sequence-error NAK to the first resend it caused, in us.
     pub nak_to_retransmit_us: LatencySummary,
+    /// From an RNR NAK to the resend after it: the requester's RNR wait (milliseconds, where
+    /// a sequence NAK's resend takes microseconds).
+    pub rnr_wait_us: LatencySummary,
     /// Go-back replays no NAK asked for (the requester's timeout), and the silence before each.
     pub timeout_resends: u64,
     pub timeout_interval_us: LatencySummary,
