@@ -124,6 +124,12 @@ impl<T> QueueSender<T> {
         })
     }
 
+    /// Whether the receiver has taken the queue down to half its limit: a queue found full
+    /// counts as full until then, so that a sender does not go back and forth on every batch.
+    pub fn drained_to_half(&self) -> bool {
+        self.used() <= self.room.limit / 2
+    }
+
     /// The bytes the queue holds now.
     pub fn used(&self) -> usize {
         self.room
@@ -222,7 +228,7 @@ const OUTPUT_NICE: i32 = 19;
 
 /// This thread at nice +19 (Linux sets a nice value per thread): at +10, the outputs of a
 /// churn replayed at top speed took enough of two cores for the kernel to drop frames.
-pub fn lower_priority() {
+fn lower_priority() {
     let tid = rustix::thread::gettid();
     let _ = rustix::process::setpriority_process(Some(tid), OUTPUT_NICE);
 }

@@ -3,7 +3,7 @@
 //! (the events, the metrics, the dataset's parts, the status line, the report's warnings): a
 //! loss is never silent.
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Every (output, kind) an output may drop, told at 0 from the start (a counter born at 1 is
 /// a first sample Prometheus's `increase()` does not count).
@@ -16,7 +16,7 @@ pub const DROPPABLE: [(&str, &str); 4] = [
 
 #[derive(Debug, Default)]
 pub struct DroppedRecords {
-    counts: Mutex<[u64; DROPPABLE.len()]>,
+    counts: [AtomicU64; DROPPABLE.len()],
 }
 
 impl DroppedRecords {
@@ -29,22 +29,25 @@ impl DroppedRecords {
             debug_assert!(false, "not droppable: {output} {kind}");
             return;
         };
-        self.counts.lock().unwrap_or_else(|e| e.into_inner())[at] += n;
+        self.counts[at].fetch_add(n, Ordering::Relaxed);
     }
 
     /// Each (output, kind, records dropped so far), in `DROPPABLE`'s order.
     pub fn counts(&self) -> [(&'static str, &'static str, u64); DROPPABLE.len()] {
-        let counts = *self.counts.lock().unwrap_or_else(|e| e.into_inner());
-        std::array::from_fn(|i| (DROPPABLE[i].0, DROPPABLE[i].1, counts[i]))
+        std::array::from_fn(|i| {
+            let n = self.counts[i].load(Ordering::Relaxed);
+            (DROPPABLE[i].0, DROPPABLE[i].1, n)
+        })
+    }
+
+    /// Records dropped so far by (output, kind), in `DROPPABLE`'s order.
+    pub fn by_kind(&self) -> [u64; DROPPABLE.len()] {
+        self.counts().map(|c| c.2)
     }
 
     /// Records dropped so far, every output and kind.
     pub fn total(&self) -> u64 {
-        self.counts
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .sum()
+        self.by_kind().iter().sum()
     }
 
     /// What was dropped, as a warning's words: none when nothing was.

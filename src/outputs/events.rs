@@ -257,7 +257,7 @@ impl EventsOutput {
         let batch = std::mem::take(&mut self.batch);
         let bytes = std::mem::take(&mut self.batch_bytes);
         // A queue found full is full until the writer took half of it.
-        self.full = self.full && to_writer.used() > QUEUE_BYTES / 2;
+        self.full = self.full && !to_writer.drained_to_half();
         let sent = match to_writer.hand(batch, bytes, self.when_full) {
             Err(NotSent::Full(batch)) => {
                 self.full = true;

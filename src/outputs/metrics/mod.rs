@@ -783,7 +783,7 @@ mod tests {
         let d = crate::model::DroppedRecords::default();
         d.add("events", "flow_end", 7);
         d.add("parquet", "timeline", 3);
-        m.records_dropped(d.counts().map(|c| c.2));
+        m.records_dropped(d.by_kind());
         m.update(
             &Default::default(),
             &Default::default(),

@@ -17,7 +17,7 @@ use super::{Metrics, QpCounts};
 use crate::common::error::Error;
 use crate::common::queue::spawn_behind;
 use crate::decode::FrameCounts;
-use crate::model::{DroppedRecords, Figures, FlowCounters, FlowEnded, NewFindings, SourceStatus};
+use crate::model::{Figures, FlowCounters, FlowEnded, NewFindings, SourceStatus};
 use crate::model::{Finding, Told};
 use crate::outputs::{CaptureEnd, Output, Tick, Wants};
 
@@ -193,10 +193,6 @@ fn take_state(metrics: &mut Metrics, s: &State) {
     }
 }
 
-fn dropped_now(d: &DroppedRecords) -> [u64; crate::model::DROPPABLE.len()] {
-    d.counts().map(|c| c.2)
-}
-
 impl Output for MetricsOutput {
     fn wants(&self) -> Wants {
         Wants {
@@ -226,7 +222,7 @@ impl Output for MetricsOutput {
                 counts: tick.counts.clone(),
                 figures: Some(tick.analysis.figures()),
                 source: *tick.source,
-                dropped: dropped_now(tick.dropped),
+                dropped: tick.dropped.by_kind(),
             })));
             self.last = Some(Instant::now());
         }
@@ -240,7 +236,7 @@ impl Output for MetricsOutput {
             counts: end.counts.clone(),
             figures: end.figures.cloned(),
             source: *end.source,
-            dropped: dropped_now(end.dropped),
+            dropped: end.dropped.by_kind(),
         };
         let findings = self.report_is_whole.then(|| end.report.findings.clone());
         self.mailbox.put(Message::Final(Box::new(state), findings));

@@ -300,7 +300,7 @@ impl RollingExport {
             && self
                 .to_writer
                 .as_ref()
-                .is_some_and(|t| t.used() > QUEUE_BYTES / 2)
+                .is_some_and(|t| !t.drained_to_half())
     }
 
     /// Whether the queue was full at the last look; looks again every `BATCH` frames.
