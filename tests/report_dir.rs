@@ -393,3 +393,32 @@ fn the_page_has_a_card_for_the_psns_the_capture_missed() {
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&clean);
 }
+
+#[test]
+fn the_page_has_a_nics_table_with_the_text_reports_figures() {
+    let dir = tmpdir("nics");
+    let r = make_report(&testdata("diagnose/slow_nak.pcap"), &dir, &[]);
+    assert_eq!(r["hosts"].as_array().unwrap().len(), 2);
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    let table = &html[html.find("<h2>NICs</h2>").expect("a NICs section")..];
+    let table = &table[..table.find("</table>").unwrap()];
+    for heading in [
+        "host",
+        "NAK gen",
+        "resends",
+        "rate after CNP",
+        "set by RDMA-CM",
+    ] {
+        assert!(
+            table.contains(&format!(">{heading}</th>")),
+            "{heading}: {table}"
+        );
+    }
+    // The receiver's row holds its NAK generation time as the text report says it.
+    assert!(table.contains("<td class=\"l\">10.0.0.2</td>"), "{table}");
+    assert!(table.contains("<td>200 (3)</td>"), "{table}");
+    assert!(table.contains("<td>go-back-n (3/0)</td>"), "{table}");
+    let text = std::fs::read_to_string(dir.join("report.txt")).unwrap();
+    assert!(text.contains("NAK gen 200 (3)"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

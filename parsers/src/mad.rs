@@ -27,6 +27,12 @@ pub enum CmMessage {
         /// Retry Count (0-7): how often the connection's QPs resend a request no ACK answers
         /// before they give up (the QP goes to the error state).
         retry_count: u8,
+        /// RNR Retry Count (0-7; 7 retries for ever): how often they resend after an RNR NAK
+        /// before they give up.
+        rnr_retry_count: u8,
+        /// The primary path's Local ACK Timeout: the requester resends a request no ACK
+        /// answered after 4.096 us x 2^this (0: no timeout).
+        local_ack_timeout: u8,
     },
     /// ConnectReply: the passive side's QPN and first PSN, and the request it answers.
     Reply {
@@ -111,6 +117,8 @@ pub fn parse(mad: &[u8]) -> Option<CmMessage> {
             path_mtu: cm.get(50).and_then(|b| mtu_bytes(b >> 4)),
             response_timeout: cm.get(43)? >> 3,
             retry_count: cm.get(47)? & 0x7,
+            rnr_retry_count: cm.get(50)? & 0x7,
+            local_ack_timeout: cm.get(95)? >> 3,
         }),
         ATTR_REP => Some(CmMessage::Reply {
             comm_id: be32(cm, 0)?,
@@ -140,7 +148,9 @@ mod tests {
         mad[16..18].copy_from_slice(&ATTR_REQ.to_be_bytes());
         mad[24..28].copy_from_slice(&0x34cf_b552u32.to_be_bytes());
         mad[24 + 32..24 + 35].copy_from_slice(&[0, 0, 0x11]);
-        mad[24 + 50] = 0x37;
+        // MTU code 3 (1024 bytes), RNR Retry Count 6; the primary path's Local ACK Timeout 14.
+        mad[24 + 50] = 0x36;
+        mad[24 + 95] = 14 << 3;
         mad[24 + 44..24 + 47].copy_from_slice(&[0x0a, 0xbc, 0xde]);
         // Remote CM Response Timeout 20 above transport type RC and flow control.
         mad[24 + 43] = 20 << 3 | 0b001;
@@ -155,6 +165,8 @@ mod tests {
                 path_mtu: Some(1024),
                 response_timeout: 20,
                 retry_count: 5,
+                rnr_retry_count: 6,
+                local_ack_timeout: 14,
             })
         );
         mad[16..18].copy_from_slice(&ATTR_REP.to_be_bytes());

@@ -17,7 +17,6 @@ const MAX_CM_REQUESTS: usize = 100_000;
 #[derive(Debug, Clone)]
 pub struct CmRequest {
     pub qpn: Qpn,
-    pub path_mtu: Option<u32>,
     pub first_frame: u64,
     pub first_ts: u64,
     /// Times it was sent (the CM resends a REQ nobody answers).
@@ -26,15 +25,27 @@ pub struct CmRequest {
     /// How long its sender waits for the answer before sending it again (the REQ's Remote CM
     /// Response Timeout).
     pub answer_within_ns: u64,
-    /// The connection's transport retry count (0-7).
-    pub retry_count: u8,
+    pub setup: CmSetup,
 }
 
 /// What a connection's RDMA-CM request set up for both its QPs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CmSetup {
     pub path_mtu: Option<u32>,
+    /// Transport retries (0-7) before the QP gives up on a request no ACK answers.
     pub retry_count: u8,
+    /// Resends (0-7; 7 for ever) after RNR NAKs before it gives up.
+    pub rnr_retry_count: u8,
+    /// The Local ACK Timeout's exponent: a request no ACK answered is resent after 4.096 us x
+    /// 2^this (0: never).
+    pub local_ack_timeout: u8,
+}
+
+impl CmSetup {
+    /// The time a requester waits for an ACK before it resends, when one is set.
+    pub fn ack_timeout_ns(&self) -> Option<u64> {
+        (self.local_ack_timeout > 0).then(|| response_wait_ns(self.local_ack_timeout))
+    }
 }
 
 /// Why a request counts as unanswered.
@@ -99,6 +110,8 @@ impl Analyzer {
                 path_mtu,
                 response_timeout,
                 retry_count,
+                rnr_retry_count,
+                local_ack_timeout,
                 ..
             } => {
                 let full = self.cm_requests.len() >= MAX_CM_REQUESTS;
@@ -110,13 +123,17 @@ impl Analyzer {
                         key,
                         CmRequest {
                             qpn,
-                            path_mtu,
                             first_frame: at.frame_no,
                             first_ts: at.ts,
                             sent: 1,
                             answer: None,
                             answer_within_ns: response_wait_ns(response_timeout),
-                            retry_count,
+                            setup: CmSetup {
+                                path_mtu,
+                                retry_count,
+                                rnr_retry_count,
+                                local_ack_timeout,
+                            },
                         },
                     );
                 }
@@ -154,13 +171,7 @@ impl Analyzer {
         };
         let first_answer = req.answer.is_none();
         req.answer = Some(CmAnswer::Reply);
-        let (active_qpn, setup) = (
-            req.qpn,
-            CmSetup {
-                path_mtu: req.path_mtu,
-                retry_count: req.retry_count,
-            },
-        );
+        let (active_qpn, setup) = (req.qpn, req.setup);
         let to_passive = FlowKey {
             src: at.dst,
             dst: at.src,
@@ -196,13 +207,17 @@ mod tests {
     fn request(first_ts: u64, exponent: u8) -> CmRequest {
         CmRequest {
             qpn: Qpn(0x400),
-            path_mtu: None,
             first_frame: 1,
             first_ts,
             sent: 1,
             answer: None,
             answer_within_ns: response_wait_ns(exponent),
-            retry_count: 7,
+            setup: CmSetup {
+                path_mtu: None,
+                retry_count: 7,
+                rnr_retry_count: 7,
+                local_ack_timeout: 14,
+            },
         }
     }
 

@@ -103,7 +103,7 @@ impl Hash for FlowKey {
 
 /// An address as one number (an IPv4 address and the IPv6 address it maps to share one: the
 /// hash may collide, equality does not).
-fn ip_bits(a: IpAddr) -> u128 {
+pub(super) fn ip_bits(a: IpAddr) -> u128 {
     match a {
         IpAddr::V4(v) => u128::from(v.to_bits()),
         IpAddr::V6(v) => v.to_bits(),
@@ -278,7 +278,7 @@ pub struct Recovery {
 }
 
 #[derive(Debug, Clone, Default)]
-struct RecoveryEvents {
+pub struct RecoveryEvents {
     /// The NAK waiting for its resend, and whether it was an RNR NAK.
     nak_at: Option<(u64, bool)>,
     nak_to_resend: Samples,
@@ -288,6 +288,23 @@ struct RecoveryEvents {
 }
 
 crate::empty!(RecoveryEvents);
+
+impl RecoveryEvents {
+    /// From each sequence-error NAK to the resend it caused.
+    pub fn nak_to_resend(&self) -> &Samples {
+        &self.nak_to_resend
+    }
+
+    /// From each RNR NAK to the resend after it.
+    pub fn rnr_wait(&self) -> &Samples {
+        &self.rnr_wait
+    }
+
+    /// The silence before each resend no NAK asked for.
+    pub fn timeout_interval(&self) -> &Samples {
+        &self.timeout_interval
+    }
+}
 
 impl Recovery {
     /// A sequence-error NAK (`rnr` false) or an RNR NAK at `ts`.
@@ -311,6 +328,11 @@ impl Recovery {
             }
         }
         self.last_request_ts = Some(ts);
+    }
+
+    /// What it saw of NAKs and resends, if anything.
+    pub fn events(&self) -> Option<&RecoveryEvents> {
+        self.events.is_set().then(|| &*self.events)
     }
 
     pub fn report(&self) -> RecoveryReport {
@@ -437,6 +459,8 @@ pub struct FlowEvidence {
     /// The UDP source port (and IPv6 flow label) most of its packets carried: none for
     /// RoCEv1 and native InfiniBand.
     pub path: Option<PathKey>,
+    /// How its sender's rate went after CNPs, once 10 came (`cnp_without_slowdown`).
+    pub cnp_response: Option<super::nic::CnpResponse>,
 }
 
 /// A flow's troubles as findings see them (`FlowEvidence::troubles`).
@@ -517,10 +541,8 @@ pub struct Flow {
     pub longest_gap_ns: u64,
     /// The path MTU the packets show (First/Middle payloads, READ responses).
     pub path_mtu: Option<u32>,
-    /// The path MTU the connection's RDMA-CM request offered.
-    pub cm_mtu: Option<u32>,
-    /// The transport retry count the connection's RDMA-CM request set.
-    pub cm_retry_count: Option<u8>,
+    /// What the connection's RDMA-CM request set up (path MTU, retry counts, ACK timeout).
+    pub cm: Option<Box<super::cm::CmSetup>>,
     /// The largest payload of a packet (what the path evidently carries).
     pub max_payload: u32,
     pub oversize: Rare<Evidence>,
@@ -543,9 +565,7 @@ pub struct Flow {
     pub naks: Rare<NakCounts>,
     pub read_responses: u64,
     pub cnps: Rare<Evidence>,
-    pub first_cnp_ts: Option<u64>,
     pub ce: Rare<Evidence>,
-    pub first_ce_ts: Option<u64>,
     /// CE marks waiting for a CNP, oldest first.
     pub ce_pending: Rare<VecDeque<(u64, u64)>>,
     pub ce_unanswered: Rare<Evidence>,
@@ -561,6 +581,8 @@ pub struct Flow {
     pub psn_position: Option<(Psn, i64)>,
     /// The path key most of its packets carried (ECMP entropy).
     pub path: PathVote,
+    /// How its NICs reacted to loss and congestion, from its first sign of either.
+    pub nic: Rare<super::nic::NicSigns>,
     /// The latest frames (PSN, identity folded to 32 bits, time): a frame seen again among
     /// them is a copy made by the capture, not a resend.
     recent: [(Psn, u32, u64); RECENT_COPIES],
@@ -622,8 +644,8 @@ impl Flow {
             read_range_violation: Default::default(),
             longest_gap_ns: 0,
             path_mtu: None,
-            cm_mtu: None,
-            cm_retry_count: None,
+            cm: None,
+            nic: Rare::default(),
             max_payload: 0,
             oversize: Default::default(),
             icrc_bad: Default::default(),
@@ -640,9 +662,7 @@ impl Flow {
             naks: Default::default(),
             read_responses: 0,
             cnps: Default::default(),
-            first_cnp_ts: None,
             ce: Default::default(),
-            first_ce_ts: None,
             ce_pending: Default::default(),
             ce_unanswered: Default::default(),
             cnps_sent: 0,
@@ -658,11 +678,17 @@ impl Flow {
     }
 
     /// Whether this frame (`psn`, `identity`) was just seen on this flow: the same frame
-    /// captured twice. Otherwise it is remembered.
+    /// captured twice. Otherwise it is remembered. A NAK between the two makes it a resend,
+    /// however fast (a NIC that NAKs and resends within microseconds).
     pub fn is_capture_copy(&mut self, psn: Psn, identity: u64, ts: u64) -> bool {
         let identity = (identity ^ identity >> 32) as u32;
+        let nak = self.nic.get().and_then(|n| n.last_nak());
         let copy = self.recent.iter().any(|&(p, id, t)| {
-            p == psn && id == identity && t != 0 && ts.abs_diff(t) <= COPY_WINDOW_NS
+            p == psn
+                && id == identity
+                && t != 0
+                && ts.abs_diff(t) <= COPY_WINDOW_NS
+                && nak.is_none_or(|nak| nak < t)
         });
         if !copy {
             self.recent[usize::from(self.recent_at)] = (psn, identity, ts);
@@ -675,8 +701,22 @@ impl Flow {
     /// forgotten and PSNs are judged afresh (counts so far stay).
     /// What the connection's RDMA-CM request set up.
     pub fn cm_setup(&mut self, setup: super::cm::CmSetup) {
-        self.cm_mtu = setup.path_mtu;
-        self.cm_retry_count = Some(setup.retry_count);
+        self.cm = Some(Box::new(setup));
+    }
+
+    /// Its first CE-marked packet.
+    pub fn first_ce_ts(&self) -> Option<u64> {
+        self.nic.get().and_then(|n| n.first_ce)
+    }
+
+    /// Its first CNP at or after its first CE mark.
+    pub fn first_cnp_ts(&self) -> Option<u64> {
+        self.nic.get().and_then(|n| n.first_cnp)
+    }
+
+    /// The path MTU the connection's RDMA-CM request offered.
+    pub fn cm_mtu(&self) -> Option<u32> {
+        self.cm.as_ref().and_then(|c| c.path_mtu)
     }
 
     pub fn new_connection(&mut self) {
@@ -936,8 +976,9 @@ impl Flow {
             rocev1: self.rocev1,
             native_ib: self.native_ib,
             longest_gap_ns: self.longest_gap_ns,
-            cm_mtu: self.cm_mtu,
-            cm_retry_count: self.cm_retry_count,
+            cm_mtu: self.cm_mtu(),
+            cm_retry_count: self.cm.as_ref().map(|c| c.retry_count),
+            cnp_response: self.nic.cnp_response(),
             path_mtu_seen: self.path_mtu,
             max_payload: self.max_payload,
             path: (!self.rocev1 && !self.native_ib)

@@ -66,7 +66,22 @@ impl Samples {
         &self.kept
     }
 
+    /// Adds what `other` holds: its count and maximum, and the samples it kept.
+    pub fn merge(&mut self, other: &Samples) {
+        for &v in &other.kept {
+            self.add(v);
+        }
+        self.count += other.count - other.kept.len() as u64;
+        self.max_ns = self.max_ns.max(other.max_ns);
+    }
+
+    /// In microseconds.
     pub fn summary(&self) -> LatencySummary {
+        self.summary_in(1e3)
+    }
+
+    /// In units of `unit` of what was added (1e3: microseconds of nanoseconds).
+    pub fn summary_in(&self, unit: f64) -> LatencySummary {
         if self.count == 0 {
             return LatencySummary::default();
         }
@@ -75,14 +90,14 @@ impl Samples {
         // Nearest-rank percentile.
         let pct = |p: f64| {
             let rank = ((p / 100.0) * v.len() as f64).ceil().max(1.0) as usize;
-            v[rank.min(v.len()) - 1] as f64 / 1000.0
+            v[rank.min(v.len()) - 1] as f64 / unit
         };
         LatencySummary {
             count: self.count,
             p50: Some(pct(50.0)),
             p99: Some(pct(99.0)),
             p999: Some(pct(99.9)),
-            max: Some(self.max_ns as f64 / 1000.0),
+            max: Some(self.max_ns as f64 / unit),
         }
     }
 }

@@ -308,6 +308,7 @@ impl Analyzer {
             self.state.missed_psns += missed;
             self.state.missed_flows += 1;
         }
+        self.hosts.fold(flow, end);
         if self.timelines.is_some() {
             for &ns in flow.ack_rtt.kept() {
                 self.ended_rtt.push(ns);

@@ -7,8 +7,10 @@ pub mod copies;
 pub mod findings;
 pub mod flow;
 pub mod flow_table;
+pub mod hosts;
 pub mod latency;
 pub mod lifetime;
+pub mod nic;
 pub mod notes;
 pub mod pfc;
 pub mod psn;
@@ -106,7 +108,7 @@ fn check_marking(f: &mut Flow, p: &PacketSummary, r: &RoceSummary) {
 /// connection first (a requester that sends 4096-byte segments on a 1024 path shows 4096 in
 /// its own packets), else what the packets of either direction show (`mtu`).
 fn oversize_limit(f: &Flow, mtu: Option<u32>) -> u32 {
-    f.cm_mtu.or(f.path_mtu).or(mtu).unwrap_or(u32::MAX)
+    f.cm_mtu().or(f.path_mtu).or(mtu).unwrap_or(u32::MAX)
 }
 
 /// The PSNs a request consumes, and the DMA length of a READ whose responses' count is not
@@ -242,6 +244,8 @@ pub struct Analyzer {
     next_sweep_ns: u64,
     /// ACK RTT samples of ended flows, for the plots.
     ended_rtt: Vec<u64>,
+    /// The end points, with what the flows that ended showed of them.
+    hosts: hosts::HostTable,
     /// Flow lookup on every packet: FxHash, as SipHash showed in profiles (a capture is not an
     /// adversary that can pick keys to collide: flows are bounded by --max-flows anyway).
     pub(crate) index: FxHashMap<FlowKey, usize>,
@@ -297,6 +301,7 @@ impl Analyzer {
             flows_ended: 0,
             next_sweep_ns: 0,
             ended_rtt: Vec::new(),
+            hosts: hosts::HostTable::default(),
             index: FxHashMap::default(),
             last_flow_index: usize::MAX,
             host_names: Default::default(),
@@ -485,6 +490,8 @@ impl Analyzer {
         let mut flow = Flow::new(self.next_flow_id, key, p.frame_no, p.ts_ns);
         self.next_flow_id += 1;
         flow.link = p.link;
+        self.hosts
+            .saw_macs([(key.src, p.src_mac), (key.dst, p.dst_mac)]);
         // A pair learned from RDMA-CM before the flow's first packet.
         let cm_pair = self.cm_pairs.get(&key).copied();
         if let Some((_, setup, _)) = cm_pair {
@@ -610,7 +617,10 @@ impl Analyzer {
             if ce {
                 self.totals.ce += 1;
                 f.ce.add(p.frame_no);
-                f.first_ce_ts.get_or_insert(p.ts_ns);
+                f.nic.ce(p.ts_ns);
+            }
+            if let Some(nic) = f.nic.get_mut() {
+                nic.sent(p.ts_ns, p.len);
             }
             f.rocev1 |= r.v1;
             f.native_ib |= r.ib;
@@ -678,7 +688,7 @@ impl Analyzer {
         let f = &self.flows[fi];
         f.path_mtu
             .or_else(|| f.peer.and_then(|j| self.flows[j].path_mtu))
-            .or(f.cm_mtu)
+            .or(f.cm_mtu())
     }
 
     fn request(&mut self, fi: usize, p: &PacketSummary, r: &RoceSummary) {
@@ -767,6 +777,15 @@ impl Analyzer {
             }
         }
         let f = &mut self.flows[fi];
+        let reliable = f.transport.is_some_and(Transport::is_reliable);
+        if reliable && (f.nic.is_set() || matches!(arrival, Arrival::Gap(_))) {
+            let gap_from = match arrival {
+                Arrival::Gap(missing) => Some(r.psn + (Psn::MODULUS - missing % Psn::MODULUS)),
+                _ => None,
+            };
+            let resent = arrival == Arrival::Retransmitted;
+            f.nic.request(r.psn, p.ts_ns, gap_from, resent);
+        }
         match arrival {
             Arrival::Gap(_) => {
                 self.totals.psn_gaps += 1;
@@ -1018,6 +1037,7 @@ impl Analyzer {
             }
             AethKind::RnrNak => {
                 d.recovery.nak(p.ts_ns, true);
+                d.nic.rnr_nak(p.ts_ns);
                 d.naks.rnr.add(p.frame_no);
                 d.req.nak(r.psn);
                 d.covered(r.psn, false);
@@ -1028,6 +1048,8 @@ impl Analyzer {
                         if d.req.saw(r.psn) {
                             d.nak_without_gap.add(p.frame_no);
                         }
+                        let highest = d.req.expected().map(Psn::prev);
+                        d.nic.sequence_nak(r.psn, p.ts_ns, p.frame_no, highest);
                         d.req.nak(r.psn);
                         d.recovery.nak(p.ts_ns, false);
                         &mut d.naks.psn_sequence_error
@@ -1114,7 +1136,7 @@ impl Analyzer {
             candidates
                 .iter()
                 .copied()
-                .filter(|&j| self.flows[j].first_ce_ts.is_some())
+                .filter(|&j| self.flows[j].first_ce_ts().is_some())
                 .max_by_key(|&j| self.flows[j].ce_pending.back().map_or(0, |&(ts, _)| ts))
                 .or(if candidates.len() == 1 {
                     Some(candidates[0])
@@ -1137,9 +1159,7 @@ impl Analyzer {
         if d.class().is_some_and(|data| cnp_below(pcp, dscp, data)) {
             d.cnp_lower_class.add(p.frame_no);
         }
-        if d.first_ce_ts.is_some_and(|ce| ce <= p.ts_ns) && d.first_cnp_ts.is_none() {
-            d.first_cnp_ts = Some(p.ts_ns);
-        }
+        d.nic.cnp(p.ts_ns, p.frame_no);
         d.expire_ce(p.ts_ns, CNP_WINDOW_NS, self.notes.as_mut());
         d.ce_pending.reset();
         self.note(di, p.frame_no, |flow| notes::NoteKind::Cnp {

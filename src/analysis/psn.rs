@@ -222,7 +222,15 @@ impl PsnTracker {
             .expected
             .is_some_and(|e| (-(1 << 22)..0).contains(&(psn - e)));
         let s = &*self.skipped;
-        behind && !s.holes.iter().any(|h| h.contains(psn)) && !s.damaged_taken.contains(&psn)
+        // A hole settled as missing before its NAK came (a slow receiver) was not seen either.
+        let settled = s.settled_ranges.iter().any(|&[first, last]| {
+            let first = Psn::new(first);
+            (0..=Psn::new(last) - first).contains(&(psn - first))
+        });
+        behind
+            && !s.holes.iter().any(|h| h.contains(psn))
+            && !settled
+            && !s.damaged_taken.contains(&psn)
     }
 
     /// The responder asked for a resend from `psn` (NAK sequence error or RNR NAK).

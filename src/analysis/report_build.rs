@@ -188,7 +188,7 @@ fn flow_entry(f: &Flow, at: At, peer: PeerFacts, hosts: &HostNames) -> FlowRepor
         .filter(|&&(ts, _)| ts + CNP_WINDOW_NS <= last_ts)
         .count() as u64;
     let peer_mtu = peer.and_then(|(_, mtu)| mtu);
-    let mtu_known = f.path_mtu.is_some() || peer_mtu.is_some() || f.cm_mtu.is_some();
+    let mtu_known = f.path_mtu.is_some() || peer_mtu.is_some() || f.cm_mtu().is_some();
     FlowReport {
         id: 0,
         src: hosts.name(f.key.src),
@@ -211,7 +211,7 @@ fn flow_entry(f: &Flow, at: At, peer: PeerFacts, hosts: &HostNames) -> FlowRepor
             pps: rate(f, f.packets as f64),
             messages_per_s: rate(f, f.messages as f64),
         }),
-        path_mtu: f.path_mtu.or(peer_mtu).or(f.cm_mtu),
+        path_mtu: f.path_mtu.or(peer_mtu).or(f.cm_mtu()),
         path_mtu_at_least: mtu_at_least(f, mtu_known),
         // A native InfiniBand frame has no VLAN tag or IP header to count.
         pcp: if f.native_ib {
@@ -242,7 +242,7 @@ fn flow_entry(f: &Flow, at: At, peer: PeerFacts, hosts: &HostNames) -> FlowRepor
             cnps_sent: f.cnps_sent,
             ce: f.ce.count,
             ce_without_cnp: f.ce_unanswered.count + late_unanswered,
-            ce_to_cnp_us: match (f.first_ce_ts, f.first_cnp_ts) {
+            ce_to_cnp_us: match (f.first_ce_ts(), f.first_cnp_ts()) {
                 (Some(ce), Some(cnp)) => Some((cnp - ce) as f64 / 1e3),
                 _ => None,
             },
@@ -654,13 +654,20 @@ impl Analyzer {
                 .chain(&open_evidence)
                 .collect(),
         );
+        let hosts = self.hosts_now();
         findings::find_each(
             &reports,
             &evidence,
             &self.capture_report(meta),
             &self.pfc_report(&pfc, &pause),
-            &self.facts(&mutual, meta, !at_end),
+            &self.facts(&mutual, meta, !at_end, &hosts),
         )
+    }
+
+    /// The end points now, the open flows folded in.
+    pub fn hosts_now(&self) -> Vec<crate::model::HostReport> {
+        let open = self.flows.iter().map(|f| &**f);
+        self.hosts.report(open, self.state.last_ts)
     }
 
     /// The report, with `pfc` and `pause` as the pause state.
@@ -676,6 +683,7 @@ impl Analyzer {
             capture: self.capture_report(meta),
             flows,
             pfc: self.pfc_report(pfc, pause),
+            hosts: self.hosts_now(),
             findings: Vec::new(),
             verify: None,
         };
@@ -686,7 +694,7 @@ impl Analyzer {
             &evidence,
             &report.capture,
             &report.pfc,
-            &self.facts(&self.mutual, meta, false),
+            &self.facts(&self.mutual, meta, false, &report.hosts),
         );
         report.findings = found;
         (report, order)
@@ -698,6 +706,7 @@ impl Analyzer {
         mutual: &super::pfc::MutualTally,
         meta: &'a CaptureMeta,
         running: bool,
+        hosts: &'a [crate::model::HostReport],
     ) -> CaptureFacts<'a> {
         let cfg = self.cfg;
         CaptureFacts {
@@ -714,6 +723,7 @@ impl Analyzer {
             running,
             malformed_frames: &meta.counts.malformed_frames,
             icrc_unchecked_malformed: meta.counts.icrc_unchecked_malformed,
+            hosts,
         }
     }
 

@@ -50,6 +50,11 @@ impl<T> Rare<T> {
         self.0.is_some()
     }
 
+    /// The value when one was written, without the read of a default.
+    pub fn get(&self) -> Option<&T> {
+        self.0.as_deref()
+    }
+
     /// The value when one was written: changes that leave a default alone need no allocation.
     pub fn get_mut(&mut self) -> Option<&mut T> {
         self.0.as_deref_mut()

@@ -32,6 +32,8 @@ pub struct Report {
     pub capture: CaptureReport,
     pub flows: Vec<FlowReport>,
     pub pfc: PfcReport,
+    /// One entry per IP address that sends or receives RoCE.
+    pub hosts: Vec<HostReport>,
     pub findings: Vec<Finding>,
     /// Present when --expect-* options were given.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -699,6 +701,66 @@ pub struct LatencySummary {
     pub max: Option<f64>,
 }
 
+/// An end point: an IP address that sends or receives RoCE, and how its NIC reacts to loss and
+/// congestion (`hosts[]`; docs/json.md says what each figure includes).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct HostReport {
+    pub ip: String,
+    /// Source MACs of its frames and destination MACs of frames to it: its own, or a
+    /// router's where one is between.
+    pub macs: Vec<String>,
+    pub as_receiver: ReceiverReport,
+    pub as_sender: SenderReport,
+}
+
+/// A host as the receiver of data: how fast it NAKs and sends CNPs.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct ReceiverReport {
+    /// Sequence-error NAKs: from the first request past the NAKed PSN since its last send.
+    pub nak_generation_us: LatencySummary,
+    /// From the first CE mark since a QP's previous CNP to the next CNP.
+    pub cnp_generation_us: LatencySummary,
+    /// Between successive CNPs to one QP with a CE mark between: the NIC's CNP pacing.
+    pub cnp_interval_us: LatencySummary,
+    pub ack_rtt_us: LatencySummary,
+    /// The first NAKs measured (a finding's evidence).
+    #[serde(skip)]
+    pub nak_frames: Vec<u64>,
+}
+
+/// A host as the sender of data (DCQCN's reaction point): how it resends and slows down.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct SenderReport {
+    pub nak_to_retransmit_us: LatencySummary,
+    pub rnr_wait_us: LatencySummary,
+    pub timeout_resend_us: LatencySummary,
+    /// `go_back_n`, `selective` or `mixed`; none when no NAK episode could tell.
+    pub resend_policy: Option<&'static str>,
+    pub resend_policy_counts: ResendPolicyCounts,
+    /// PSNs resent per sequence-NAK episode.
+    pub resend_amplification: Option<f64>,
+    /// Rate over the 100 us after an episode's first CNP over the 100 us before (ratios,
+    /// not microseconds).
+    pub rate_cut_after_cnp: LatencySummary,
+    /// What RDMA-CM set up for the connections it sends on (the last one seen).
+    pub cm: Option<CmReport>,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct ResendPolicyCounts {
+    pub go_back_n: u64,
+    pub selective: u64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct CmReport {
+    pub retry_count: u8,
+    /// 7 retries for ever.
+    pub rnr_retry_count: u8,
+    /// 4.096 us x 2^(Local ACK Timeout); none when it is 0 (no timeout).
+    pub local_ack_timeout_us: Option<f64>,
+}
+
 /// How a flow's requester recovered from loss, where the capture shows it.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct RecoveryReport {
@@ -1264,6 +1326,8 @@ pub enum FindingCode {
     EcnHeavy,
     HostLimited,
     LowPathEntropy,
+    SlowNak,
+    CnpWithoutSlowdown,
     SmallPathMtu,
     ReadRangeViolation,
     LossLocated,
@@ -1274,7 +1338,7 @@ pub enum FindingCode {
 
 impl FindingCode {
     /// Every code, for documentation checks.
-    pub const ALL: [FindingCode; 55] = [
+    pub const ALL: [FindingCode; 57] = [
         FindingCode::PsnLoss,
         FindingCode::ReadResponseLoss,
         FindingCode::Retransmissions,
@@ -1324,6 +1388,8 @@ impl FindingCode {
         FindingCode::EcnHeavy,
         FindingCode::HostLimited,
         FindingCode::LowPathEntropy,
+        FindingCode::SlowNak,
+        FindingCode::CnpWithoutSlowdown,
         FindingCode::SmallPathMtu,
         FindingCode::ReadRangeViolation,
         FindingCode::LossLocated,
@@ -1384,6 +1450,8 @@ impl FindingCode {
             FindingCode::EcnHeavy => "ecn_heavy",
             FindingCode::HostLimited => "host_limited",
             FindingCode::LowPathEntropy => "low_path_entropy",
+            FindingCode::SlowNak => "slow_nak",
+            FindingCode::CnpWithoutSlowdown => "cnp_without_slowdown",
             FindingCode::SmallPathMtu => "small_path_mtu",
             FindingCode::ReadRangeViolation => "read_range_violation",
             FindingCode::LossLocated => "loss_located",

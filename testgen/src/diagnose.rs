@@ -131,6 +131,38 @@ pub fn scenarios() -> Vec<Scenario> {
             &[],
         ),
         scenario(
+            "slow_nak",
+            naks_after(nic::SLOW_NAK_NS, 20 * US, Resend::GoBackN),
+            &[("slow_nak", 3), ("psn_loss", 3), ("retransmissions", 33)],
+        ),
+        scenario(
+            "fast_nak",
+            naks_after(nic::FAST_NAK_NS, 20 * US, Resend::GoBackN),
+            &[("psn_loss", 3), ("retransmissions", 6)],
+        ),
+        scenario(
+            "go_back_n_resend",
+            naks_after(nic::RESEND_NAK_NS, 2 * US, Resend::GoBackN),
+            &[("psn_loss", 3), ("retransmissions", 33)],
+        ),
+        scenario(
+            "selective_resend",
+            naks_after(nic::RESEND_NAK_NS, 2 * US, Resend::Selective),
+            &[("psn_loss", 3), ("retransmissions", 3)],
+        ),
+        scenario(
+            "timeout_resend",
+            timeout_resend(),
+            &[("retransmissions", 1)],
+        ),
+        scenario("cnp_pacing", cnp_pacing(), &[("ecn_heavy", 400)]),
+        scenario("sender_halves_rate", sender_halves_rate(), &[]),
+        scenario(
+            "sender_keeps_rate",
+            sender_keeps_rate(),
+            &[("cnp_without_slowdown", 40), ("ecn_heavy", 1050)],
+        ),
+        scenario(
             "mtu_black_hole",
             mtu_black_hole(),
             &[("unacknowledged_requests", 3), ("retransmissions", 9)],
@@ -635,6 +667,179 @@ fn reordered() -> Frames {
     tl.into_frames()
 }
 
+/// What the NIC scenarios made, for the tests that check the figures measured of them.
+pub mod nic {
+    /// The NAK delays of `slow_nak` and `fast_nak`, after the first request past the gap.
+    pub const SLOW_NAK_NS: u64 = 200_000;
+    pub const FAST_NAK_NS: u64 = 2_000;
+    /// The NAK delay of the resend scenarios, and the PSNs in flight after each loss then.
+    pub const RESEND_NAK_NS: u64 = 19_000;
+    pub const IN_FLIGHT: u64 = 10;
+    /// Losses in each of the NAK scenarios.
+    pub const LOSSES: u64 = 3;
+    /// The resend after `timeout_resend`'s silence.
+    pub const TIMEOUT_NS: u64 = 4_000_000;
+    /// `cnp_pacing`: CNPs every this long, and how many.
+    pub const CNP_PACING_NS: u64 = 50_000;
+    pub const PACED_CNPS: u64 = 8;
+    /// `sender_halves_rate`: CNPs, their spacing, and the rate after each over the rate before.
+    pub const HALVING_CNPS: u64 = 12;
+    pub const HALVING_CNP_SPACING_NS: u64 = 250_000;
+    pub const RATE_CUT: f64 = 0.5;
+    /// `sender_keeps_rate`: CNPs, 50 us apart.
+    pub const KEPT_RATE_CNPS: u64 = 40;
+}
+
+/// How a sender resends after a sequence NAK.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Resend {
+    /// The NAKed PSN and everything after it.
+    GoBackN,
+    /// The NAKed PSN alone, then new ones.
+    Selective,
+}
+
+/// .1 writes 70 small messages to .2, one every `spacing`, each ACKed 5 us later; messages 10,
+/// 30 and 50 are lost before the capture point. .2 NAKs each loss `nak_delay` after the first
+/// request past it, dropping what came meanwhile (no ACK), and .1 resends as `resend` says,
+/// 2 us after the NAK (1 us apart), then goes on.
+fn naks_after(nak_delay: u64, spacing: u64, resend: Resend) -> Frames {
+    let mut tl = Timeline::default();
+    let mut c = conn(host(1), host(2), 0x400, 0x100);
+    let sent: Vec<RoceSpec> = (0..70).map(|_| c.write(16).remove(0)).collect();
+    let (mut t, mut i) = (T0_NS, 0);
+    while i < sent.len() {
+        if ![10, 30, 50].contains(&i) {
+            tl.push(t, c.request_frame(&sent[i]));
+            tl.push(t + 5 * US, c.response_frame(&c.ack(sent[i].bth.psn)));
+            (t, i) = (t + spacing, i + 1);
+            continue;
+        }
+        // Lost: what follows goes out until the NAK comes.
+        let nak_at = t + spacing + nak_delay;
+        let mut next = i + 1;
+        t += spacing;
+        while t < nak_at && next < sent.len() {
+            tl.push(t, c.request_frame(&sent[next]));
+            (t, next) = (t + spacing, next + 1);
+        }
+        tl.push(nak_at, c.response_frame(&c.nak(sent[i].bth.psn, 0)));
+        let resent = match resend {
+            Resend::GoBackN => &sent[i..next],
+            Resend::Selective => &sent[i..=i],
+        };
+        let mut tr = nak_at + 2 * US;
+        for p in resent {
+            tl.push(tr, c.request_frame(p));
+            tr += US;
+        }
+        tl.push(
+            tr + 4 * US,
+            c.response_frame(&c.ack(sent[next - 1].bth.psn)),
+        );
+        (t, i) = (tr + spacing, next);
+    }
+    tl.into_frames()
+}
+
+/// .1 writes 10 messages to .2, ACKed; the 11th goes by the capture and is lost after it, and
+/// no NAK comes (nothing follows it): .1 resends it 4 ms later, and it is ACKed.
+fn timeout_resend() -> Frames {
+    let mut tl = Timeline::default();
+    let mut c = conn(host(1), host(2), 0x400, 0x100);
+    let t = writes(&mut tl, &mut c, T0_NS, 10);
+    let lost = c.write(1024).remove(0);
+    tl.push(t, c.request_frame(&lost));
+    tl.push(t + nic::TIMEOUT_NS, c.request_frame(&lost));
+    tl.push(
+        t + nic::TIMEOUT_NS + 5 * US,
+        c.response_frame(&c.ack(lost.bth.psn)),
+    );
+    tl.into_frames()
+}
+
+/// Small WRITEs from .1 to .2 from `from` to `until`, the next `gap(t)` after the one at `t`,
+/// CE-marked where `marked(t)`; an ACK after every 50th and the last.
+fn stream(
+    tl: &mut Timeline,
+    c: &mut Conn,
+    (from, until): (u64, u64),
+    gap: impl Fn(u64) -> u64,
+    marked: impl Fn(u64) -> bool,
+) {
+    let (mut t, mut n) = (from, 0);
+    while t < until {
+        let p = c.write(16).remove(0);
+        let tos = if marked(t) { TOS | 3 } else { TOS };
+        tl.push(
+            t,
+            frames::rocev2(&c.fwd_link, c.fwd_net.with_tos(tos), c.sport, &p),
+        );
+        n += 1;
+        let next = t + gap(t);
+        if n % 50 == 0 || next >= until {
+            tl.push(t + 5 * US, c.response_frame(&c.ack(p.bth.psn)));
+        }
+        t = next;
+    }
+}
+
+/// .1 writes to .2 one packet a microsecond for 400 us, every packet CE-marked (a marking
+/// threshold of one packet); .2 sends its first CNP 2 us after the first mark, then one every
+/// 50 us: its CNP pacing.
+fn cnp_pacing() -> Frames {
+    let mut tl = Timeline::default();
+    let mut c = conn(host(1), host(2), 0x400, 0x100);
+    stream(&mut tl, &mut c, (T0_NS, T0_NS + 400 * US), |_| US, |_| true);
+    for k in 0..nic::PACED_CNPS {
+        tl.push(T0_NS + 2 * US + k * nic::CNP_PACING_NS, c.cnp_frame());
+    }
+    tl.into_frames()
+}
+
+/// .1 writes to .2 back to back, a packet every 2 us; the switch marks 5 us of packets before
+/// each of 12 CNPs 250 us apart (the first 150 us in), each CNP 2 us after the first mark. .1
+/// halves its rate for the 100 us after each CNP (a packet every 4 us), then recovers.
+fn sender_halves_rate() -> Frames {
+    let mut tl = Timeline::default();
+    let mut c = conn(host(1), host(2), 0x400, 0x100);
+    let first = T0_NS + 150 * US;
+    let spacing = nic::HALVING_CNP_SPACING_NS;
+    let cnps: Vec<u64> = (0..nic::HALVING_CNPS)
+        .map(|k| first + k * spacing)
+        .collect();
+    let end = first + nic::HALVING_CNPS * spacing;
+    let slowed = |t: u64| cnps.iter().any(|&cnp| t >= cnp && t < cnp + 100 * US);
+    let marked = |t: u64| {
+        cnps.iter()
+            .any(|&cnp| t + 2 * US >= cnp && t + 2 * US < cnp + 5 * US)
+    };
+    let gap = |t: u64| if slowed(t) { 4 * US } else { 2 * US };
+    stream(&mut tl, &mut c, (T0_NS, end), gap, marked);
+    for &cnp in &cnps {
+        tl.push(cnp, c.cnp_frame());
+    }
+    tl.into_frames()
+}
+
+/// .1 writes to .2 a packet every 2 us for 2.1 ms, every packet CE-marked; .2 sends 40 CNPs,
+/// 2 us after the first mark and 50 us apart: .1 keeps its rate through all of them.
+fn sender_keeps_rate() -> Frames {
+    let mut tl = Timeline::default();
+    let mut c = conn(host(1), host(2), 0x400, 0x100);
+    stream(
+        &mut tl,
+        &mut c,
+        (T0_NS, T0_NS + 2_100 * US),
+        |_| 2 * US,
+        |_| true,
+    );
+    for k in 0..nic::KEPT_RATE_CNPS {
+        tl.push(T0_NS + 2 * US + k * nic::CNP_PACING_NS, c.cnp_frame());
+    }
+    tl.into_frames()
+}
+
 /// 8 QPs from .1 to .2 writing at once (20 messages each, 2.5 us apart), QP `k` from UDP
 /// source port `port(k)`: one port puts them all on one ECMP path.
 fn qps_on_ports(port: impl Fn(u32) -> u16) -> Frames {
@@ -685,12 +890,16 @@ fn retries_exhausted() -> Frames {
     tl.into_frames()
 }
 
-/// As `retries_exhausted`, on a connection RDMA-CM set up with Retry Count 3: the PSN is sent
-/// and resent 3 times, then the QP falls silent.
+/// As `retries_exhausted`, on a connection RDMA-CM set up with Retry Count 3 (RNR Retry Count
+/// 6, Local ACK Timeout 262 us): the PSN is sent and resent 3 times, then the QP falls silent.
 fn retries_exhausted_cm() -> Frames {
     let mut tl = Timeline::default();
     let mut req = cm_req(0x1001, 0x400, 1000);
     req[24 + 47] = 3;
+    // RNR Retry Count 6 (beside the MTU code); Local ACK Timeout 6: 262 us, the resends
+    // come after 500 us.
+    req[24 + 50] |= 6;
+    req[24 + 95] = 6 << 3;
     tl.push(T0_NS, mad_frame(host(1), host(2), 1, req));
     let rep = cm_rep(0x2001, 0x1001, 0x100, 7000);
     tl.push(T0_NS + 5 * US, mad_frame(host(2), host(1), 1, rep));

@@ -11,6 +11,7 @@ use roce_parsers::link::LINKTYPE_ETHERNET;
 mod capacity;
 mod capture;
 mod connections;
+mod nics;
 mod paths;
 mod pfc_ecn;
 mod qos;
@@ -48,6 +49,8 @@ pub struct CaptureFacts<'a> {
     pub malformed_frames: &'a [u64],
     /// RoCE frames whose ICRC went unchecked because they are malformed, not cut.
     pub icrc_unchecked_malformed: u64,
+    /// The end points and how their NICs reacted.
+    pub hosts: &'a [crate::model::HostReport],
 }
 
 fn finding(
@@ -201,6 +204,7 @@ pub fn find_each(
         response_findings(r, f, &mut out);
         marking_findings(r, f, &mut out);
         qos::flow_class(r, f, &mut out);
+        nics::cnp_without_slowdown(r, f, &mut out);
     }
     untagged_findings(flows, evidence, facts, &mut out);
     qos::dscp_mismatch(flows, evidence, &mut out);
@@ -217,6 +221,7 @@ pub fn find_each(
     let roce_paused = paused.iter().any(|p| pfc.roce_priorities.contains(p));
     out.extend(incast(flows, evidence, facts.first_ts_ns, roce_paused));
     paths::low_path_entropy(flows, evidence, &mut out);
+    nics::slow_nak(facts.hosts, &mut out);
     capture::capture_findings(capture, &pfc.roce_priorities, facts, &mut out);
     capture::capture_missed(flows, evidence, capture, &mut out);
     out

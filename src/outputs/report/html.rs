@@ -82,6 +82,7 @@ pub fn render(r: &Report, d: &PlotData, plots: &[Rendered]) -> String {
     }
     verification(&mut o, r);
     flows(&mut o, r);
+    nics(&mut o, r);
     pfc(&mut o, r);
     o.push_str("<h2>Files</h2>\n<p><a href=\"report.json\">report.json</a> (the full report, described in docs/json.md) &middot; <a href=\"report.txt\">report.txt</a> &middot; <a href=\"timeline.csv\">timeline.csv</a> and <a href=\"timeline.json\">timeline.json</a> (per flow and bin) &middot; <a href=\"pfc_timeline.csv\">pfc_timeline.csv</a> (pause time per priority and bin)</p>\n</body></html>\n");
     o
@@ -377,6 +378,41 @@ fn flows(o: &mut String, r: &Report) {
             o,
             "<p>... and {} more flows: report.json lists every flow.</p>",
             r.flows.len() - HTML_FLOWS
+        );
+    }
+}
+
+/// How each host's NIC reacted, when one did: the text report's figures, one column each.
+fn nics(o: &mut String, r: &Report) {
+    use super::nics::{cells, ordered, reacted, COLUMNS, ROWS};
+    if !r.hosts.iter().any(reacted) {
+        return;
+    }
+    o.push_str("<h2>NICs</h2>\n<p>How each host reacted to loss and congestion: microseconds, median; in brackets, how many.</p>\n<div class=\"wide\"><table><tr>");
+    for (i, (name, what)) in COLUMNS.iter().enumerate() {
+        let class = if i < 2 { " class=\"l\"" } else { "" };
+        let _ = write!(o, "<th{class} title=\"{}\">{}</th>", esc(what), esc(name));
+    }
+    o.push_str("</tr>\n");
+    let hosts = ordered(&r.hosts);
+    for h in hosts.iter().take(ROWS) {
+        o.push_str(if reacted(h) {
+            "<tr class=\"trouble\">"
+        } else {
+            "<tr>"
+        });
+        for (i, cell) in cells(h).iter().enumerate() {
+            let class = if i < 2 { " class=\"l\"" } else { "" };
+            let _ = write!(o, "<td{class}>{}</td>", esc(cell));
+        }
+        o.push_str("</tr>\n");
+    }
+    o.push_str("</table></div>\n");
+    if hosts.len() > ROWS {
+        let _ = writeln!(
+            o,
+            "<p>... and {} more hosts: report.json lists every host.</p>",
+            hosts.len() - ROWS
         );
     }
 }

@@ -7,6 +7,7 @@ mod correlation_html;
 pub mod dir;
 pub mod html;
 pub mod json;
+pub mod nics;
 pub mod plots;
 pub mod text;
 pub mod verify;

@@ -1,10 +1,10 @@
-//! The text report: summary, findings, flows (troubled first), PFC.
+//! The text report: summary, findings, flows (troubled first), NICs, PFC.
 
 use std::fmt::Write as _;
 
 use crate::common::error::shown;
 use crate::common::words::plural;
-use crate::model::{CaptureReport, Finding, FlowReport, Report, Severity};
+use crate::model::{CaptureReport, Finding, FlowReport, HostReport, Report, Severity};
 
 fn human_bytes(b: u64) -> String {
     let b = b as f64;
@@ -45,8 +45,46 @@ pub fn render(r: &Report) -> String {
     capture_summary(&mut o, &r.capture);
     findings(&mut o, r);
     flows(&mut o, &r.flows);
+    nics(&mut o, &r.hosts);
     pfc(&mut o, r);
     o
+}
+
+/// How each host's NIC reacted, when one did: a line for it as the receiver of data and one
+/// as its sender, each figure named as the HTML table's column.
+fn nics(o: &mut String, hosts: &[HostReport]) {
+    use super::nics::{cells, ordered, reacted, COLUMNS, ROWS};
+    if !hosts.iter().any(reacted) {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "\nNICs: how each host reacted to loss and congestion (us, median; in brackets, how many)"
+    );
+    let hosts = ordered(hosts);
+    for h in hosts.iter().take(ROWS) {
+        let c = cells(h);
+        let _ = write!(o, "  {}  MAC {}", c[0], c[1]);
+        if c[2..].iter().all(|c| c == "-") {
+            let _ = writeln!(o, "  (nothing measured)");
+            continue;
+        }
+        let _ = writeln!(o);
+        for (role, columns) in [("as receiver:", 2..6), ("as sender:  ", 6..13)] {
+            if columns.clone().all(|i| c[i] == "-") {
+                continue;
+            }
+            let items = columns.map(|i| format!("{} {}", COLUMNS[i].0, c[i]));
+            wrap_items(o, &format!("       {role} "), items);
+        }
+    }
+    if hosts.len() > ROWS {
+        let _ = writeln!(
+            o,
+            "  ... and {} (the JSON report, --json, lists every host)",
+            plural((hosts.len() - ROWS) as u64, "more host")
+        );
+    }
 }
 
 fn capture_summary(o: &mut String, c: &CaptureReport) {
@@ -270,6 +308,27 @@ fn flows(o: &mut String, flows: &[FlowReport]) {
 /// Lines of the text report stay within this width where words allow.
 const WIDTH: usize = 100;
 
+/// Writes `items` after `head`, two spaces apart, wrapped between items to `WIDTH`,
+/// continuation lines indented as deep as `head`.
+fn wrap_items(o: &mut String, head: &str, items: impl Iterator<Item = String>) {
+    let indent = " ".repeat(head.chars().count());
+    let mut line = head.to_string();
+    let mut empty = true;
+    for item in items {
+        if !empty && line.chars().count() + 2 + item.chars().count() > WIDTH {
+            let _ = writeln!(o, "{line}");
+            line = indent.clone();
+            empty = true;
+        }
+        if !empty {
+            line.push_str("  ");
+        }
+        line.push_str(&item);
+        empty = false;
+    }
+    let _ = writeln!(o, "{line}");
+}
+
 /// Writes `text` after `head`, wrapped at word boundaries to `WIDTH`, continuation lines
 /// indented as deep as `head`.
 fn wrap_into(o: &mut String, head: &str, text: &str) {
@@ -457,5 +516,28 @@ mod tests {
         assert!(o.lines().count() > 2);
         assert!(o.lines().all(|l| l.chars().count() <= WIDTH));
         assert!(o.lines().skip(1).all(|l| l.starts_with("       word")));
+    }
+
+    #[test]
+    fn the_nics_section_names_each_figure_and_wraps_under_the_width() {
+        let r = crate::analysis::testing::report_of("diagnose/slow_nak.pcap");
+        let text = super::render(&r);
+        let nics = &text[text.find("\nNICs:").expect("a NICs section")..];
+        assert!(
+            nics.contains("  10.0.0.2  MAC 02:00:00:00:00:02\n"),
+            "{nics}"
+        );
+        assert!(nics.contains("as receiver: NAK gen 200 (3)"), "{nics}");
+        assert!(
+            nics.contains("resends go-back-n (3/0)  PSNs/NAK 11.0"),
+            "{nics}"
+        );
+        assert!(
+            nics.lines().all(|l| l.chars().count() <= super::WIDTH),
+            "{nics}"
+        );
+        // A capture where no NIC had to react has no such section.
+        let clean = super::render(&crate::analysis::testing::report_of("diagnose/clean.pcap"));
+        assert!(!clean.contains("\nNICs:"), "{clean}");
     }
 }

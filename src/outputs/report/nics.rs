@@ -1,0 +1,128 @@
+//! The NICs table of the text and HTML reports: one row per host of `hosts[]`, the same columns
+//! in both, each timing as its median and, in brackets, how many samples.
+
+use crate::model::{HostReport, LatencySummary};
+
+/// The columns: (heading, what the cell holds).
+pub const COLUMNS: [(&str, &str); 13] = [
+    ("host", "address"),
+    ("MACs", "its own, or a router's"),
+    (
+        "NAK gen",
+        "as receiver: first request past a lost PSN to its NAK, us p50 (NAKs)",
+    ),
+    (
+        "CNP gen",
+        "as receiver: first CE mark since the last CNP to the next CNP, us p50 (CNPs)",
+    ),
+    (
+        "CNP every",
+        "as receiver: CNP pacing under CE marks, us p50",
+    ),
+    ("ACK RTT", "as receiver, for reference, us p50"),
+    ("NAK->resend", "as sender: sequence NAK to resend, us p50"),
+    ("RNR wait", "as sender: RNR NAK to resend, us p50"),
+    (
+        "timeout",
+        "as sender: silence before a resend no NAK asked for, us p50",
+    ),
+    (
+        "resends",
+        "as sender: go-back-N or selective (episodes judged)",
+    ),
+    ("PSNs/NAK", "as sender: PSNs resent per sequence NAK"),
+    (
+        "rate after CNP",
+        "as sender: rate 100 us after a CNP over 100 us before, p50 (episodes)",
+    ),
+    ("set by RDMA-CM", "retries, RNR retries, local ACK timeout"),
+];
+
+/// Hosts listed; the JSON report has them all.
+pub const ROWS: usize = 50;
+
+/// The cells of one host's row, in `COLUMNS` order.
+pub fn cells(h: &HostReport) -> [String; 13] {
+    let (r, s) = (&h.as_receiver, &h.as_sender);
+    let policy = match s.resend_policy {
+        Some(p) => format!(
+            "{} ({}/{})",
+            p.replace('_', "-"),
+            s.resend_policy_counts.go_back_n,
+            s.resend_policy_counts.selective
+        ),
+        None => "-".into(),
+    };
+    let cm = s.cm.map_or("-".into(), |c| {
+        format!(
+            "{} / {} / {}",
+            c.retry_count,
+            c.rnr_retry_count,
+            c.local_ack_timeout_us
+                .map_or("none".into(), |us| format!("{us:.0} us"))
+        )
+    });
+    [
+        h.ip.clone(),
+        if h.macs.is_empty() {
+            "-".into()
+        } else {
+            h.macs.join(" ")
+        },
+        timing(&r.nak_generation_us),
+        timing(&r.cnp_generation_us),
+        median(&r.cnp_interval_us),
+        median(&r.ack_rtt_us),
+        median(&s.nak_to_retransmit_us),
+        median(&s.rnr_wait_us),
+        median(&s.timeout_resend_us),
+        policy,
+        s.resend_amplification
+            .map_or("-".into(), |a| format!("{a:.1}")),
+        s.rate_cut_after_cnp.p50.map_or("-".into(), |p| {
+            format!("{p:.2} ({})", s.rate_cut_after_cnp.count)
+        }),
+        cm,
+    ]
+}
+
+/// Whether a host shows anything of its NIC's reactions (beyond round trips and MACs).
+pub fn reacted(h: &HostReport) -> bool {
+    let (r, s) = (&h.as_receiver, &h.as_sender);
+    [
+        &r.nak_generation_us,
+        &r.cnp_generation_us,
+        &s.nak_to_retransmit_us,
+        &s.rnr_wait_us,
+        &s.timeout_resend_us,
+        &s.rate_cut_after_cnp,
+    ]
+    .iter()
+    .any(|t| t.count > 0)
+        || s.resend_policy.is_some()
+}
+
+/// The hosts in the order the table lists them: those that reacted first, then by address.
+pub fn ordered(hosts: &[HostReport]) -> Vec<&HostReport> {
+    let mut v: Vec<&HostReport> = hosts.iter().collect();
+    v.sort_by_key(|h| !reacted(h));
+    v
+}
+
+fn median(t: &LatencySummary) -> String {
+    t.p50.map_or("-".into(), number)
+}
+
+fn timing(t: &LatencySummary) -> String {
+    t.p50
+        .map_or("-".into(), |p| format!("{} ({})", number(p), t.count))
+}
+
+/// Microseconds with the digits that matter: 2.0, 49, 4000.
+fn number(us: f64) -> String {
+    if us < 10.0 {
+        format!("{us:.1}")
+    } else {
+        format!("{us:.0}")
+    }
+}

@@ -1,0 +1,195 @@
+//! How NICs react to loss and congestion (`hosts[]`): the real binary on the generator's NIC
+//! scenarios (testgen/src/diagnose.rs) measures what the generator made, within 5%.
+
+mod common;
+
+use common::*;
+use roce_testgen::diagnose::nic::*;
+use serde_json::Value;
+
+const RECEIVER: &str = "10.0.0.2";
+const SENDER: &str = "10.0.0.1";
+
+fn report(scenario: &str, extra: &[&str]) -> Value {
+    let path = testdata(&format!("diagnose/{scenario}.pcap"));
+    let mut args = vec!["--json"];
+    args.extend_from_slice(extra);
+    let out = run_path(&path, &args);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
+    serde_json::from_str(&stdout(&out)).expect("one JSON document")
+}
+
+fn host<'a>(r: &'a Value, ip: &str) -> &'a Value {
+    r["hosts"]
+        .as_array()
+        .expect("hosts[]")
+        .iter()
+        .find(|h| h["ip"] == ip)
+        .unwrap_or_else(|| panic!("no host {ip} in {}", r["hosts"]))
+}
+
+/// `value` is within 5% of `made`.
+fn near(what: &str, value: &Value, made: f64) {
+    let v = value.as_f64().unwrap_or_else(|| panic!("{what}: {value}"));
+    assert!(
+        (v - made).abs() <= 0.05 * made.abs(),
+        "{what}: measured {v}, made {made}"
+    );
+}
+
+fn count(v: &Value) -> u64 {
+    v["count"].as_u64().expect("a count")
+}
+
+#[test]
+fn a_receivers_nak_generation_is_measured_slow_or_fast() {
+    for (scenario, made_ns) in [("slow_nak", SLOW_NAK_NS), ("fast_nak", FAST_NAK_NS)] {
+        let r = report(scenario, &[]);
+        let nak = &host(&r, RECEIVER)["as_receiver"]["nak_generation_us"];
+        assert_eq!(count(nak), LOSSES, "{scenario}: {nak}");
+        near(scenario, &nak["p50"], made_ns as f64 / 1e3);
+        near(scenario, &nak["max"], made_ns as f64 / 1e3);
+        // The ACK round trip for reference: 5 us.
+        near(
+            scenario,
+            &host(&r, RECEIVER)["as_receiver"]["ack_rtt_us"]["p50"],
+            5.0,
+        );
+        let slow = findings_of(&r, "slow_nak");
+        assert_eq!(
+            slow.len(),
+            usize::from(scenario == "slow_nak"),
+            "{scenario}"
+        );
+        if let Some(f) = slow.first() {
+            let message = f["message"].as_str().unwrap();
+            assert!(message.starts_with(RECEIVER), "{message}");
+            assert_eq!(f["frames"].as_array().unwrap().len() as u64, LOSSES);
+        }
+        // The sender is not a receiver of data: nothing measured of it as one.
+        assert_eq!(
+            count(&host(&r, SENDER)["as_receiver"]["nak_generation_us"]),
+            0
+        );
+    }
+}
+
+#[test]
+fn a_senders_resends_are_told_go_back_n_or_selective() {
+    for (scenario, policy, amplification) in [
+        ("go_back_n_resend", "go_back_n", IN_FLIGHT as f64 + 1.0),
+        ("selective_resend", "selective", 1.0),
+        ("slow_nak", "go_back_n", IN_FLIGHT as f64 + 1.0),
+        // Fast: one request went out past the loss before the NAK.
+        ("fast_nak", "go_back_n", 2.0),
+    ] {
+        let r = report(scenario, &[]);
+        let s = &host(&r, SENDER)["as_sender"];
+        assert_eq!(s["resend_policy"], policy, "{scenario}: {s}");
+        assert_eq!(s["resend_policy_counts"][policy], LOSSES, "{scenario}: {s}");
+        near(scenario, &s["resend_amplification"], amplification);
+        // The sender resends 2 us after each NAK; no RNR NAK, no timeout.
+        assert_eq!(count(&s["nak_to_retransmit_us"]), LOSSES);
+        near(scenario, &s["nak_to_retransmit_us"]["p50"], 2.0);
+        assert_eq!(count(&s["rnr_wait_us"]), 0);
+        assert_eq!(count(&s["timeout_resend_us"]), 0);
+    }
+}
+
+#[test]
+fn a_timeout_resend_is_measured_apart_from_nak_resends() {
+    let r = report("timeout_resend", &[]);
+    let s = &host(&r, SENDER)["as_sender"];
+    assert_eq!(count(&s["timeout_resend_us"]), 1, "{s}");
+    near(
+        "timeout",
+        &s["timeout_resend_us"]["p50"],
+        TIMEOUT_NS as f64 / 1e3,
+    );
+    assert_eq!(count(&s["nak_to_retransmit_us"]), 0);
+    assert_eq!(s["resend_policy"], Value::Null);
+}
+
+#[test]
+fn a_receivers_cnp_pacing_is_measured_under_continuous_marking() {
+    for (scenario, cnps) in [
+        ("cnp_pacing", PACED_CNPS),
+        ("sender_keeps_rate", KEPT_RATE_CNPS),
+    ] {
+        let r = report(scenario, &[]);
+        let rx = &host(&r, RECEIVER)["as_receiver"];
+        let interval = &rx["cnp_interval_us"];
+        assert_eq!(count(interval), cnps - 1, "{scenario}: {interval}");
+        near(scenario, &interval["p50"], CNP_PACING_NS as f64 / 1e3);
+        // Every packet marked: from the mark after a CNP to the next CNP is the pacing less
+        // a packet's spacing (1 us, 2 us); the first CNP came 2 us after the first mark.
+        let generation = &rx["cnp_generation_us"];
+        assert_eq!(count(generation), cnps, "{scenario}: {generation}");
+        let spacing_us = if scenario == "cnp_pacing" { 1.0 } else { 2.0 };
+        near(
+            scenario,
+            &generation["p50"],
+            CNP_PACING_NS as f64 / 1e3 - spacing_us,
+        );
+    }
+}
+
+#[test]
+fn a_senders_rate_after_cnps_is_compared_with_its_rate_before() {
+    let r = report("sender_halves_rate", &[]);
+    let cut = &host(&r, SENDER)["as_sender"]["rate_cut_after_cnp"];
+    // The first episode's 100 us before are not in the history (it starts at the first CE
+    // mark, 2 us before): every later one counts.
+    assert_eq!(count(cut), HALVING_CNPS - 1, "{cut}");
+    near("rate cut", &cut["p50"], RATE_CUT);
+    near("rate cut", &cut["max"], RATE_CUT);
+    assert!(findings_of(&r, "cnp_without_slowdown").is_empty());
+    near(
+        "CNP interval",
+        &host(&r, RECEIVER)["as_receiver"]["cnp_interval_us"]["p50"],
+        HALVING_CNP_SPACING_NS as f64 / 1e3,
+    );
+
+    let r = report("sender_keeps_rate", &[]);
+    let f = finding(&r, "cnp_without_slowdown");
+    assert_eq!(f["count"], KEPT_RATE_CNPS, "{f}");
+    let message = f["message"].as_str().unwrap();
+    assert!(message.contains("kept 100% of its rate"), "{message}");
+    assert_eq!(f["frames"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn what_rdma_cm_set_up_is_listed_with_the_sender() {
+    let r = report("retries_exhausted_cm", &[]);
+    let cm = &host(&r, SENDER)["as_sender"]["cm"];
+    assert_eq!(cm["retry_count"], 3, "{cm}");
+    assert_eq!(cm["rnr_retry_count"], 6, "{cm}");
+    near(
+        "local ACK timeout",
+        &cm["local_ack_timeout_us"],
+        4.096 * 64.0,
+    );
+    // A connection without RDMA-CM in the capture has none.
+    let r = report("timeout_resend", &[]);
+    assert_eq!(host(&r, SENDER)["as_sender"]["cm"], Value::Null);
+}
+
+#[test]
+fn every_host_is_listed_with_its_macs() {
+    let r = report("slow_nak", &[]);
+    let ips: Vec<&str> = r["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["ip"].as_str().unwrap())
+        .collect();
+    assert_eq!(ips, [SENDER, RECEIVER]);
+    assert_eq!(
+        host(&r, SENDER)["macs"],
+        serde_json::json!(["02:00:00:00:00:01"])
+    );
+    assert_eq!(
+        host(&r, RECEIVER)["macs"],
+        serde_json::json!(["02:00:00:00:00:02"])
+    );
+}
