@@ -188,7 +188,7 @@ fn retries_run_out_at_the_count_rdma_cm_set() {
         f["message"]
             .as_str()
             .unwrap()
-            .contains("PSN 1010 was resent 3 times"),
+            .contains("PSN 1010 was resent 3 times, 500 us apart (the Local ACK Timeout its RDMA-CM request set: 262 us), before"),
         "{f}"
     );
     assert!(
@@ -197,5 +197,34 @@ fn retries_run_out_at_the_count_rdma_cm_set() {
             .unwrap()
             .contains("3 resends without an ACK, the retry count its RDMA-CM request set"),
         "{f}"
+    );
+}
+
+#[test]
+fn rnr_retries_run_out_at_the_rnr_retry_count_rdma_cm_set() {
+    // Three RNR NAKs for one SEND, the connection's RNR Retry Count 2: the RNR retries ran
+    // out, not the transport retries (its Retry Count is 7).
+    let out = run_path(
+        &testdata("diagnose/rnr_retries_exhausted_cm.pcap"),
+        &["--json"],
+    );
+    let r: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let f = finding(&r, "unacknowledged_requests");
+    assert_eq!(f["severity"], "critical", "{f}");
+    let message = f["message"].as_str().unwrap();
+    assert!(
+        message.contains("refused it with an RNR NAK 3 times"),
+        "{f}"
+    );
+    let cause = f["cause"].as_str().unwrap();
+    assert!(
+        cause.contains("RNR retries ran out (2 resends after RNR NAKs, the RNR Retry Count"),
+        "{f}"
+    );
+    assert!(!cause.contains("transport retries"), "{f}");
+    let cm = &r["hosts"][0]["as_sender"]["cm"];
+    assert_eq!(
+        (cm["retry_count"].as_u64(), cm["rnr_retry_count"].as_u64()),
+        (Some(7), Some(2))
     );
 }

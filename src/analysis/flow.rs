@@ -452,6 +452,10 @@ pub struct FlowEvidence {
     pub cm_mtu: Option<u32>,
     /// The transport retry count the connection's RDMA-CM request set.
     pub cm_retry_count: Option<u8>,
+    /// The RNR retry count it set (7: for ever).
+    pub cm_rnr_retry_count: Option<u8>,
+    /// The Local ACK Timeout it set, when one (4.096 us x 2^n).
+    pub cm_ack_timeout_ns: Option<u64>,
     /// The path MTU the packets of either direction show (set with the report).
     pub path_mtu_seen: Option<u32>,
     /// The largest payload of a packet.
@@ -978,6 +982,8 @@ impl Flow {
             longest_gap_ns: self.longest_gap_ns,
             cm_mtu: self.cm_mtu(),
             cm_retry_count: self.cm.as_ref().map(|c| c.retry_count),
+            cm_rnr_retry_count: self.cm.as_ref().map(|c| c.rnr_retry_count),
+            cm_ack_timeout_ns: self.cm.as_ref().and_then(|c| c.ack_timeout_ns()),
             cnp_response: self.nic.cnp_response(),
             path_mtu_seen: self.path_mtu,
             max_payload: self.max_payload,

@@ -82,6 +82,9 @@ impl<T> QueueSender<T> {
     pub fn try_send(&self, item: T, bytes: usize) -> Result<(), NotSent<T>> {
         {
             let mut used = self.room.used.lock().unwrap_or_else(|e| e.into_inner());
+            if used.closed {
+                return Err(NotSent::Closed(item));
+            }
             if used.bytes > 0 && used.bytes + bytes > self.room.limit {
                 return Err(NotSent::Full(item));
             }
@@ -93,11 +96,13 @@ impl<T> QueueSender<T> {
     /// Hands `item` over whatever the queue holds: what must never be dropped (findings, the
     /// end of an interval), small and rare.
     pub fn send_anyway(&self, item: T, bytes: usize) -> Result<(), NotSent<T>> {
-        self.room
-            .used
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .bytes += bytes;
+        {
+            let mut used = self.room.used.lock().unwrap_or_else(|e| e.into_inner());
+            if used.closed {
+                return Err(NotSent::Closed(item));
+            }
+            used.bytes += bytes;
+        }
         self.send(item, bytes)
     }
 
@@ -111,6 +116,11 @@ impl<T> QueueSender<T> {
                     .freed
                     .wait(used)
                     .unwrap_or_else(|e| e.into_inner());
+            }
+            // The receiver says it is gone before its channel end is dropped: a send now
+            // could still succeed, into a channel nobody reads.
+            if used.closed {
+                return Err(NotSent::Closed(item));
             }
             used.bytes += bytes;
         }

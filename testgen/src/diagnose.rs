@@ -178,6 +178,15 @@ pub fn scenarios() -> Vec<Scenario> {
             &[("unacknowledged_requests", 1), ("retransmissions", 3)],
         ),
         scenario(
+            "rnr_retries_exhausted_cm",
+            rnr_retries_exhausted_cm(),
+            &[
+                ("unacknowledged_requests", 1),
+                ("rnr_nak", 3),
+                ("retransmissions", 2),
+            ],
+        ),
+        scenario(
             "nak_without_gap",
             nak_without_gap(),
             &[("nak_without_gap", 1), ("retransmissions", 5)],
@@ -885,6 +894,30 @@ fn retries_exhausted() -> Frames {
     let lost = c.write(1024).remove(0);
     for attempt in 0..8u64 {
         tl.push(t + attempt * 500 * US, c.request_frame(&lost));
+    }
+    bystander(&mut tl, T0_NS, 300);
+    tl.into_frames()
+}
+
+/// On a connection RDMA-CM set up with RNR Retry Count 2, .1 writes 10 messages to .2, ACKed;
+/// .2 answers the 11th with an RNR NAK (no receive posted), and each of its 2 resends, 1 ms
+/// apart, with another; the QP then gives up and falls silent.
+fn rnr_retries_exhausted_cm() -> Frames {
+    let mut tl = Timeline::default();
+    let mut req = cm_req(0x1001, 0x400, 1000);
+    // Retry Count 7 (rdma_cm's), RNR Retry Count 2.
+    req[24 + 47] = 7;
+    req[24 + 50] |= 2;
+    tl.push(T0_NS, mad_frame(host(1), host(2), 1, req));
+    let rep = cm_rep(0x2001, 0x1001, 0x100, 7000);
+    tl.push(T0_NS + 5 * US, mad_frame(host(2), host(1), 1, rep));
+    let mut c = conn(host(1), host(2), 0x400, 0x100);
+    let t = writes(&mut tl, &mut c, T0_NS + 20 * US, 10);
+    let refused = c.send(1024).remove(0);
+    for attempt in 0..3u64 {
+        let at = t + attempt * 1_000 * US;
+        tl.push(at, c.request_frame(&refused));
+        tl.push(at + 5 * US, c.response_frame(&c.rnr_nak(refused.bth.psn)));
     }
     bystander(&mut tl, T0_NS, 300);
     tl.into_frames()

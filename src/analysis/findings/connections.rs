@@ -18,6 +18,8 @@ use crate::model::{Finding, FindingCode, FlowReport, Severity};
 /// The transport retry count's largest value (3 bits in the QP's attributes): a PSN resent this
 /// often before the QP falls silent ran out of retries.
 const RETRY_LIMIT: u32 = 7;
+/// An RNR Retry Count of 7 retries for ever.
+const RNR_FOR_EVER: u8 = 7;
 
 /// RC requests that asked for an ACK and got none, the capture's last moments left out.
 pub(super) fn unacknowledged_requests(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
@@ -47,6 +49,31 @@ pub(super) fn unacknowledged_requests(r: &FlowReport, f: &FlowEvidence, out: &mu
             cause = "an MTU black hole: a hop on the path has a smaller MTU than the QP's path MTU and drops the larger packets without a word; set the path MTU (or the interface MTU) to what every hop carries".into();
         }
     }
+    // RNR NAKs answered the resends: the RNR Retry Count the connection's RDMA-CM request set
+    // (7 retries for ever) is what ran out, not the transport retries.
+    let rnr = f.troubles.naks.rnr.count;
+    if let Some(n) = f
+        .cm_rnr_retry_count
+        .filter(|&n| n < RNR_FOR_EVER && rnr > u64::from(n))
+    {
+        message.push_str(&format!(
+            "; the responder refused it with an RNR NAK {} before the QP fell silent",
+            plural(rnr, "time")
+        ));
+        cause = format!(
+            "the requester's RNR retries ran out ({n} resends after RNR NAKs, the RNR Retry Count its RDMA-CM request set): the QP went to the error state and its work requests failed with an RNR-retry-exceeded error; the responder's application does not post receives in time"
+        );
+        out.push(finding(
+            Severity::Critical,
+            FindingCode::UnacknowledgedRequests,
+            message,
+            &cause,
+            Some(r.label()),
+            u.requests.count,
+            u.requests.frames.clone(),
+        ));
+        return;
+    }
     // The retry count the connection's RDMA-CM request set, else the largest there is.
     let (limit, set_by) = match f.cm_retry_count {
         Some(n) => (
@@ -56,8 +83,18 @@ pub(super) fn unacknowledged_requests(r: &FlowReport, f: &FlowEvidence, out: &mu
         None => (RETRY_LIMIT, ""),
     };
     if let Some((psn, n)) = u.retry.filter(|&(_, n)| n >= limit) {
+        // How far apart, against the ACK timeout RDMA-CM set: a NIC that resends much sooner
+        // or later than it was told shows here.
+        let apart = match (r.recovery.timeout_interval_us.p50, f.cm_ack_timeout_ns) {
+            (Some(us), Some(set)) => format!(
+                ", {us:.0} us apart (the Local ACK Timeout its RDMA-CM request set: {:.0} us),",
+                set as f64 / 1e3
+            ),
+            (Some(us), None) => format!(", {us:.0} us apart,"),
+            _ => String::new(),
+        };
         message.push_str(&format!(
-            "; PSN {} was resent {n} times before the QP fell silent",
+            "; PSN {} was resent {n} times{apart} before the QP fell silent",
             psn.value()
         ));
         cause = format!(
