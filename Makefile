@@ -10,10 +10,15 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Debian packages: libpcap (live capture), tshark (the agreement tests), tcpdump and tcpreplay
 # (live tests), chromium (the headless screenshot of the HTML report), tmux (the terminal the live
 # view is tested in), prometheus (the server that scrapes --metrics in the tests), zsh and fish
-# (the installed completion scripts are loaded by them in the tests). Installed only when missing.
+# (the installed completion scripts are loaded by them in the tests), and a Java runtime when there
+# is no `java` (Spark, which reads the Parquet back in the tests, runs on it: Debian 12's
+# openjdk-17-jre-headless, else the distribution's default). Installed only when missing.
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if ! command -v java >/dev/null; then \
+	  if apt-cache show openjdk-17-jre-headless >/dev/null 2>&1; then missing="$$missing openjdk-17-jre-headless"; \
+	  else missing="$$missing default-jre-headless"; fi; fi; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  $(SUDO) apt-get update -qq && \
