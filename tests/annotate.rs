@@ -286,7 +286,7 @@ fn each_finding_frame_and_event_carries_its_comment() {
     assert!(
         gap.iter().any(
             |c| c.starts_with("roce-sniff: psn_loss: first frame after a PSN gap")
-                && c.contains("expected PSN 1960, saw 1963, 3 missing")
+                && c.contains("expected PSN 1960, saw 1963, 3 skipped")
         ),
         "{gap:?}"
     );

@@ -488,3 +488,79 @@ fn smaller_rough_edges() {
     ));
     assert!(r["flows"][0]["gbps"].is_null(), "{}", r["flows"][0]);
 }
+
+/// Issue #58, items 5 and 6: a misspelt flag, finding code or level gets a "did you mean" in
+/// its one line; a flag whose value is required takes it after a space.
+#[test]
+fn a_misspelling_gets_a_suggestion_and_a_required_value_a_space() {
+    let sample = testdata("sample.pcap");
+    let sample = sample.to_str().unwrap();
+    for (args, says) in [
+        (vec!["-r", sample, "--jsn"], "did you mean `--json`?"),
+        (vec!["-r", sample, "--pakets"], "did you mean `--packets`?"),
+        (
+            vec!["-r", sample, "--finding", "psn_los"],
+            "did you mean `psn_loss`?",
+        ),
+        (
+            vec!["-r", sample, "--fail-on", "critical,warnin"],
+            "did you mean `warning`?",
+        ),
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = stderr(&o);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    // Nothing close: no guess.
+    let err = stderr(&run(&["-r", sample, "--finding", "xyzzy"]));
+    assert!(!err.contains("did you mean"), "{err}");
+    // `--annotate FILE` as `-w FILE` takes it.
+    let out = tmp("spaced.pcapng");
+    let o = run(&["-r", sample, "--annotate", out.to_str().unwrap()]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    assert!(std::fs::metadata(&*out).unwrap().len() > 0);
+}
+
+/// Issue #58, item 12: counts agree with their nouns, and a message does not repeat its code.
+#[test]
+fn messages_agree_in_number_and_do_not_repeat_their_code() {
+    let r = json_of(&run_path(
+        &testdata("diagnose/timeout_resend.pcap"),
+        &["--json"],
+    ));
+    let m = finding(&r, "retransmissions")["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(m.starts_with("1 retransmitted packet on "), "{m}");
+    assert!(m.ends_with("(0 PSN-sequence NAKs, 0 RNR NAKs)"), "{m}");
+    let r = json_of(&run_path(
+        &testdata("diagnose/incast_of_two.pcap"),
+        &["--json"],
+    ));
+    let m = finding(&r, "incast")["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(m.starts_with("2 senders sent RoCE data to"), "{m}");
+}
+
+/// Issue #58, item 9: a bin longer than the traffic is said, with the way out.
+#[test]
+fn a_bin_longer_than_the_capture_is_told() {
+    let dir = Scratch::dir("rough-long-bin");
+    let report = format!("--report={}", dir.display());
+    let o = run_path(&testdata("sample.pcap"), &["--bin", "1h", &report]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("is longer than the capture's"), "{err}");
+    assert!(err.contains("leave --bin out"), "{err}");
+    let o = run_path(&testdata("sample.pcap"), &["--bin", "1ms", &report]);
+    assert!(
+        !stderr(&o).contains("longer than the capture"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -184,7 +184,7 @@ impl Notes {
                 missed: false,
             } => write!(
                 t,
-                "psn_loss: first frame after a PSN gap on {}: expected PSN {expected}, saw {seen}, {missing} missing",
+                "psn_loss: first frame after a PSN gap on {}: expected PSN {expected}, saw {seen}, {missing} skipped",
                 self.label(flow)
             ),
             NoteKind::PsnGap {
@@ -393,7 +393,7 @@ mod tests {
         let five = sorted.comments_of(5);
         assert_eq!(five.len(), 1);
         assert!(five[0].starts_with("roce-sniff: psn_loss: "), "{}", five[0]);
-        assert!(five[0].contains("expected PSN 10, saw 13, 3 missing"));
+        assert!(five[0].contains("expected PSN 10, saw 13, 3 skipped"));
         assert!(five[0].contains("qp 0x000213"), "{}", five[0]);
         // A gap the other end acknowledged: the capture missed it.
         let mut m = Notes::default();

@@ -28,8 +28,12 @@ impl FailOn {
             } else if let Some(code) = FindingCode::ALL.into_iter().find(|c| c.name() == word) {
                 fail.codes.push(code);
             } else {
+                let known = ["critical", "warning", "info"]
+                    .into_iter()
+                    .chain(FindingCode::ALL.map(|c| c.name()));
                 return Err(format!(
-                    "`{word}` is neither a level (critical, warning, info) nor a finding code (docs/json.md lists them)"
+                    "`{word}` is neither a level (critical, warning, info) nor a finding code{} (docs/json.md lists them)",
+                    super::did_you_mean(word, known)
                 ));
             }
         }

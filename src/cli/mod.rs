@@ -127,12 +127,7 @@ pub struct Args {
     /// for byte at its own time, with a comment (`roce-sniff: <code>: ...`) on every frame a
     /// finding cites and on the analysis's events (PSN gaps, resends, NAKs, CE marks without
     /// a CNP, CNPs, PFC storms, capture copies). Reads the capture files a second time.
-    #[arg(
-        long,
-        value_name = "FILE",
-        require_equals = true,
-        help_heading = "Report directory"
-    )]
+    #[arg(long, value_name = "FILE", help_heading = "Report directory")]
     pub annotate: Option<PathBuf>,
 
     /// Capture filter (BPF, as in tcpdump). Live, it replaces the default, which keeps RoCEv2,
@@ -511,10 +506,27 @@ fn parse_finding_codes(s: &str) -> Result<FindingCodes, String> {
             crate::model::FindingCode::ALL
                 .into_iter()
                 .find(|c| c.name() == word)
-                .ok_or_else(|| format!("`{word}` is not a finding code (docs/json.md lists them)"))
+                .ok_or_else(|| {
+                    let codes = crate::model::FindingCode::ALL.map(|c| c.name());
+                    format!(
+                        "`{word}` is not a finding code{} (docs/json.md lists them)",
+                        did_you_mean(word, codes)
+                    )
+                })
         })
         .collect::<Result<_, _>>()?;
     Ok(FindingCodes(codes))
+}
+
+/// `; did you mean `x`?` when one of `known` is close to `word` (as clap suggests flags),
+/// else nothing.
+pub fn did_you_mean<'a>(word: &str, known: impl IntoIterator<Item = &'a str>) -> String {
+    known
+        .into_iter()
+        .map(|k| (strsim::jaro(word, k), k))
+        .filter(|&(score, _)| score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map_or(String::new(), |(_, k)| format!("; did you mean `{k}`?"))
 }
 
 pub fn parse_pcp(s: &str) -> Result<u8, String> {

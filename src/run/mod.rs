@@ -79,12 +79,27 @@ where
     }
 }
 
-/// A flag error in one line, like every other error: clap's first line, without its prefix.
+/// A flag error in one line, like every other error: clap's first line, without its prefix,
+/// and the flag or value clap suggests for a misspelt one.
 fn one_line(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
     let text = e.to_string();
     let first = text.lines().next().unwrap_or_default();
     let msg = first.strip_prefix("error: ").unwrap_or(first);
-    format!("{msg} (roce-sniff --help lists the options)")
+    let suggested = [ContextKind::SuggestedArg, ContextKind::SuggestedValue]
+        .into_iter()
+        .find_map(|kind| match e.get(kind) {
+            Some(ContextValue::String(s)) => Some(s.clone()),
+            Some(ContextValue::Strings(v)) => v.first().cloned(),
+            _ => None,
+        });
+    let tip = suggested.map_or(String::new(), |s| format!("; did you mean `{s}`?"));
+    // A value's own error says where the values are listed; a flag's points to the options.
+    let see = match e.kind() {
+        clap::error::ErrorKind::ValueValidation => "",
+        _ => " (roce-sniff --help lists the options)",
+    };
+    format!("{msg}{tip}{see}")
 }
 
 pub fn run(config: &Config) -> Result<u8, Error> {
@@ -331,7 +346,7 @@ fn render(
     if let Some(dir) = &opts.report_dir {
         match plots {
             Some(plots) => {
-                note_widened_bin(opts.analysis.bin_ns, plots);
+                note_bin(opts.analysis.bin_ns, plots);
                 let mut text = report::text::render(report);
                 if let Some(v) = &report.verify {
                     text.push('\n');
@@ -376,14 +391,23 @@ fn render(
     })
 }
 
-/// Says when an explicit --bin was widened to keep the timelines within their bin limit.
-fn note_widened_bin(asked_ns: Option<u64>, plots: &PlotData) {
-    if let Some(asked) = asked_ns.filter(|&a| a != plots.bin_ns) {
+/// Says when an explicit --bin was widened to keep the timelines within their bin limit, or
+/// is longer than the traffic (every flow a dot on a long empty axis).
+fn note_bin(asked_ns: Option<u64>, plots: &PlotData) {
+    let Some(asked) = asked_ns else { return };
+    let span = plots.end_ns.saturating_sub(plots.start_ns);
+    if asked != plots.bin_ns {
         stderr_line!(
             "roce-sniff: note: --bin {} would give more than {} bins over this capture; the timelines use {} bins",
             report::plots::human_ns(asked),
             crate::analysis::timeline::MAX_BINS,
             report::plots::human_ns(plots.bin_ns)
+        );
+    } else if asked > span {
+        stderr_line!(
+            "roce-sniff: note: --bin {} is longer than the capture's {} of traffic, so the plots show one bin; leave --bin out for the automatic one (up to 500 bins)",
+            report::plots::human_ns(asked),
+            crate::common::words::duration(span)
         );
     }
 }

@@ -25,6 +25,37 @@ pub enum Input {
     Merged(merge::MergedFiles),
 }
 
+/// Files named in full up to this many; beyond, the directory, the count and the first and
+/// last (a rotated set of 98 files made a 3,447-character title).
+const NAMED_IN_FULL: usize = 3;
+
+/// The name of several files read as one: `a.pcap + b.pcap`, or for a longer set
+/// `DIR/: 98 files, first.pcap ... last.pcap`.
+fn several(names: &[String]) -> String {
+    if names.len() <= NAMED_IN_FULL {
+        return names.join(" + ");
+    }
+    let path = |n: &String| std::path::Path::new(n).to_path_buf();
+    let parent = |n: &String| path(n).parent().map(std::path::Path::to_path_buf);
+    let file = |n: &String| {
+        path(n)
+            .file_name()
+            .map_or(n.clone(), |f| f.to_string_lossy().into_owned())
+    };
+    let (first, last) = (&names[0], &names[names.len() - 1]);
+    let same_dir = parent(first).filter(|d| names.iter().all(|n| parent(n).as_ref() == Some(d)));
+    match same_dir {
+        Some(dir) if !dir.as_os_str().is_empty() => format!(
+            "{}/: {} files, {} ... {}",
+            dir.display(),
+            names.len(),
+            file(first),
+            file(last)
+        ),
+        _ => format!("{} files, {first} ... {last}", names.len()),
+    }
+}
+
 impl Input {
     /// One file as it is, several merged by time.
     pub fn of_files(mut files: Vec<file::FileSource>) -> Input {
@@ -39,7 +70,7 @@ impl Input {
     pub fn name(&self) -> String {
         match self {
             Input::One(f) => f.name.clone(),
-            Input::Merged(m) => m.names.join(" + "),
+            Input::Merged(m) => several(&m.names),
         }
     }
 
@@ -143,3 +174,21 @@ pub struct SourceProblem {
 }
 
 pub use crate::model::{KernelCounters, SourceStatus};
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_long_set_of_files_is_named_by_its_directory_count_and_ends() {
+        let names: Vec<String> = (0..98).map(|i| format!("caps/rot-{i:03}.pcap")).collect();
+        assert_eq!(
+            super::several(&names),
+            "caps/: 98 files, rot-000.pcap ... rot-097.pcap"
+        );
+        let three: Vec<String> = ["a.pcap", "b.pcap", "c.pcap"].map(String::from).to_vec();
+        assert_eq!(super::several(&three), "a.pcap + b.pcap + c.pcap");
+        let mixed: Vec<String> = ["x/a.pcap", "y/b.pcap", "x/c.pcap", "x/d.pcap"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(super::several(&mixed), "4 files, x/a.pcap ... x/d.pcap");
+    }
+}

@@ -302,13 +302,13 @@ fn loss_findings(
                 Severity::Warning,
                 FindingCode::Retransmissions,
                 format!(
-                    "{} retransmitted packets on {} ({} PSN-sequence NAKs, {} RNR NAKs)",
-                    r.psn.retransmitted,
+                    "{} on {} ({}, {})",
+                    plural(r.psn.retransmitted, "retransmitted packet"),
                     r.label(),
-                    r.feedback.naks.psn_sequence_error,
-                    r.feedback.naks.rnr
+                    plural(r.feedback.naks.psn_sequence_error, "PSN-sequence NAK"),
+                    plural(r.feedback.naks.rnr, "RNR NAK")
                 ),
-                "after a NAK or a timeout the requester resent everything from the first unacknowledged PSN (go-back-N)",
+                "after a NAK or a timeout the requester resent from the first unacknowledged PSN (go-back-N) or the lost PSNs alone (selective repeat; hosts[].as_sender.resend_policy says which)",
                 flow(),
                 r.psn.retransmitted,
                 f.troubles.retrans.frames.clone(),
@@ -430,7 +430,11 @@ fn marking_findings(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
             out.push(finding(
                 Severity::Warning,
                 FindingCode::NotEct,
-                format!("{} RoCE {} packets sent Not-ECT on {}", f.not_ect.count, what_it_carries(r), r.label()),
+                format!(
+                    "{} sent Not-ECT on {}",
+                    plural(f.not_ect.count, &format!("RoCE {} packet", what_it_carries(r))),
+                    r.label()
+                ),
                 "ECN is not enabled on the sender, so switches cannot mark this traffic and drop or pause it instead",
                 flow(),
                 f.not_ect.count,
@@ -442,9 +446,11 @@ fn marking_findings(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
                 Severity::Warning,
                 FindingCode::Dscp0WithPcp,
                 format!(
-                    "{} RoCE {} packets with DSCP 0 but PCP set on {}",
-                    f.dscp0_with_pcp.count,
-                    what_it_carries(r),
+                    "{} with DSCP 0 but PCP set on {}",
+                    plural(
+                        f.dscp0_with_pcp.count,
+                        &format!("RoCE {} packet", what_it_carries(r))
+                    ),
                     r.label()
                 ),
                 "the RoCE traffic class is set for layer 2 only: switches that classify by DSCP put this traffic in the default, lossy queue",
@@ -457,7 +463,7 @@ fn marking_findings(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
             out.push(finding(
                 Severity::Critical,
                 FindingCode::IcrcBad,
-                format!("{} frames with a bad ICRC on {}", r.icrc_bad, r.label()),
+                format!("{} with a bad ICRC on {}", plural(r.icrc_bad, "frame"), r.label()),
                 "frames were corrupted in flight (cable, optic, or a device rewriting fields the ICRC covers)",
                 flow(),
                 r.icrc_bad,
@@ -659,7 +665,7 @@ fn incast(
         if troubled { Severity::Warning } else { Severity::Info },
         FindingCode::Incast,
         format!(
-            "incast: {senders} senders sent RoCE data to {dst} at once ({:.6} s into the capture)",
+            "{senders} senders sent RoCE data to {dst} at once ({:.6} s into the capture)",
             ts.saturating_sub(capture_start) as f64 / 1e9
         ),
         "many-to-one traffic converges on one switch port; its buffer fills and the port marks CE, pauses or drops",

@@ -264,7 +264,11 @@ pub(super) fn gid_findings(
         let (severity, message) = if v2 > 0 {
             (
                 Severity::Warning,
-                format!("{v1} RoCEv1 frames among {v2} RoCEv2 frames"),
+                format!(
+                    "{} among {}",
+                    plural(v1, "RoCEv1 frame"),
+                    plural(v2, "RoCEv2 frame")
+                ),
             )
         } else {
             (
