@@ -28,10 +28,10 @@ pub enum CmMessage {
         /// before they give up (the QP goes to the error state).
         retry_count: u8,
         /// RNR Retry Count (0-7; 7 retries for ever): how often they resend after an RNR NAK
-        /// before they give up.
+        /// before they give up. 7 when a snap length cut it off.
         rnr_retry_count: u8,
         /// The primary path's Local ACK Timeout: the requester resends a request no ACK
-        /// answered after 4.096 us x 2^this (0: no timeout).
+        /// answered after 4.096 us x 2^this (0: no timeout, or a snap length cut it off).
         local_ack_timeout: u8,
     },
     /// ConnectReply: the passive side's QPN and first PSN, and the request it answers.
@@ -117,8 +117,10 @@ pub fn parse(mad: &[u8]) -> Option<CmMessage> {
             path_mtu: cm.get(50).and_then(|b| mtu_bytes(b >> 4)),
             response_timeout: cm.get(43)? >> 3,
             retry_count: cm.get(47)? & 0x7,
-            rnr_retry_count: cm.get(50)? & 0x7,
-            local_ack_timeout: cm.get(95)? >> 3,
+            // Later in the message than what the REQ needs: a snap length may cut them off,
+            // and the REQ still pairs the connection.
+            rnr_retry_count: cm.get(50).map_or(7, |b| b & 0x7),
+            local_ack_timeout: cm.get(95).map_or(0, |b| b >> 3),
         }),
         ATTR_REP => Some(CmMessage::Reply {
             comm_id: be32(cm, 0)?,
@@ -201,5 +203,33 @@ mod tests {
         assert_eq!(parse(&mad[..20]), None);
         mad[1] = 0x01;
         assert_eq!(parse(&mad), None);
+    }
+
+    #[test]
+    fn a_request_cut_by_a_snap_length_still_pairs_the_connection() {
+        let mut mad = vec![0u8; 256];
+        mad[0] = 1;
+        mad[1] = MGMT_CLASS_CM;
+        mad[16..18].copy_from_slice(&ATTR_REQ.to_be_bytes());
+        mad[24 + 32..24 + 35].copy_from_slice(&[0, 0, 0x11]);
+        mad[24 + 47] = 5;
+        mad[24 + 50] = 0x36;
+        mad[24 + 95] = 14 << 3;
+        // Cut after the Retry Count: no MTU, RNR retries for ever, no ACK timeout known.
+        match parse(&mad[..24 + 48]) {
+            Some(CmMessage::Request {
+                qpn,
+                retry_count,
+                rnr_retry_count,
+                local_ack_timeout,
+                path_mtu,
+                ..
+            }) => {
+                assert_eq!(qpn, Qpn(0x11));
+                assert_eq!((retry_count, rnr_retry_count, local_ack_timeout), (5, 7, 0));
+                assert_eq!(path_mtu, None);
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }
