@@ -690,7 +690,9 @@ fn churn_behind_a_blocked_pipe(live: &Live, blocked: Blocked) -> (Value, Vec<u64
     let c = &report["capture"];
     assert_eq!(c["live"]["dropped"], 0);
     assert_eq!(c["roce_packets"].as_u64(), Some(roce_packets));
-    assert_eq!(c["flows_ended"].as_u64(), Some(cfg.flows()));
+    // Every flow seen; those the timeout had not ended by the Ctrl-C (a loaded machine may
+    // send it within 100 ms of the last frame) end with the capture, and are told too.
+    assert_eq!(c["flows"].as_u64(), Some(cfg.flows()));
     let ids: std::collections::BTreeSet<&u64> = ends.iter().collect();
     assert_eq!(
         (ends.len() as u64, ids.len() as u64),

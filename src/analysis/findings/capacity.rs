@@ -84,7 +84,7 @@ pub(super) fn small_path_mtu(
             "{} carries {bytes}-byte payloads between the same hosts",
             flows[i].label()
         )
-    } else if let Some(offered) = f.cm_mtu.filter(|&m| m > mtu) {
+    } else if let Some(offered) = f.cm_mtu().filter(|&m| m > mtu) {
         format!("its RDMA-CM request offered {offered}")
     } else if mtu < STANDARD_ETHERNET_MTU {
         format!("below {STANDARD_ETHERNET_MTU}, which even a 1500-byte Ethernet MTU allows")

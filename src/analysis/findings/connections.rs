@@ -52,8 +52,9 @@ pub(super) fn unacknowledged_requests(r: &FlowReport, f: &FlowEvidence, out: &mu
     // RNR NAKs answered the resends: the RNR Retry Count the connection's RDMA-CM request set
     // (7 retries for ever) is what ran out, not the transport retries.
     let rnr = f.troubles.naks.rnr.count;
-    if let Some(n) = f
-        .cm_rnr_retry_count
+    let cm = f.cm.as_deref();
+    if let Some(n) = cm
+        .map(|c| c.rnr_retry_count)
         .filter(|&n| n < RNR_FOR_EVER && rnr > u64::from(n))
     {
         message.push_str(&format!(
@@ -75,7 +76,7 @@ pub(super) fn unacknowledged_requests(r: &FlowReport, f: &FlowEvidence, out: &mu
         return;
     }
     // The retry count the connection's RDMA-CM request set, else the largest there is.
-    let (limit, set_by) = match f.cm_retry_count {
+    let (limit, set_by) = match cm.map(|c| c.retry_count) {
         Some(n) => (
             u32::from(n).max(1),
             ", the retry count its RDMA-CM request set",
@@ -85,7 +86,8 @@ pub(super) fn unacknowledged_requests(r: &FlowReport, f: &FlowEvidence, out: &mu
     if let Some((psn, n)) = u.retry.filter(|&(_, n)| n >= limit) {
         // How far apart, against the ACK timeout RDMA-CM set: a NIC that resends much sooner
         // or later than it was told shows here.
-        let apart = match (r.recovery.timeout_interval_us.p50, f.cm_ack_timeout_ns) {
+        let set = cm.and_then(|c| c.ack_timeout_ns());
+        let apart = match (r.recovery.timeout_interval_us.p50, set) {
             (Some(us), Some(set)) => format!(
                 ", {us:.0} us apart (the Local ACK Timeout its RDMA-CM request set: {:.0} us),",
                 set as f64 / 1e3

@@ -471,7 +471,7 @@ fn marking_findings(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
             ));
         }
         if r.oversize > 0 {
-            let limit = match (f.cm_mtu, f.path_mtu_seen) {
+            let limit = match (f.cm_mtu(), f.path_mtu_seen) {
                 (Some(cm), Some(seen)) if seen != cm => {
                     format!("the path MTU RDMA-CM negotiated ({cm} bytes; the packets show {seen})")
                 }

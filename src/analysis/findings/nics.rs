@@ -55,7 +55,7 @@ pub(super) fn slow_nak(hosts: &[HostReport], out: &mut Vec<Finding>) {
 
 /// A sender that kept 90% of its rate through 10 CNPs for a QP, sending back to back before.
 pub(super) fn cnp_without_slowdown(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
-    let Some(c) = f.cnp_response else {
+    let Some(c) = f.cnp_response.as_deref() else {
         return;
     };
     let judged =
