@@ -365,12 +365,20 @@ fn label_plain(f: &serde_json::Value) -> String {
 fn finding_of_a_capture_wide_code_keeps_the_frames_it_cites() {
     let sample = testdata("sample.pcap");
     let whole = report_of(&sample, &[]);
-    let storm = frames_of(&whole, "pfc_storm");
+    // A PFC storm keeps every pause frame of it (#58 item 8: it kept the 1 frame it cites of
+    // 601), and they are the same storm again.
+    let storm = &whole["pfc"]["priorities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["storms_total"].as_u64() == Some(1))
+        .expect("the sample's storm")["storms"][0];
     let kept = report_of(&sample, &["--finding", "pfc_storm"]);
-    assert_eq!(
-        kept["capture"]["packets"].as_u64().unwrap(),
-        storm.len() as u64
-    );
+    assert_eq!(kept["capture"]["packets"], storm["frames"]);
+    assert_eq!(kept["capture"]["pfc_frames"], storm["frames"]);
+    let again = &kept["pfc"]["priorities"][0]["storms"][0];
+    assert_eq!(again["frames"], storm["frames"]);
+    assert_eq!(again["first_frame"], storm["first_frame"]);
     // A code that no finding has keeps nothing, and says so.
     let out = run_path(&sample, &["--json", "--finding", "icrc_bad"]);
     assert!(stderr(&out).contains("no such finding"), "{}", stderr(&out));

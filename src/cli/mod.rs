@@ -117,9 +117,9 @@ pub struct Args {
     pub write: Option<PathBuf>,
 
     /// Keep, as --qp does, the connections (both directions, with their CNPs) that findings
-    /// of these codes concern, or the frames a finding cites where it concerns no connection
-    /// (pfc_storm...): for -w, --annotate, --packets and the report, which is the report of
-    /// the traffic kept. Reads the capture files twice.
+    /// of these codes concern, every pause frame of each PFC storm (pfc_storm), or the frames
+    /// a finding cites where it concerns neither: for -w, --annotate, --packets and the
+    /// report, which is the report of the traffic kept. Reads the capture files twice.
     #[arg(long, value_name = "CODE,...", value_parser = parse_finding_codes, help_heading = "Report directory")]
     pub finding: Option<FindingCodes>,
 

@@ -12,7 +12,7 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use roce_parsers::capture::Record;
-use roce_parsers::{decode_frame_with, DecodeOptions, Opcode};
+use roce_parsers::{decode_frame_with, DecodeOptions, MacControl, Opcode};
 
 use crate::common::error::Error;
 use crate::model::{FindingCode, FlowReport, Report};
@@ -40,11 +40,61 @@ pub struct SelectConfig {
 }
 
 /// `--finding`: the flows (both directions of each connection) that findings of some codes
-/// concern, and the frames of those that concern no flow (a PFC storm, a damaged capture).
+/// concern, the frames of those that concern no flow (a damaged capture), and the pause frames
+/// of each PFC storm.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FindingSelection {
     pub flows: BTreeSet<FlowId>,
     pub frames: BTreeSet<u64>,
+    pub storms: Vec<StormSpan>,
+}
+
+/// A PFC storm (`priority`; 802.3x PAUSE when none) of one source MAC over a span of time:
+/// every pause frame of it is kept, not only the first the finding cites.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StormSpan {
+    pub source: [u8; 6],
+    pub priority: Option<u8>,
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+/// A frame within this of a storm's end is still its own (its end is kept to the microsecond).
+const STORM_END_SLACK_NS: u64 = 1_000;
+
+/// `02:00:00:00:00:5e` as bytes.
+fn mac_bytes(s: &str) -> Option<[u8; 6]> {
+    let mut out = [0u8; 6];
+    let mut parts = s.split(':');
+    for b in &mut out {
+        *b = u8::from_str_radix(parts.next()?, 16).ok()?;
+    }
+    parts.next().is_none().then_some(out)
+}
+
+/// The storms of the report's PFC and PAUSE sources, as spans of pause frames.
+fn storm_spans(report: &Report) -> Vec<StormSpan> {
+    let pfc = report
+        .pfc
+        .priorities
+        .iter()
+        .map(|p| (&p.source, Some(p.priority), &p.storms));
+    let pause = report
+        .pfc
+        .pause_8023x
+        .iter()
+        .map(|p| (&p.source, None, &p.storms));
+    pfc.chain(pause)
+        .filter_map(|(source, priority, storms)| Some((mac_bytes(source)?, priority, storms)))
+        .flat_map(|(source, priority, storms)| {
+            storms.iter().map(move |s| StormSpan {
+                source,
+                priority,
+                start_ns: s.start_ns,
+                end_ns: s.start_ns + (s.duration_ms * 1e6).round() as u64,
+            })
+        })
+        .collect()
 }
 
 /// A flow as the analysis keys it: source, destination, destination QP, innermost VLAN.
@@ -64,8 +114,14 @@ impl FindingSelection {
         let by_label: HashMap<String, &FlowReport> =
             report.flows.iter().map(|f| (f.label(), f)).collect();
         let mut out = FindingSelection::default();
+        if codes.contains(&FindingCode::PfcStorm) {
+            out.storms = storm_spans(report);
+        }
         let mut named: Vec<&FlowReport> = Vec::new();
         for f in report.findings.iter().filter(|f| codes.contains(&f.code)) {
+            if f.code == FindingCode::PfcStorm && !out.storms.is_empty() {
+                continue;
+            }
             let before = named.len();
             named.extend(f.flow_labels().filter_map(|l| by_label.get(l).copied()));
             if named.len() == before {
@@ -89,7 +145,7 @@ impl FindingSelection {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.flows.is_empty() && self.frames.is_empty()
+        self.flows.is_empty() && self.frames.is_empty() && self.storms.is_empty()
     }
 }
 
@@ -213,7 +269,10 @@ impl Selection {
             }
         }
         if let Some(selection) = &self.config.finding {
-            if !selection.frames.contains(&rec.frame) && !self.in_flows(selection, rec) {
+            let kept = selection.frames.contains(&rec.frame)
+                || self.in_flows(selection, rec)
+                || self.in_storms(selection, rec);
+            if !kept {
                 return Ok(false);
             }
         }
@@ -233,6 +292,26 @@ impl Selection {
         // The other direction: what answers the requests, and the CNPs that slow them down.
         let answer = r.bth.opcode.is_response() || r.bth.opcode == Opcode::CNP;
         Ok(answer && self.qp_hosts.contains(&(dst, src)))
+    }
+
+    /// Whether `rec` is a pause frame of one of the selection's storms.
+    fn in_storms(&self, selection: &FindingSelection, rec: &Record<'_>) -> bool {
+        if selection.storms.is_empty() {
+            return false;
+        }
+        let frame = decode_frame_with(rec.linktype, rec.data, rec.len, self.config.decode);
+        let (Some(src), Some(control)) = (frame.src_mac, frame.mac_control) else {
+            return false;
+        };
+        selection.storms.iter().any(|s| {
+            let during = (s.start_ns..=s.end_ns + STORM_END_SLACK_NS).contains(&rec.ts_ns);
+            let pauses = match (s.priority, control) {
+                (Some(p), MacControl::Pfc { cev, .. }) => cev & (1 << p) != 0,
+                (None, MacControl::Pause { .. }) => true,
+                _ => false,
+            };
+            s.source == src && during && pauses
+        })
     }
 
     /// Whether `rec` is a RoCE frame of one of the selection's flows.

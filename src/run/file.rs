@@ -80,6 +80,12 @@ pub(super) fn with_finding_selection(
         if !selection.frames.is_empty() {
             kept.push(format!("{} frames cited", selection.frames.len()));
         }
+        if !selection.storms.is_empty() {
+            kept.push(format!(
+                "the pause frames of {}",
+                crate::common::words::plural(selection.storms.len() as u64, "PFC storm")
+            ));
+        }
         stderr_line!(
             "roce-sniff: --finding {}: keeping {}",
             names.join(","),

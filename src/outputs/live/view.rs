@@ -321,14 +321,24 @@ fn draw_findings(f: &mut Frame, area: Rect, s: &Snapshot, state: &ViewState) {
     let lines: Vec<Line> = if s.findings.is_empty() {
         vec![Line::from("nothing looks wrong yet")]
     } else {
+        // The code column as wide as the longest code shown, and a space: a long code
+        // (loss_on_lossless_priority) ran into its message at a fixed 24.
+        let code_width = s
+            .findings
+            .iter()
+            .take(fit)
+            .map(|x| x.code.len())
+            .max()
+            .unwrap_or(0)
+            + 1;
         s.findings
             .iter()
             .take(fit)
             .map(|x| {
-                let room = usize::from(area.width).saturating_sub(7 + 24);
+                let room = usize::from(area.width).saturating_sub(7 + code_width);
                 Line::from(vec![
                     Span::raw(format!("{:>5}s ", x.at_s)),
-                    Span::styled(format!("{:<24}", x.code), style(state, Color::Red)),
+                    Span::styled(format!("{:<code_width$}", x.code), style(state, Color::Red)),
                     Span::raw(fit_finding(&x.text, x.flow.as_deref(), room)),
                 ])
             })
@@ -489,7 +499,8 @@ mod tests {
             "p3 (RoCE)",
             "12.5 ms",
             "25%",
-            "psn_loss                PSN gaps on 10.0.0.5 > 10.0… qp 0x000213 vlan 100",
+            // The code column as wide as the longest code shown (retransmissions).
+            "psn_loss        PSN gaps on 10.0.0.5 > 10.0.0.2 qp 0x000213 vlan 100",
             "q quit",
         ] {
             assert!(text.contains(want), "{want:?} not on the screen:\n{text}");
@@ -609,6 +620,25 @@ mod tests {
         assert!(
             s.starts_with("PFC storm on priority 4 from 02:00:00:00:00:5f"),
             "{s}"
+        );
+    }
+
+    #[test]
+    fn a_long_code_does_not_run_into_its_message() {
+        let mut s = fixed();
+        s.findings.insert(
+            0,
+            LiveFinding {
+                at_s: 62,
+                code: "loss_on_lossless_priority",
+                text: "3 PSNs lost on a priority PFC paused".into(),
+                flow: None,
+            },
+        );
+        let shown = screen(120, 40, &s, &ViewState::default());
+        assert!(
+            shown.contains("loss_on_lossless_priority 3 PSNs lost"),
+            "{shown}"
         );
     }
 }

@@ -204,10 +204,18 @@ pub fn findings_text(o: &mut String, findings: &[Finding]) {
     if findings.is_empty() {
         let _ = writeln!(o, "  nothing looks wrong");
     }
+    // A cause told once: the same code on a flow and on its responses had its paragraph twice.
+    let mut told: Vec<(crate::model::FindingCode, &str)> = Vec::new();
     for f in findings {
         let head = format!("  {:<8} {:<24} ", f.severity.name().to_uppercase(), f.code);
         wrap_into(o, &head, &f.message);
-        wrap_into(o, &" ".repeat(head.len()), &format!("cause: {}", f.cause));
+        let cause = if told.contains(&(f.code, f.cause.as_str())) {
+            format!("cause: as for the {} above", f.code)
+        } else {
+            told.push((f.code, f.cause.as_str()));
+            format!("cause: {}", f.cause)
+        };
+        wrap_into(o, &" ".repeat(head.len()), &cause);
         if let Some(g) = &f.group {
             for m in &g.worst {
                 let _ = writeln!(o, "  {:<8} {:<24} {}: {}", "", "", m.flow, m.count);
@@ -539,5 +547,17 @@ mod tests {
         // A capture where no NIC had to react has no such section.
         let clean = super::render(&crate::analysis::testing::report_of("diagnose/clean.pcap"));
         assert!(!clean.contains("\nNICs:"), "{clean}");
+    }
+
+    #[test]
+    fn a_cause_is_told_once_per_code() {
+        let r = crate::analysis::testing::report_of("sample.pcap");
+        let text = super::render(&r);
+        let cause = "the RoCE traffic class is set for layer 2 only";
+        assert_eq!(text.matches(cause).count(), 1, "{text}");
+        assert!(
+            text.contains("cause: as for the dscp0_with_pcp above"),
+            "{text}"
+        );
     }
 }
