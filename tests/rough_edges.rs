@@ -564,3 +564,39 @@ fn a_bin_longer_than_the_capture_is_told() {
         stderr(&o)
     );
 }
+
+/// Issue #58, item 7: `-w` keeps the input's snap length and says what it wrote; frames of a
+/// second link type, which a pcap cannot hold, are refused in one line.
+#[test]
+fn a_written_capture_keeps_the_inputs_snap_length() {
+    let out = tmp("kept-snaplen.pcap");
+    let o = run_path(
+        &testdata("sample.pcap"),
+        &["--qp", "0x213", "-w", out.to_str().unwrap()],
+    );
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    let header = std::fs::read(&*out).unwrap();
+    // sample.pcap was captured with a snap length of 128.
+    assert_eq!(u32::from_le_bytes(header[16..20].try_into().unwrap()), 128);
+    let frames = json_of(&run_path(&out, &["--json"]))["capture"]["packets"].clone();
+    assert!(
+        stderr(&o).contains(&format!("wrote {frames} frames to ")),
+        "{}",
+        stderr(&o)
+    );
+    let mixed = tmp("mixed.pcap");
+    let sample = testdata("sample.pcap");
+    let cooked = testdata("verify_cooked.pcap");
+    let o = run(&[
+        "-r",
+        sample.to_str().unwrap(),
+        "-r",
+        cooked.to_str().unwrap(),
+        "-w",
+        mixed.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("a pcap holds one"), "{err}");
+}

@@ -338,12 +338,10 @@ impl Selection {
         }
     }
 
-    /// Flushes the -w file.
-    pub fn finish(self) -> Result<(), Error> {
-        match self.writer {
-            Some(w) => w.finish(),
-            None => Ok(()),
-        }
+    /// Flushes the -w file, with the input's snap length (`snaplen`, 0 when unknown) in its
+    /// header; what it wrote.
+    pub fn finish(self, snaplen: u32) -> Result<Option<Written>, Error> {
+        self.writer.map(|w| w.finish(snaplen)).transpose()
     }
 }
 
@@ -366,13 +364,25 @@ fn compile(filter: &str, linktype: u32) -> Result<pcap::BpfProgram, Error> {
     })
 }
 
-/// A nanosecond pcap of the records kept, in the link type of the first one (records of
-/// another link type cannot go in the same pcap and are left out).
+/// A nanosecond pcap of the records kept, in the link type of the first one (a pcap holds
+/// one: a record of another is refused), with the input's snap length once it is known.
 struct PcapFileWriter {
     path: PathBuf,
     out: BufWriter<File>,
     linktype: Option<u32>,
+    written: u64,
 }
+
+/// What `-w` wrote.
+pub struct Written {
+    pub path: PathBuf,
+    pub frames: u64,
+}
+
+/// Where a pcap header holds its snap length.
+const SNAPLEN_OFFSET: u64 = 16;
+/// The snap length a header says until the input's is known (libpcap's largest).
+const SNAPLEN_UNKNOWN: u32 = 262_144;
 
 impl PcapFileWriter {
     fn create(path: &Path) -> Result<Self, Error> {
@@ -384,6 +394,7 @@ impl PcapFileWriter {
             path: path.to_path_buf(),
             out: BufWriter::with_capacity(1 << 20, file),
             linktype: None,
+            written: 0,
         })
     }
 
@@ -402,14 +413,21 @@ impl PcapFileWriter {
             header.extend_from_slice(&2u16.to_le_bytes());
             header.extend_from_slice(&4u16.to_le_bytes());
             header.extend_from_slice(&[0; 8]);
-            header.extend_from_slice(&262_144u32.to_le_bytes());
+            header.extend_from_slice(&SNAPLEN_UNKNOWN.to_le_bytes());
             header.extend_from_slice(&rec.linktype.to_le_bytes());
             let result = self.out.write_all(&header);
             result.map_err(self.err())?;
         }
-        if self.linktype != Some(rec.linktype) {
-            return Ok(());
+        if let Some(first) = self.linktype.filter(|&l| l != rec.linktype) {
+            return Err(Error::Usage(format!(
+                "-w {}: frame {} has link type {} where the frames before it have {}: a pcap holds one (--annotate writes a pcapng of them all)",
+                crate::common::error::shown(&self.path.to_string_lossy()),
+                rec.frame,
+                rec.linktype,
+                first
+            )));
         }
+        self.written += 1;
         let mut h = [0u8; 16];
         h[0..4].copy_from_slice(&((rec.ts_ns / 1_000_000_000) as u32).to_le_bytes());
         h[4..8].copy_from_slice(&((rec.ts_ns % 1_000_000_000) as u32).to_le_bytes());
@@ -422,8 +440,22 @@ impl PcapFileWriter {
         result.map_err(self.err())
     }
 
-    fn finish(mut self) -> Result<(), Error> {
+    /// Flushes the file, and writes the input's snap length (`snaplen`, 0 when unknown) in
+    /// its header where the file can be rewritten (not a pipe).
+    fn finish(mut self, snaplen: u32) -> Result<Written, Error> {
+        use std::io::{Seek, SeekFrom};
         let result = self.out.flush();
-        result.map_err(self.err())
+        result.map_err(self.err())?;
+        if snaplen > 0 && self.linktype.is_some() {
+            let file = self.out.get_mut();
+            if file.seek(SeekFrom::Start(SNAPLEN_OFFSET)).is_ok() {
+                let result = file.write_all(&snaplen.to_le_bytes());
+                result.map_err(self.err())?;
+            }
+        }
+        Ok(Written {
+            path: self.path,
+            frames: self.written,
+        })
     }
 }

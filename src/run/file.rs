@@ -312,6 +312,12 @@ pub(super) fn feed<S: crate::pipeline::Sink>(
     }
     let (mut end, fed) = read?;
     end.selection = Some(selection.stats());
-    selection.finish()?;
+    if let Some(w) = selection.finish(end.snaplen)? {
+        stderr_line!(
+            "roce-sniff: wrote {} to {}",
+            crate::common::words::plural(w.frames, "frame"),
+            crate::common::error::shown(&w.path.to_string_lossy())
+        );
+    }
     Ok((end, fed))
 }
