@@ -600,3 +600,56 @@ fn a_written_capture_keeps_the_inputs_snap_length() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("a pcap holds one"), "{err}");
 }
+
+/// Issue #58, items 1 and 2: the help is grouped as a user looks for options, shows every
+/// default, and wraps to the terminal (COLUMNS when it is not one).
+#[test]
+fn the_help_is_grouped_shows_defaults_and_fits_80_columns() {
+    for flag in ["-h", "--help"] {
+        let out = Command::new(bin())
+            .arg(flag)
+            .env("COLUMNS", "80")
+            .output()
+            .unwrap();
+        let help = String::from_utf8_lossy(&out.stdout).to_string();
+        let wide: Vec<&str> = help.lines().filter(|l| l.chars().count() > 80).collect();
+        assert!(wide.is_empty(), "{flag}: wider than 80 columns: {wide:#?}");
+        let headings: Vec<&str> = help
+            .lines()
+            .filter(|l| !l.starts_with(' ') && l.ends_with(':'))
+            .collect();
+        let order = [
+            "Input:",
+            "Selection:",
+            "What to print:",
+            "Outputs:",
+            "Analysis settings:",
+            "Live capture:",
+            "Monitoring:",
+        ];
+        let at: Vec<usize> = order
+            .iter()
+            .map(|h| headings.iter().position(|x| x == h).unwrap_or(usize::MAX))
+            .collect();
+        assert!(at.windows(2).all(|w| w[0] < w[1]), "{headings:?}");
+    }
+    let help = stdout(&run(&["-h"]));
+    for default in [
+        "[default: 100]",
+        "[default: 1000]",
+        "[default: 100000]",
+        "[default: 60s]",
+    ] {
+        assert!(help.contains(default), "{default} not shown");
+    }
+    // -w, -c and the filter are not live-only; --finding and --annotate not report-only.
+    let section = |name: &str| {
+        let from = help.find(&format!("\n{name}:\n")).unwrap();
+        let rest = &help[from + 1..];
+        rest[..rest[1..].find("\n\n").map_or(rest.len(), |e| e + 1)].to_string()
+    };
+    assert!(section("Selection").contains("--count"));
+    assert!(section("Selection").contains("--finding"));
+    assert!(section("Outputs").contains("--write"));
+    assert!(section("Outputs").contains("--annotate"));
+}

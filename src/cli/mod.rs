@@ -23,122 +23,53 @@ use roce_parsers::{DecodeOptions, TrafficClass};
 
 const AFTER_HELP: &str = "\
 Examples:
-  roce-sniff -r capture.pcap                     analysis report (flows, PSN, ECN/CNP, PFC, findings)
-  roce-sniff -i eth0 --duration 30s              live: a status line every second, then the report
-  roce-sniff -i eth0 -w out.pcap -c 100000       live, keeping what was captured
-  roce-sniff -r capture.pcap --packets           one line per frame, tcpdump-like
-  roce-sniff -r capture.pcap --packets --json    one JSON object per frame (NDJSON)
-  roce-sniff -r capture.pcap --json=report.json  the JSON report into a file
-  roce-sniff -r capture.pcap --report=out/rep    a report directory with plots
-  roce-sniff -i eth0 --json udp dst port 4791    JSON on stdout; the capture filter follows
-  tcpdump -i eth0 -w - | roce-sniff -r -         read a capture from standard input
+  roce-sniff -r capture.pcap
+      the analysis report (flows, PSN, ECN/CNP, PFC, findings)
+  roce-sniff -i eth0 --duration 30s
+      live: a status line every second, then the report
+  roce-sniff -i eth0 -w out.pcap -c 100000
+      live, keeping what was captured
+  roce-sniff -r capture.pcap --packets
+      one line per frame, tcpdump-like (--json: one JSON object per frame)
+  roce-sniff -r capture.pcap --json=report.json
+      the JSON report into a file
+  roce-sniff -r capture.pcap --report=out/rep
+      a report directory with plots
+  roce-sniff -i eth0 --json udp dst port 4791
+      JSON on stdout; the capture filter follows
+  tcpdump -i eth0 -w - | roce-sniff -r -
+      read a capture from standard input
 
-Options with an optional value take it only after `=` (--json=FILE, --report=DIR), so that
-a capture filter after them is never read as a file name; `--json -` is standard output. Durations take ns, us, ms, s, m
-or h (a plain number is seconds). Ctrl-C while reading a file or standard input ends the
-read: the report covers what was read.
+Options with an optional value take it only after `=` (--json=FILE, --report=DIR), so that a capture filter after them is never read as a file name; `--json -` is standard output. Durations take ns, us, ms, s, m or h (a plain number is seconds). Ctrl-C while reading a file or standard input ends the read: the report covers what was read.
 
 Verification (for test scripts):
   roce-sniff -r cap.pcap --expect-tos 0x68 --expect-pcp 3
-      checks every RoCE data and ACK frame; prints a per-flow table and PASS or FAIL.
-      A check the capture cannot support (PCP without VLAN tags, a cooked capture) is
-      UNVERIFIABLE, and a capture without RoCE is not a PASS: both exit with 1.
+      checks every RoCE data and ACK frame; prints a per-flow table and PASS or FAIL. A check the capture cannot support (PCP without VLAN tags, a cooked capture) is UNVERIFIABLE, and a capture without RoCE is not a PASS: both exit with 1.
 
-Exit codes: 0 ok (verification passed), 1 verification failed or could not be made, no
-frame was analysed or printed (an empty capture, or a filter or selection that matched
-nothing; --packets too), or a finding --fail-on names was raised, 2 error (unreadable input,
-bad flags).";
+Exit codes: 0 ok (verification passed); 1 verification failed or could not be made, no frame was analysed or printed (an empty capture, or a filter or selection that matched nothing; --packets too), or a finding --fail-on names was raised; 2 error (unreadable input, bad flags).";
 
 #[derive(Parser, Debug)]
 #[command(
     name = "roce-sniff",
     version,
     about = "RoCEv2 capture analyzer: decode, PSN loss, ECN/CNP, PFC pauses, QoS verification",
+    // Wrapped to the terminal (COLUMNS when it is none), and never wider than 100 columns.
+    max_term_width = 100,
     after_help = AFTER_HELP
 )]
 pub struct Args {
     /// Capture file to read (pcap, pcapng or ERF, gzip or zstd compressed or not); `-` reads
     /// standard input. Several -r (or a directory) are read as one capture, merged by time.
-    #[arg(short = 'r', long = "read", value_name = "FILE")]
+    #[arg(
+        short = 'r',
+        long = "read",
+        value_name = "FILE",
+        help_heading = "Input"
+    )]
     pub read: Vec<String>,
 
-    /// Capture live on this interface (needs root, or CAP_NET_RAW and CAP_NET_ADMIN).
-    #[arg(
-        short = 'i',
-        long = "interface",
-        value_name = "IFACE",
-        help_heading = "Live capture"
-    )]
-    pub interface: Option<String>,
-
-    /// List the interfaces that can be captured on, like `tcpdump -D`.
-    #[arg(short = 'D', long = "list-interfaces", help_heading = "Live capture")]
-    pub list_interfaces: bool,
-
-    /// Stop after N frames (N at least 1): captured live, or kept from a file.
-    #[arg(
-        short = 'c',
-        long = "count",
-        value_name = "N",
-        value_parser = parse_count,
-        help_heading = "Live capture"
-    )]
-    pub count: Option<u64>,
-
-    /// Stop a live capture after this long: 30s, 500ms, 2m, 1h (ns, us, ms, s, m, h; a plain
-    /// number is seconds).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Live capture")]
-    pub duration: Option<Duration>,
-
-    /// The kernel's capture buffer, in KiB, as tcpdump's -B (default 65536: 64 MiB). A
-    /// larger buffer rides out longer bursts without drops.
-    #[arg(short = 'B', long = "buffer-size", value_name = "KiB", value_parser = clap::value_parser!(u32).range(1..=2_097_151), help_heading = "Live capture")]
-    pub buffer_size: Option<u32>,
-
-    /// Status lines on standard error instead of the full-screen live view, even when
-    /// standard output is a terminal.
-    #[arg(long, help_heading = "Live capture")]
-    pub no_tui: bool,
-
-    /// Capture and decode on a thread of their own from the start, the analysis on another.
-    /// Without it one thread does all while it keeps up (it costs least), and the second
-    /// starts once the kernel's buffer is not emptied for 250 ms or frames are dropped.
-    #[arg(long, help_heading = "Live capture")]
-    pub capture_thread: bool,
-
-    /// Also write the frames to this pcap file: what a live capture sees, or what is kept of
-    /// a file (with a filter or --qp: one connection to hand to Wireshark).
-    #[arg(
-        short = 'w',
-        long = "write",
-        value_name = "FILE",
-        help_heading = "Live capture"
-    )]
-    pub write: Option<PathBuf>,
-
-    /// Keep, as --qp does, the connections (both directions, with their CNPs) that findings
-    /// of these codes concern, every pause frame of each PFC storm (pfc_storm), or the frames
-    /// a finding cites where it concerns neither: for -w, --annotate, --packets and the
-    /// report, which is the report of the traffic kept. Reads the capture files twice.
-    #[arg(long, value_name = "CODE,...", value_parser = parse_finding_codes, help_heading = "Report directory")]
-    pub finding: Option<FindingCodes>,
-
-    /// Write the frames read (or those a filter, --qp or --finding keeps) to FILE as pcapng, each byte
-    /// for byte at its own time, with a comment (`roce-sniff: <code>: ...`) on every frame a
-    /// finding cites and on the analysis's events (PSN gaps, resends, NAKs, CE marks without
-    /// a CNP, CNPs, PFC storms, capture copies). Reads the capture files a second time.
-    #[arg(long, value_name = "FILE", help_heading = "Report directory")]
-    pub annotate: Option<PathBuf>,
-
-    /// Capture filter (BPF, as in tcpdump). Live, it replaces the default, which keeps RoCEv2,
-    /// RoCEv1 and MAC Control frames, tagged or not; with -r it selects the frames analysed.
-    /// Options may come before or after it, as tcpdump takes them; words after a lone `--` are
-    /// all the filter's.
-    #[arg(value_name = "FILTER", help_heading = "Live capture")]
-    pub filter: Vec<String>,
-
     /// A UDP port that carries VXLAN besides 4789 (some fabrics use 8472, Linux's old default).
-    #[arg(long, value_name = "PORT")]
+    #[arg(long, value_name = "PORT", help_heading = "Input")]
     pub vxlan_port: Option<u16>,
 
     /// Frame times: `capture` (the capture's record times) or `erspan` (the ERSPAN III
@@ -147,27 +78,56 @@ pub struct Args {
         long,
         value_name = "capture|erspan",
         value_enum,
-        default_value = "capture"
+        default_value = "capture",
+        help_heading = "Input"
     )]
     pub time: TimeSource,
 
+    /// Decoding threads of a file (0: one per core; more than the cores are not used; a live
+    /// capture decodes on its capture thread). The report is the same whatever the number.
+    #[arg(long, value_name = "N", default_value_t = 0, help_heading = "Input")]
+    pub threads: usize,
+
+    /// Read capture files with plain reads, never memory-mapped: for a file that something
+    /// may truncate while it is read (a mapped file that shrinks ends the process with SIGBUS).
+    #[arg(long, help_heading = "Input")]
+    pub no_mmap: bool,
+
+    /// Capture filter (BPF, as in tcpdump). Live, it replaces the default, which keeps RoCEv2,
+    /// RoCEv1 and MAC Control frames, tagged or not; with -r it selects the frames analysed.
+    /// Options may come before or after it, as tcpdump takes them; words after a lone `--` are
+    /// all the filter's.
+    #[arg(value_name = "FILTER", help_heading = "Selection")]
+    pub filter: Vec<String>,
+
+    /// Stop after N frames (N at least 1): captured live, or kept from a file.
+    #[arg(
+        short = 'c',
+        long = "count",
+        value_name = "N",
+        value_parser = parse_count,
+        help_heading = "Selection"
+    )]
+    pub count: Option<u64>,
+
     /// Keep one connection of a capture file: the frames to this destination QP, and the
     /// ACKs, READ responses and CNPs sent back between the same two hosts.
-    #[arg(long, value_name = "QPN", value_parser = parse_qpn)]
+    #[arg(long, value_name = "QPN", value_parser = parse_qpn, help_heading = "Selection")]
     pub qp: Option<u32>,
 
+    /// Keep, as --qp does, the connections (both directions, with their CNPs) that findings
+    /// of these codes concern, every pause frame of each PFC storm (pfc_storm), or the frames
+    /// a finding cites where it concerns neither: for -w, --annotate, --packets and the
+    /// report, which is the report of the traffic kept. Reads the capture files twice.
+    #[arg(long, value_name = "CODE,...", value_parser = parse_finding_codes, help_heading = "Selection")]
+    pub finding: Option<FindingCodes>,
+
     /// Show every frame, one per line, instead of the analysis report.
-    #[arg(long)]
+    #[arg(long, help_heading = "What to print")]
     pub packets: bool,
 
-    /// Follow the same packets across captures of several points of one path: give each point
-    /// with -r, in path order from the data sender (a directory is one point's rotated set).
-    /// Reports where packets were lost, CE-marked or re-marked, and each hop's delay.
-    #[arg(long)]
-    pub correlate: bool,
-
     /// With --packets, leave out frames that are neither RoCE nor PFC/PAUSE.
-    #[arg(long)]
+    #[arg(long, help_heading = "What to print")]
     pub roce_only: bool,
 
     /// JSON output: the report as one document, or with --packets one object per frame
@@ -178,33 +138,96 @@ pub struct Args {
         value_name = "FILE",
         num_args = 0..=1,
         require_equals = true,
-        default_missing_value = "-"
+        default_missing_value = "-",
+        help_heading = "What to print"
     )]
     pub json: Option<String>,
+
+    /// Follow the same packets across captures of several points of one path: give each point
+    /// with -r, in path order from the data sender (a directory is one point's rotated set).
+    /// Reports where packets were lost, CE-marked or re-marked, and each hop's delay.
+    #[arg(long, help_heading = "What to print")]
+    pub correlate: bool,
+
+    /// Show at most this many per-frame warnings on stderr (the rest are counted).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 10,
+        help_heading = "What to print"
+    )]
+    pub max_warnings: u32,
+
+    /// Also write the frames to this pcap file: what a live capture sees, or what is kept of
+    /// a file (with a filter or --qp: one connection to hand to Wireshark).
+    #[arg(
+        short = 'w',
+        long = "write",
+        value_name = "FILE",
+        help_heading = "Outputs"
+    )]
+    pub write: Option<PathBuf>,
+
+    /// Write the frames read (or those a filter, --qp or --finding keeps) to FILE as pcapng, each byte
+    /// for byte at its own time, with a comment (`roce-sniff: <code>: ...`) on every frame a
+    /// finding cites and on the analysis's events (PSN gaps, resends, NAKs, CE marks without
+    /// a CNP, CNPs, PFC storms, capture copies). Reads the capture files a second time.
+    #[arg(long, value_name = "FILE", help_heading = "Outputs")]
+    pub annotate: Option<PathBuf>,
+
+    /// Write a report directory: timelines (CSV, JSON), plots (PNG, SVG) and index.html.
+    /// Into DIR with --report=DIR (the `=` is required); without it, reports/<capture name>.
+    #[arg(long, value_name = "DIR", num_args = 0..=1, require_equals = true, default_missing_value = "", help_heading = "Outputs")]
+    pub report: Option<String>,
+
+    /// Time bin of the timelines and plots: 100us, 1ms, 10ms... (default: from the capture's
+    /// duration, at most 500 bins; a bin that would give more than 1000 bins is widened, with
+    /// a note).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Outputs")]
+    pub bin: Option<Duration>,
+
+    /// Also write the capture as Parquet tables (packets, flows, timeline, pfc, findings) into
+    /// DIR/<table>/capture=<name>/: one dataset for many captures, for DuckDB or Spark.
+    #[arg(long, value_name = "DIR", help_heading = "Outputs")]
+    pub parquet: Option<PathBuf>,
+
+    /// With --parquet: a complete set of parts every DURATION of capture time (aligned on
+    /// multiples of it), each file renamed into place when whole, so that DuckDB or Spark can
+    /// read the dataset while the capture runs; flows are named by their own id. The default
+    /// of a live capture: 1m (a file is written whole without it).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Outputs")]
+    pub rotate: Option<Duration>,
+
+    /// The capture's name in the Parquet dataset (default: the file's stem; a live capture's
+    /// interface).
+    #[arg(long, value_name = "NAME", help_heading = "Outputs")]
+    pub capture_name: Option<String>,
 
     /// Link speed for turning PFC pause quanta into time: 10G, 25G, 40G, 50G, 100G, 200G,
     /// 400G or 800G (a quantum is 512 bit times). Without it, 100G is assumed, and the
     /// report says so.
-    #[arg(long, value_name = "SPEED", value_parser = parse_link_speed)]
+    #[arg(long, value_name = "SPEED", value_parser = parse_link_speed, help_heading = "Analysis settings")]
     pub link_speed: Option<f64>,
 
     /// A PFC storm is a stretch at least this long (ms) of continuous pause or of pause
-    /// frames faster than --storm-fps.
-    #[arg(long, value_name = "MS")]
+    /// frames faster than --storm-fps. [default: 100]
+    #[arg(long, value_name = "MS", help_heading = "Analysis settings")]
     pub storm_ms: Option<f64>,
 
     /// Pause frames per second on one priority above which a stretch counts as a storm.
-    #[arg(long, value_name = "FPS")]
+    /// [default: 1000]
+    #[arg(long, value_name = "FPS", help_heading = "Analysis settings")]
     pub storm_fps: Option<f64>,
 
     /// Most flows open at once; packets of further flows are counted but not analysed.
-    #[arg(long, value_name = "N")]
+    /// [default: 100000]
+    #[arg(long, value_name = "N", help_heading = "Analysis settings")]
     pub max_flows: Option<usize>,
 
     /// A connection idle this long (capture time; both directions: ACKs and CNPs keep it
     /// alive) ends: it is reported as it stood, its state freed, and its QP used again starts
-    /// a new flow. `0` or `never`: flows last the whole run.
-    #[arg(long, value_name = "DURATION", value_parser = parse_flow_timeout)]
+    /// a new flow. `0` or `never`: flows last the whole run. [default: 60s]
+    #[arg(long, value_name = "DURATION", value_parser = parse_flow_timeout, help_heading = "Analysis settings")]
     pub flow_timeout: Option<FlowTimeout>,
 
     /// Verify: every RoCE data/ACK frame must carry this DSCP (0-63).
@@ -242,28 +265,39 @@ pub struct Args {
     #[arg(long, value_name = "LEVEL|CODE,...", value_parser = FailOn::parse, help_heading = "Verification (exit code 1 when a frame does not match)")]
     pub fail_on: Option<FailOn>,
 
-    /// Write a report directory: timelines (CSV, JSON), plots (PNG, SVG) and index.html.
-    /// Into DIR with --report=DIR (the `=` is required); without it, reports/<capture name>.
-    #[arg(long, value_name = "DIR", num_args = 0..=1, require_equals = true, default_missing_value = "", help_heading = "Report directory")]
-    pub report: Option<String>,
+    /// Capture live on this interface (needs root, or CAP_NET_RAW and CAP_NET_ADMIN).
+    #[arg(
+        short = 'i',
+        long = "interface",
+        value_name = "IFACE",
+        help_heading = "Live capture"
+    )]
+    pub interface: Option<String>,
 
-    /// Time bin of the timelines and plots: 100us, 1ms, 10ms... (default: from the capture's
-    /// duration, at most 500 bins; a bin that would give more than 1000 bins is widened, with
-    /// a note).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Report directory")]
-    pub bin: Option<Duration>,
+    /// List the interfaces that can be captured on, like `tcpdump -D`.
+    #[arg(short = 'D', long = "list-interfaces", help_heading = "Live capture")]
+    pub list_interfaces: bool,
 
-    /// Also write the capture as Parquet tables (packets, flows, timeline, pfc, findings) into
-    /// DIR/<table>/capture=<name>/: one dataset for many captures, for DuckDB or Spark.
-    #[arg(long, value_name = "DIR", help_heading = "Parquet export")]
-    pub parquet: Option<PathBuf>,
+    /// Stop a live capture after this long: 30s, 500ms, 2m, 1h (ns, us, ms, s, m, h; a plain
+    /// number is seconds).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Live capture")]
+    pub duration: Option<Duration>,
 
-    /// With --parquet: a complete set of parts every DURATION of capture time (aligned on
-    /// multiples of it), each file renamed into place when whole, so that DuckDB or Spark can
-    /// read the dataset while the capture runs; flows are named by their own id. The default
-    /// of a live capture: 1m (a file is written whole without it).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Parquet export")]
-    pub rotate: Option<Duration>,
+    /// The kernel's capture buffer, in KiB, as tcpdump's -B (default 65536: 64 MiB). A
+    /// larger buffer rides out longer bursts without drops.
+    #[arg(short = 'B', long = "buffer-size", value_name = "KiB", value_parser = clap::value_parser!(u32).range(1..=2_097_151), help_heading = "Live capture")]
+    pub buffer_size: Option<u32>,
+
+    /// Status lines on standard error instead of the full-screen live view, even when
+    /// standard output is a terminal.
+    #[arg(long, help_heading = "Live capture")]
+    pub no_tui: bool,
+
+    /// Capture and decode on a thread of their own from the start, the analysis on another.
+    /// Without it one thread does all while it keeps up (it costs least), and the second
+    /// starts once the kernel's buffer is not emptied for 250 ms or frames are dropped.
+    #[arg(long, help_heading = "Live capture")]
+    pub capture_thread: bool,
 
     /// Serve Prometheus metrics at http://ADDR:PORT/metrics while the capture runs (with -r,
     /// until SIGINT or SIGTERM after the file is read). No authentication: bind it to
@@ -280,25 +314,6 @@ pub struct Args {
     /// QPs with metric series of their own; the rest count in qp="other".
     #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..), help_heading = "Monitoring")]
     pub metrics_max_qps: u32,
-
-    /// The capture's name in the Parquet dataset (default: the file's stem; a live capture's
-    /// interface).
-    #[arg(long, value_name = "NAME", help_heading = "Parquet export")]
-    pub capture_name: Option<String>,
-
-    /// Decoding threads of a file (0: one per core; more than the cores are not used; a live
-    /// capture decodes on its capture thread). The report is the same whatever the number.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    pub threads: usize,
-
-    /// Read capture files with plain reads, never memory-mapped: for a file that something
-    /// may truncate while it is read (a mapped file that shrinks ends the process with SIGBUS).
-    #[arg(long)]
-    pub no_mmap: bool,
-
-    /// Show at most this many per-frame warnings on stderr (the rest are counted).
-    #[arg(long, value_name = "N", default_value_t = 10)]
-    pub max_warnings: u32,
 
     /// Print the man page (`man`) or a shell's completion script (`complete-bash`,
     /// `complete-zsh`, `complete-fish`), made from these options, and exit: what `make install`
