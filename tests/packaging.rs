@@ -67,7 +67,15 @@ fn make_install_puts_the_binary_man_page_and_completions_under_prefix() {
             "{page}"
         );
         assert!(page.contains("--flow-timeout"), "{page}");
-        assert!(page.contains("Exit codes:"), "{page}");
+        // Its sections, as ripgrep's and fd's (#58 item 3).
+        for section in [
+            "SYNOPSIS roce-sniff [OPTIONS] -r FILE",
+            "EXAMPLES",
+            "EXIT STATUS",
+            "SEE ALSO",
+        ] {
+            assert!(page.contains(section), "{section}: {page}");
+        }
     }
 
     // bash: the function the script registers completes an option and a value.
