@@ -422,3 +422,28 @@ fn the_page_has_a_nics_table_with_the_text_reports_figures() {
     assert!(text.contains("NAK gen 200 (3)"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_rtt_histogram_counts_whole_samples_and_the_flows_table_says_transport() {
+    // #58 item 17: "300.0" samples on the y axis; a cryptic "tr" heading.
+    let dir = tmpdir("item17");
+    make_report(&testdata("sample.pcap"), &dir, &[]);
+    let svg = std::fs::read_to_string(dir.join("ack_rtt.svg")).unwrap();
+    let labels: Vec<&str> = svg
+        .split("</text>")
+        .filter_map(|t| t.rsplit('>').next())
+        .map(str::trim)
+        .filter(|t| !t.is_empty() && t.chars().all(|c| c.is_ascii_digit() || c == '.'))
+        .collect();
+    assert!(labels.contains(&"100"), "{labels:?}");
+    assert!(
+        !labels
+            .iter()
+            .any(|l| l.ends_with(".0") && l.len() > 3 && l.parse::<f64>().unwrap() >= 50.0),
+        "{labels:?}"
+    );
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert!(html.contains("<th>transport</th>"));
+    assert!(!html.contains("<th>tr</th>"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -331,7 +331,7 @@ fn verification(o: &mut String, r: &Report) {
 }
 
 fn flows(o: &mut String, r: &Report) {
-    o.push_str("<h2>Flows (troubled first)</h2>\n<div class=\"wide\"><table><tr><th>#</th><th>flow</th><th>tr</th><th>role</th><th>packets</th><th>rate</th><th>MTU</th><th>PCP</th><th>DSCP</th><th>ECN</th><th>gaps</th><th>missing</th><th>retx</th><th>dup</th><th>ooo</th><th>NAKs</th><th>CE</th><th>CNPs</th><th>ACK RTT p50 / p99 us</th></tr>\n");
+    o.push_str("<h2>Flows (troubled first)</h2>\n<div class=\"wide\"><table><tr><th>#</th><th>flow</th><th>transport</th><th>role</th><th>packets</th><th>rate</th><th>MTU</th><th>PCP</th><th>DSCP</th><th>ECN</th><th>gaps</th><th>missing</th><th>retx</th><th>dup</th><th>ooo</th><th>NAKs</th><th>CE</th><th>CNPs</th><th>ACK RTT p50 / p99 us</th></tr>\n");
     for f in r.flows.iter().take(HTML_FLOWS) {
         let trouble = f.psn.gaps + f.psn.retransmitted + f.feedback.naks.total() + f.icrc_bad > 0
             || (f.feedback.ce > 0 && f.feedback.cnps == 0 && f.role == FlowRole::Data);

@@ -696,6 +696,14 @@ pub fn rtt<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
         .configure_mesh()
         .x_desc("round-trip time (us); the last bar holds everything beyond")
         .y_desc("samples")
+        // Samples are counted: whole numbers only ("300", not "300.0").
+        .y_label_formatter(&|v| {
+            if (v - v.round()).abs() < 1e-9 {
+                format!("{}", v.round() as u64)
+            } else {
+                String::new()
+            }
+        })
         .draw()
         .map_err(err)?;
     let color = RGBColor(44, 160, 44);
