@@ -193,3 +193,23 @@ fn every_host_is_listed_with_its_macs() {
         serde_json::json!(["02:00:00:00:00:02"])
     );
 }
+
+#[test]
+fn the_text_report_has_a_nics_section_within_100_columns() {
+    let out = run_path(&testdata("diagnose/slow_nak.pcap"), &[]);
+    let text = stdout(&out);
+    let nics = &text[text.find("\nNICs:").expect("a NICs section")..];
+    assert!(
+        nics.contains("  10.0.0.2  MAC 02:00:00:00:00:02\n"),
+        "{nics}"
+    );
+    assert!(nics.contains("as receiver: NAK gen 200 (3)"), "{nics}");
+    assert!(
+        nics.contains("resends go-back-n (3/0)  PSNs/NAK 11.0"),
+        "{nics}"
+    );
+    assert!(nics.lines().all(|l| l.chars().count() <= 100), "{nics}");
+    // A capture where no NIC had to react has no such section.
+    let clean = stdout(&run_path(&testdata("diagnose/clean.pcap"), &[]));
+    assert!(!clean.contains("\nNICs:"), "{clean}");
+}

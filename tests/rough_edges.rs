@@ -653,3 +653,15 @@ fn the_help_is_grouped_shows_defaults_and_fits_80_columns() {
     assert!(section("Outputs").contains("--write"));
     assert!(section("Outputs").contains("--annotate"));
 }
+
+/// Issue #58, item 12: a cause is told once per code in the text report.
+#[test]
+fn a_cause_is_told_once_per_code() {
+    let text = stdout(&run_path(&testdata("sample.pcap"), &[]));
+    let cause = "the RoCE traffic class is set for layer 2 only";
+    assert_eq!(text.matches(cause).count(), 1, "{text}");
+    assert!(
+        text.contains("cause: as for the dscp0_with_pcp above"),
+        "{text}"
+    );
+}

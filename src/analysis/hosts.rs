@@ -244,17 +244,8 @@ fn sender_report(s: &Sender) -> SenderReport {
 
 #[cfg(test)]
 mod tests {
-    use crate::analysis::testing::feed;
+    use crate::analysis::testing::{feed, scenario};
     use crate::analysis::{AnalysisConfig, Analyzer};
-
-    fn scenario(name: &str) -> Vec<u8> {
-        use roce_testgen::writer::{pcap_bytes, PcapFlavor};
-        let s = roce_testgen::diagnose::scenarios()
-            .into_iter()
-            .find(|s| s.name == name)
-            .unwrap_or_else(|| panic!("no scenario {name}"));
-        pcap_bytes(&s.frames, PcapFlavor::NANO_LE, 1, 65535)
-    }
 
     #[test]
     fn a_live_monitor_keeps_what_ended_flows_showed_of_their_hosts() {

@@ -361,6 +361,7 @@ mod tests {
     use roce_testgen::writer::pcap_bytes;
     use roce_testgen::{FrameSpec, Net, PcapFlavor, PcapWriter, RoceSpec};
 
+    use super::super::testing::scenario;
     use super::super::{AnalysisConfig, Analyzer};
     use super::EndedParts;
     use crate::analysis::report_build::CaptureMeta;
@@ -401,16 +402,6 @@ mod tests {
         let mut out = Vec::new();
         write_churn(&mut out, cfg).unwrap();
         (out, cfg)
-    }
-
-    /// A diagnose scenario of the generator, as a capture.
-    fn scenario(name: &str) -> Vec<u8> {
-        use roce_testgen::writer::{pcap_bytes, PcapFlavor};
-        let s = roce_testgen::diagnose::scenarios()
-            .into_iter()
-            .find(|s| s.name == name)
-            .unwrap_or_else(|| panic!("no scenario {name}"));
-        pcap_bytes(&s.frames, PcapFlavor::NANO_LE, 1, 65535)
     }
 
     #[test]

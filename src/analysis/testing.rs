@@ -50,3 +50,13 @@ pub fn report_of(name: &str) -> crate::model::Report {
         ..Default::default()
     })
 }
+
+/// A diagnose scenario of the generator (testgen/src/diagnose.rs), as a capture in memory.
+pub fn scenario(name: &str) -> Vec<u8> {
+    use roce_testgen::writer::{pcap_bytes, PcapFlavor};
+    let s = roce_testgen::diagnose::scenarios()
+        .into_iter()
+        .find(|s| s.name == name)
+        .unwrap_or_else(|| panic!("no scenario {name}"));
+    pcap_bytes(&s.frames, PcapFlavor::NANO_LE, 1, 65535)
+}

@@ -53,28 +53,9 @@ pub(super) fn unacknowledged_requests(r: &FlowReport, f: &FlowEvidence, out: &mu
     // (7 retries for ever) is what ran out, not the transport retries.
     let rnr = f.troubles.naks.rnr.count;
     let cm = f.cm.as_deref();
-    if let Some(n) = cm
+    let rnr_retries_out = cm
         .map(|c| c.rnr_retry_count)
-        .filter(|&n| n < RNR_FOR_EVER && rnr > u64::from(n))
-    {
-        message.push_str(&format!(
-            "; the responder refused it with an RNR NAK {} before the QP fell silent",
-            plural(rnr, "time")
-        ));
-        cause = format!(
-            "the requester's RNR retries ran out ({n} resends after RNR NAKs, the RNR Retry Count its RDMA-CM request set): the QP went to the error state and its work requests failed with an RNR-retry-exceeded error; the responder's application does not post receives in time"
-        );
-        out.push(finding(
-            Severity::Critical,
-            FindingCode::UnacknowledgedRequests,
-            message,
-            &cause,
-            Some(r.label()),
-            u.requests.count,
-            u.requests.frames.clone(),
-        ));
-        return;
-    }
+        .filter(|&n| n < RNR_FOR_EVER && rnr > u64::from(n));
     // The retry count the connection's RDMA-CM request set, else the largest there is.
     let (limit, set_by) = match cm.map(|c| c.retry_count) {
         Some(n) => (
@@ -83,7 +64,16 @@ pub(super) fn unacknowledged_requests(r: &FlowReport, f: &FlowEvidence, out: &mu
         ),
         None => (RETRY_LIMIT, ""),
     };
-    if let Some((psn, n)) = u.retry.filter(|&(_, n)| n >= limit) {
+    if let Some(n) = rnr_retries_out {
+        message.push_str(&format!(
+            "; the responder refused it with an RNR NAK {} before the QP fell silent",
+            plural(rnr, "time")
+        ));
+        cause = format!(
+            "the requester's RNR retries ran out ({n} resends after RNR NAKs, the RNR Retry Count its RDMA-CM request set): the QP went to the error state and its work requests failed with an RNR-retry-exceeded error; the responder's application does not post receives in time"
+        );
+        severity = Severity::Critical;
+    } else if let Some((psn, n)) = u.retry.filter(|&(_, n)| n >= limit) {
         // How far apart, against the ACK timeout RDMA-CM set: a NIC that resends much sooner
         // or later than it was told shows here.
         let set = cm.and_then(|c| c.ack_timeout_ns());

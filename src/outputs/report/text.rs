@@ -525,39 +525,4 @@ mod tests {
         assert!(o.lines().all(|l| l.chars().count() <= WIDTH));
         assert!(o.lines().skip(1).all(|l| l.starts_with("       word")));
     }
-
-    #[test]
-    fn the_nics_section_names_each_figure_and_wraps_under_the_width() {
-        let r = crate::analysis::testing::report_of("diagnose/slow_nak.pcap");
-        let text = super::render(&r);
-        let nics = &text[text.find("\nNICs:").expect("a NICs section")..];
-        assert!(
-            nics.contains("  10.0.0.2  MAC 02:00:00:00:00:02\n"),
-            "{nics}"
-        );
-        assert!(nics.contains("as receiver: NAK gen 200 (3)"), "{nics}");
-        assert!(
-            nics.contains("resends go-back-n (3/0)  PSNs/NAK 11.0"),
-            "{nics}"
-        );
-        assert!(
-            nics.lines().all(|l| l.chars().count() <= super::WIDTH),
-            "{nics}"
-        );
-        // A capture where no NIC had to react has no such section.
-        let clean = super::render(&crate::analysis::testing::report_of("diagnose/clean.pcap"));
-        assert!(!clean.contains("\nNICs:"), "{clean}");
-    }
-
-    #[test]
-    fn a_cause_is_told_once_per_code() {
-        let r = crate::analysis::testing::report_of("sample.pcap");
-        let text = super::render(&r);
-        let cause = "the RoCE traffic class is set for layer 2 only";
-        assert_eq!(text.matches(cause).count(), 1, "{text}");
-        assert!(
-            text.contains("cause: as for the dscp0_with_pcp above"),
-            "{text}"
-        );
-    }
 }
