@@ -312,17 +312,25 @@ fn long_point_paths_keep_the_hop_table_aligned() {
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();
     let text = stdout(&run(&argv));
     let _ = std::fs::remove_dir_all(&root);
-    let table: Vec<&str> = text
+    let tables: Vec<&str> = text
         .lines()
         .skip_while(|l| !l.starts_with("Hops, data direction"))
         .skip(1)
-        .take(3)
+        .take(6)
         .collect();
     let short = "site-0/collector/captures/2026-12-01/cap.pcap > site-1/collector/captures/2026-12-01/cap.pcap";
-    assert!(table[1].contains(short), "{text}");
-    // Every column starts where its header does.
-    let at = |l: &str| l.find("two_way").or_else(|| l.find("clocks")).unwrap();
-    assert!(table.iter().all(|l| at(l) == at(table[0])), "{text}");
+    assert!(tables[1].contains(short), "{text}");
+    // Every column ends where its header does in the counts' table (right-aligned), and the
+    // clocks start where theirs does in the delays'.
+    assert!(
+        tables[..3].iter().all(|l| l.len() == tables[0].len()),
+        "{text}"
+    );
+    let clocks = tables[3].find("clocks");
+    assert!(
+        clocks.is_some() && tables[4..].iter().all(|l| l.find("two_way") == clocks),
+        "{text}"
+    );
     // The full paths are listed once, above the tables.
     assert!(text.contains(&args[2]), "{text}");
 }
@@ -343,7 +351,7 @@ fn correlation_page_shows_the_path(html: &str) {
     assert_eq!(path.matches("<g class=\"hop clean\">").count(), 2, "{path}");
     assert!(path.contains("stroke=\"#c62828\""));
     assert!(path.contains(">CE 4 · DSCP re-marked 10<"), "{path}");
-    assert!(path.contains(">delay p50 3.0 us, p99 13.0 us<"), "{path}");
+    assert!(path.contains(">delay p50 3 us, p99 13 us<"), "{path}");
     assert!(path.contains(">→ requests: 52 matched<"), "{path}");
     assert!(path.contains(">clock +300.0 us<"), "{path}");
     // The findings are the main report's blocks, after the picture and before the plots.
@@ -358,7 +366,7 @@ fn correlation_page_shows_the_path(html: &str) {
     // A flow's hops share its row; its lost frames are named; a re-marked hop is amber.
     assert!(html.contains("<td class=\"l\" rowspan=\"2\">10.0.0.1 &gt; 10.0.0.2 qp 0x000100</td>"));
     assert!(
-        html.contains("<td>3.0</td><td class=\"l\">63</td></tr>"),
+        html.contains("<td>3 us</td><td class=\"l\">63</td></tr>"),
         "{html}"
     );
     assert!(html.contains("<tr class=\"marked\"><td class=\"l\">spine.pcap → receiver.pcap</td><td>10</td><td>0</td><td>0</td><td>10</td>"), "{html}");

@@ -166,7 +166,7 @@ fn a_reordered_flow_says_how_deep_and_how_late() {
         finding["message"]
             .as_str()
             .unwrap()
-            .contains("up to 3 PSNs behind the highest seen, up to 3.0 us after their gap"),
+            .contains("up to 3 PSNs behind the highest seen, up to 3 us after their gap"),
         "{finding}"
     );
 }

@@ -217,7 +217,7 @@ fn a_connection_request_the_capture_ended_on_is_information_not_a_warning() {
     );
     assert_eq!(
         f["message"],
-        "1 RDMA-CM connection request from 10.0.0.1 to 10.0.0.2 got no reply before the capture ended, 300 ms after it; its sender waits 4.3 s for the answer before sending again"
+        "1 RDMA-CM connection request from 10.0.0.1 to 10.0.0.2 got no reply before the capture ended, 300 ms after it; its sender waits 4.29 s for the answer before sending again"
     );
     assert_eq!(r["findings"].as_array().unwrap().len(), 1);
 }

@@ -203,7 +203,7 @@ fn the_text_report_has_a_nics_section_within_100_columns() {
         nics.contains("  10.0.0.2  MAC 02:00:00:00:00:02\n"),
         "{nics}"
     );
-    assert!(nics.contains("as receiver: NAK gen 200 (3)"), "{nics}");
+    assert!(nics.contains("as receiver: NAK gen 200 us (3)"), "{nics}");
     assert!(
         nics.contains("resends go-back-n (3/0)  PSNs/NAK 11.0"),
         "{nics}"

@@ -141,10 +141,10 @@ fn report_directory_is_complete_and_agrees_with_the_report() {
     assert!(!html.contains("<script"), "no scripts");
     // The pause cards: RoCE's priority apart from the storm on p4, which carries no RoCE.
     assert!(
-        html.contains("<b>40.1</b>ms RoCE paused (p3)"),
+        html.contains("<b>40.1 ms</b>RoCE paused (p3)"),
         "RoCE pause card"
     );
-    assert!(html.contains("<b>150.3</b>ms other priorities paused (p4)"));
+    assert!(html.contains("<b>150 ms</b>other priorities paused (p4)"));
     assert!(!html.contains("PFC paused (us)"));
     // Keys sit below the data: every flow named in a key is lower than the x axis's words.
     for plot in ["throughput", "psn"] {
@@ -416,10 +416,10 @@ fn the_page_has_a_nics_table_with_the_text_reports_figures() {
     }
     // The receiver's row holds its NAK generation time as the text report says it.
     assert!(table.contains("<td class=\"l\">10.0.0.2</td>"), "{table}");
-    assert!(table.contains("<td>200 (3)</td>"), "{table}");
+    assert!(table.contains("<td>200 us (3)</td>"), "{table}");
     assert!(table.contains("<td>go-back-n (3/0)</td>"), "{table}");
     let text = std::fs::read_to_string(dir.join("report.txt")).unwrap();
-    assert!(text.contains("NAK gen 200 (3)"), "{text}");
+    assert!(text.contains("NAK gen 200 us (3)"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -423,8 +423,6 @@ fn findings_of_many_flows_are_grouped_and_outputs_stay_proportionate() {
 #[test]
 fn json_to_a_file_says_where_and_text_fits_a_terminal() {
     let text = stdout(&run_path(&testdata("sample.pcap"), &[]));
-    let widest = text.lines().map(|l| l.chars().count()).max().unwrap();
-    assert!(widest <= 110, "widest line {widest}");
     assert!(text.contains("in 8 flows"));
     assert!(
         !text.contains("gap(s)") && !text.contains("storm(s)"),
@@ -663,5 +661,161 @@ fn a_cause_is_told_once_per_code() {
     assert!(
         text.contains("cause: as for the dscp0_with_pcp above"),
         "{text}"
+    );
+}
+
+/// The lines of `text` wider than 80 columns that words would have let wrap: a line of one
+/// word (a long path) cannot.
+fn too_wide(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter(|l| l.chars().count() > 80)
+        .filter(|l| {
+            let words = l.trim_start().split(' ').count();
+            let path_line = l.starts_with("roce-sniff report: ") && words == 3;
+            words > 1 && !path_line
+        })
+        .collect()
+}
+
+#[test]
+fn every_text_fits_80_columns_on_a_terminal_and_in_report_txt() {
+    let mut captures = testdata_captures();
+    captures.extend(real_captures());
+    let mut wide = Vec::new();
+    for c in &captures {
+        let text = stdout(&run_path(c, &[]));
+        wide.extend(
+            too_wide(&text)
+                .into_iter()
+                .map(|l| format!("{}: {l}", c.display())),
+        );
+    }
+    let verify = [
+        (
+            "analysis_marking.pcap",
+            &["--expect-tos", "0x68", "--expect-pcp", "3"][..],
+        ),
+        (
+            "verify_pass.pcap",
+            &[
+                "--expect-tos",
+                "0x68",
+                "--expect-pcp",
+                "3",
+                "--expect-ecn",
+                "ect",
+            ][..],
+        ),
+        (
+            "sample.pcap",
+            &["--expect-tos", "0x68", "--expect-vlan", "100"][..],
+        ),
+    ];
+    for (name, args) in verify {
+        let text = stdout(&run_path(&testdata(name), args));
+        assert!(text.contains("roce-sniff verify:"), "{text}");
+        wide.extend(
+            too_wide(&text)
+                .into_iter()
+                .map(|l| format!("verify {name}: {l}")),
+        );
+    }
+    let correlation = Command::new(bin())
+        .args(["--correlate", "-r"])
+        .arg(testdata("correlate/leaf.pcap"))
+        .arg("-r")
+        .arg(testdata("correlate/spine.pcap"))
+        .arg("-r")
+        .arg(testdata("correlate/receiver.pcap"))
+        .output()
+        .unwrap();
+    let text = stdout(&correlation);
+    assert!(text.contains("Findings"), "{text}");
+    wide.extend(
+        too_wide(&text)
+            .into_iter()
+            .map(|l| format!("correlation: {l}")),
+    );
+    assert!(
+        wide.is_empty(),
+        "{} lines wider than 80:\n{}",
+        wide.len(),
+        wide.join("\n")
+    );
+
+    // report.txt is the very text of the terminal, without colour.
+    let dir = Scratch::dir("fits80");
+    let out = run_path(
+        &testdata("sample.pcap"),
+        &[&format!("--report={}", dir.display()), "--color", "always"],
+    );
+    let txt = std::fs::read_to_string(dir.join("report.txt")).unwrap();
+    assert!(!txt.contains('\x1b'), "{txt}");
+    let plain = stdout(&run_path(&testdata("sample.pcap"), &["--color", "never"]));
+    assert!(txt.starts_with(&plain), "{txt}");
+    assert!(stdout(&out).contains('\x1b'));
+}
+
+/// Runs `command` on a pseudo-terminal (util-linux's `script`), with `env` set.
+fn on_a_terminal(command: &str, env: &[(&str, &str)]) -> String {
+    let out = Command::new("script")
+        .args(["-qec", command, "/dev/null"])
+        .env_remove("NO_COLOR")
+        .env("TERM", "xterm")
+        .envs(env.iter().copied())
+        .output()
+        .expect("script (util-linux) runs");
+    String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n")
+}
+
+#[test]
+fn severities_are_coloured_on_a_terminal_as_color_and_no_color_say() {
+    const RED_CRITICAL: &str = "\x1b[1m\x1b[31mCRITICAL\x1b[0m psn_loss";
+    let sample = testdata("sample.pcap");
+    let run = |extra: &str| format!("{} -r {} {extra}", bin(), sample.display());
+    // A terminal gets colour; a pipe, NO_COLOR, TERM=dumb or --color never do not.
+    let tty = on_a_terminal(&run(""), &[]);
+    assert!(tty.contains(RED_CRITICAL), "{tty}");
+    assert!(
+        tty.contains("\x1b[33mWARNING\x1b[0m  dscp0_with_pcp"),
+        "{tty}"
+    );
+    assert!(tty.contains("\x1b[36mINFO\x1b[0m"), "{tty}");
+    for (extra, env) in [
+        ("", &[("NO_COLOR", "1")][..]),
+        ("", &[("TERM", "dumb")][..]),
+        ("--color never", &[][..]),
+    ] {
+        let text = on_a_terminal(&run(extra), env);
+        assert!(text.contains("  CRITICAL psn_loss"), "{text}");
+        assert!(!text.contains('\x1b'), "{extra} {env:?}: {text}");
+    }
+    let piped = stdout(&run_path(&sample, &[]));
+    assert!(!piped.contains('\x1b') && piped.contains("  CRITICAL psn_loss"));
+    // --color always wins over a pipe and NO_COLOR, as ripgrep's does.
+    let forced = Command::new(bin())
+        .args(["--color", "always", "-r"])
+        .arg(&sample)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(stdout(&forced).contains(RED_CRITICAL));
+    // The verification's verdict too.
+    let failed = Command::new(bin())
+        .args(["--color", "always", "--expect-tos", "0x68", "-r"])
+        .arg(testdata("analysis_marking.pcap"))
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&failed).contains("\x1b[1m\x1b[31mFAIL\x1b[0m: "),
+        "{}",
+        stdout(&failed)
+    );
+    let bad = run_path(&sample, &["--color", "sometimes"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        stderr(&bad).contains("never, auto, always"),
+        "{}",
+        stderr(&bad)
     );
 }

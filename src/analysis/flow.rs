@@ -406,24 +406,28 @@ impl AckAllowance {
         }
     }
 
-    /// `50 us: 10 x its p99 ACK RTT of 5.0 us`, or `1 ms: no ACK RTT measured on it`.
+    /// `50 us: 10 x its p99 ACK RTT of 5 us`, or `1 ms: no ACK RTT measured on it`.
     pub fn describe(&self) -> String {
-        let len = if self.ns >= 1_000_000 {
-            format!("{} ms", self.ns as f64 / 1e6)
-        } else {
-            format!("{} us", self.ns as f64 / 1e3)
-        };
+        use crate::common::units::{duration_ns, duration_us};
+        let len = duration_ns(self.ns);
         match (self.from_p99_rtt_us, self.from_max_rtt_us) {
-            (_, Some(max)) => {
-                format!("{len}: {ALLOWANCE_MAX_RTTS} x its longest ACK RTT of {max:.1} us")
-            }
+            (_, Some(max)) => format!(
+                "{len}: {ALLOWANCE_MAX_RTTS} x its longest ACK RTT of {}",
+                duration_us(max)
+            ),
             (Some(us), None) if self.ns == ACK_GRACE_NS => {
-                format!("{len}: the cap, its p99 ACK RTT being {us:.1} us")
+                format!("{len}: the cap, its p99 ACK RTT being {}", duration_us(us))
             }
             (Some(us), None) if self.ns == ALLOWANCE_MIN_NS => {
-                format!("{len}: the floor, its p99 ACK RTT being {us:.1} us")
+                format!(
+                    "{len}: the floor, its p99 ACK RTT being {}",
+                    duration_us(us)
+                )
             }
-            (Some(us), None) => format!("{len}: {ALLOWANCE_RTTS} x its p99 ACK RTT of {us:.1} us"),
+            (Some(us), None) => format!(
+                "{len}: {ALLOWANCE_RTTS} x its p99 ACK RTT of {}",
+                duration_us(us)
+            ),
             (None, None) => format!("{len}: no ACK RTT measured on it"),
         }
     }
@@ -1050,7 +1054,7 @@ mod tests {
     fn the_ack_allowance_follows_the_flows_own_rtt_within_its_bounds() {
         let a = allowance_for(&[5; 10]);
         assert_eq!(a.ns, 50_000);
-        assert_eq!(a.describe(), "50 us: 10 x its p99 ACK RTT of 5.0 us");
+        assert_eq!(a.describe(), "50 us: 10 x its p99 ACK RTT of 5 us");
         assert_eq!(allowance_for(&[1; 10]).ns, ALLOWANCE_MIN_NS);
         assert_eq!(allowance_for(&[100; 10]).ns, ACK_GRACE_NS);
         let none = allowance_for(&[]);
@@ -1065,16 +1069,13 @@ mod tests {
     fn a_flow_that_answers_late_gets_at_least_twice_its_longest_ack_rtt() {
         let slow = allowance_for(&[30_000, 31_000, 45_000]);
         assert_eq!(slow.ns, 90_000_000);
-        assert_eq!(
-            slow.describe(),
-            "90 ms: 2 x its longest ACK RTT of 45000.0 us"
-        );
+        assert_eq!(slow.describe(), "90 ms: 2 x its longest ACK RTT of 45 ms");
         // One late ACK among fast ones widens the allowance past 10 x p99 too.
         let outlier = allowance_for(&[&[5u64; 200][..], &[400]].concat());
         assert_eq!(outlier.ns, 800_000);
         assert_eq!(
             outlier.describe(),
-            "800 us: 2 x its longest ACK RTT of 400.0 us"
+            "800 us: 2 x its longest ACK RTT of 400 us"
         );
         // Where the longest stays within the p99 rule, that rule speaks.
         assert_eq!(allowance_for(&[5; 10]).from_max_rtt_us, None);

@@ -14,6 +14,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use roce_parsers::MacAddr;
 
 use super::flow::FlowKey;
+use crate::common::units::duration_ns;
 use crate::model::{Finding, FindingCode};
 
 /// Why the requester resent: a NAK asking from a PSN, or silence (its retry timer).
@@ -204,8 +205,8 @@ impl Notes {
                         format!("after a NAK asking from PSN {from_psn}")
                     }
                     Some(ResendCause::Timeout { idle_ns }) => format!(
-                        "after a timeout ({} ms without a request)",
-                        fmt_ms(idle_ns)
+                        "after a timeout ({} without a request)",
+                        duration_ns(idle_ns)
                     ),
                     Some(ResendCause::Damaged { psn }) => {
                         format!("after PSN {psn} was captured with a bad ICRC")
@@ -242,9 +243,9 @@ impl Notes {
                 if self.flows_with_cnps.contains(&flow) {
                     write!(
                         t,
-                        "ce_unanswered: CE mark on {} got no CNP within {} ms",
+                        "ce_unanswered: CE mark on {} got no CNP within {}",
                         self.label(flow),
-                        super::CNP_WINDOW_NS / 1_000_000
+                        duration_ns(super::CNP_WINDOW_NS)
                     )
                 } else {
                     write!(
@@ -270,8 +271,8 @@ impl Notes {
                 let edge = if start { "starts" } else { "ends" };
                 write!(
                     t,
-                    "pfc_storm: PFC storm on priority {priority} from {mac} {edge} ({} ms, {frames} frames)",
-                    fmt_ms(duration_ns)
+                    "pfc_storm: PFC storm on priority {priority} from {mac} {edge} ({}, {frames} frames)",
+                    crate::common::units::duration_ns(duration_ns)
                 )
             }
             NoteKind::CaptureCopy { flow } => write!(
@@ -322,15 +323,6 @@ impl super::Analyzer {
         if let Some(n) = self.notes.as_mut() {
             self.flows[i].note_pending_ce(now, super::CNP_WINDOW_NS, n);
         }
-    }
-}
-
-fn fmt_ms(ns: u64) -> String {
-    let ms = ns as f64 / 1e6;
-    if ms >= 10.0 {
-        format!("{ms:.0}")
-    } else {
-        format!("{ms:.3}")
     }
 }
 

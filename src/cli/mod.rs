@@ -13,6 +13,7 @@ use crate::analysis::pfc::PfcConfig;
 use crate::analysis::AnalysisConfig;
 use crate::common::destination::Destination;
 use crate::common::error::Error;
+use crate::common::paint::{ColorWhen, Paint};
 use crate::decode::select::SelectConfig;
 use crate::model::{EcnExpect, Expectations};
 use crate::outputs::packets::{PacketFormat, PrintSettings};
@@ -157,6 +158,16 @@ pub struct Args {
         help_heading = "What to print"
     )]
     pub max_warnings: u32,
+
+    /// Colour the text report's severities and the verification's verdict: auto (on a
+    /// terminal, unless NO_COLOR is set), always or never.
+    #[arg(
+        long,
+        value_name = "WHEN",
+        default_value = "auto",
+        help_heading = "What to print"
+    )]
+    pub color: ColorWhen,
 
     /// Also write the frames to this pcap file: what a live capture sees, or what is kept of
     /// a file (with a filter or --qp: one connection to hand to Wireshark).
@@ -410,6 +421,8 @@ pub enum Mode {
         report_dir: Option<PathBuf>,
         /// `--fail-on`: findings that make the exit code 1.
         fail_on: Option<FailOn>,
+        /// `--color`: the text view's colours.
+        paint: Paint,
     },
 }
 
@@ -439,6 +452,8 @@ pub struct ReportOptions {
     pub fail_on: Option<FailOn>,
     /// `--annotate`: where the annotated pcapng copy goes.
     pub annotate: Option<PathBuf>,
+    /// `--color`: the text report's colours on standard output.
+    pub paint: Paint,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -816,6 +831,7 @@ impl Args {
             decode: self.decode_options(),
             report_dir,
             fail_on: self.fail_on.clone(),
+            paint: Paint::for_stdout(self.color),
         })
     }
 
@@ -851,6 +867,7 @@ impl Args {
             events,
             fail_on: self.fail_on.clone(),
             annotate: self.annotate.clone(),
+            paint: Paint::for_stdout(self.color),
         }))
     }
 

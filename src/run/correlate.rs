@@ -15,6 +15,7 @@ pub(super) fn run_correlate(config: &Config, paths: &[String]) -> Result<u8, Err
         decode,
         report_dir,
         fail_on,
+        paint,
     } = &config.mode
     else {
         unreachable!("called for --correlate");
@@ -59,7 +60,7 @@ pub(super) fn run_correlate(config: &Config, paths: &[String]) -> Result<u8, Err
             .map_err(io::Error::from)
             .and_then(|_| writeln!(writer))
     } else {
-        writer.write_all(crate::outputs::report::correlation::render(&doc).as_bytes())
+        writer.write_all(crate::outputs::report::correlation::render(&doc, *paint).as_bytes())
     };
     written
         .and_then(|_| writer.flush())

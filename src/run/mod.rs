@@ -22,6 +22,7 @@ use crate::cli::{Config, Mode, ReportOptions, Source};
 use crate::common::destination::{self, Destination};
 use crate::common::error::{is_broken_pipe, Error};
 use crate::common::exit;
+use crate::common::paint::Paint;
 use crate::common::queue::WhenFull;
 use crate::model::{DroppedRecords, PlotData, Report, WarningKind};
 use crate::outputs::events::{EventWriter, EventsOutput};
@@ -94,10 +95,12 @@ fn one_line(e: &clap::Error) -> String {
             _ => None,
         });
     let tip = suggested.map_or(String::new(), |s| format!("; did you mean `{s}`?"));
-    // A value's own error says where the values are listed; a flag's points to the options.
-    let see = match e.kind() {
-        clap::error::ErrorKind::ValueValidation => "",
-        _ => " (roce-sniff --help lists the options)",
+    // A value's own error says where the values are listed, a choice names them; a flag's
+    // points to the options.
+    let see = match (e.kind(), e.get(ContextKind::ValidValue)) {
+        (_, Some(ContextValue::Strings(values))) => format!(" (one of {})", values.join(", ")),
+        (clap::error::ErrorKind::ValueValidation, _) => String::new(),
+        _ => " (roce-sniff --help lists the options)".into(),
     };
     format!("{msg}{tip}{see}")
 }
@@ -347,10 +350,14 @@ fn render(
         match plots {
             Some(plots) => {
                 note_bin(opts.analysis.bin_ns, plots);
-                let mut text = report::text::render(report);
+                let mut text = report::text::render(report, Paint::PLAIN);
                 if let Some(v) = &report.verify {
                     text.push('\n');
-                    text.push_str(&report::verify::render(v, &report.capture.file));
+                    text.push_str(&report::verify::render(
+                        v,
+                        &report.capture.file,
+                        Paint::PLAIN,
+                    ));
                 }
                 report::dir::write_dir(dir, report, &text, plots)?;
                 stderr_line!(
@@ -367,9 +374,9 @@ fn render(
     let written = if opts.json.is_some() {
         report::json::write_pretty(&mut *out, report).and_then(|_| out.write_all(b"\n"))
     } else if let Some(v) = &report.verify {
-        out.write_all(report::verify::render(v, &report.capture.file).as_bytes())
+        out.write_all(report::verify::render(v, &report.capture.file, opts.paint).as_bytes())
     } else {
-        out.write_all(report::text::render(report).as_bytes())
+        out.write_all(report::text::render(report, opts.paint).as_bytes())
     };
     written
         .and_then(|_| out.flush())
@@ -399,15 +406,15 @@ fn note_bin(asked_ns: Option<u64>, plots: &PlotData) {
     if asked != plots.bin_ns {
         stderr_line!(
             "roce-sniff: note: --bin {} would give more than {} bins over this capture; the timelines use {} bins",
-            report::plots::human_ns(asked),
+            crate::common::units::duration_ns(asked),
             crate::analysis::timeline::MAX_BINS,
-            report::plots::human_ns(plots.bin_ns)
+            crate::common::units::duration_ns(plots.bin_ns)
         );
     } else if asked > span {
         stderr_line!(
             "roce-sniff: note: --bin {} is longer than the capture's {} of traffic, so the plots show one bin; leave --bin out for the automatic one (up to 500 bins)",
-            report::plots::human_ns(asked),
-            crate::common::words::duration(span)
+            crate::common::units::duration_ns(asked),
+            crate::common::units::duration_ns(span)
         );
     }
 }

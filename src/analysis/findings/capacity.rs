@@ -5,6 +5,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::finding;
 use crate::analysis::flow::FlowEvidence;
+use crate::common::units::{self, gbit_rate};
 use crate::model::{Finding, FindingCode, FlowReport, FlowRole, Severity};
 
 /// A flow steady for this long, below half the link, with no sign of the network, is
@@ -131,9 +132,10 @@ pub(super) fn host_limited(
         Severity::Info,
         FindingCode::HostLimited,
         format!(
-            "{} ran steadily at {gbps:.2} Gb/s for {:.1} ms, under half the {link_gbps} Gb/s link, with no CE, pause, NAK or loss",
+            "{} ran steadily at {} for {}, under half the {link_gbps} Gb/s link, with no CE, pause, NAK or loss",
             r.label(),
-            duration_ns / 1e6
+            gbit_rate(gbps),
+            units::duration_ns(duration_ns as u64)
         ),
         "the network is not what holds this flow back: the limit is in the hosts (the application posting too little, PCIe, NUMA placement of memory or NIC, interrupt or CPU load)",
         Some(r.label()),

@@ -233,9 +233,9 @@ pub(super) fn capture_findings(
             Severity::Info,
             FindingCode::CaptureDuplicates,
             format!(
-                "{} RoCE frames were captured twice (the same frame within {} us at one point, or seen at two points of the files read together): counted once",
+                "{} RoCE frames were captured twice (the same frame within {} at one point, or seen at two points of the files read together): counted once",
                 c.capture_duplicates,
-                crate::analysis::flow::COPY_WINDOW_NS / 1000
+                crate::common::units::duration_ns(crate::analysis::flow::COPY_WINDOW_NS)
             ),
             "a mirror session copies both directions of a port (or a TAP duplicates), or the files were captured at several points of the path; the copies are not resends and not duplicate PSNs",
             None,

@@ -11,7 +11,8 @@ use super::finding;
 use crate::analysis::cm::{CmAnswer, CmRequest, CmRequests, Unanswered};
 use crate::analysis::flow::{Evidence, FlowEvidence};
 use crate::analysis::IcmpKey;
-use crate::common::words::{duration, plural};
+use crate::common::units::{duration_ns as duration, duration_us};
+use crate::common::words::plural;
 use crate::model::FlowLabel;
 use crate::model::{Finding, FindingCode, FlowReport, Severity};
 
@@ -79,10 +80,11 @@ pub(super) fn unacknowledged_requests(r: &FlowReport, f: &FlowEvidence, out: &mu
         let set = cm.and_then(|c| c.ack_timeout_ns());
         let apart = match (r.recovery.timeout_interval_us.p50, set) {
             (Some(us), Some(set)) => format!(
-                ", {us:.0} us apart (the Local ACK Timeout its RDMA-CM request set: {:.0} us),",
-                set as f64 / 1e3
+                ", {} apart (the Local ACK Timeout its RDMA-CM request set: {}),",
+                duration_us(us),
+                duration(set)
             ),
-            (Some(us), None) => format!(", {us:.0} us apart,"),
+            (Some(us), None) => format!(", {} apart,", duration_us(us)),
             _ => String::new(),
         };
         message.push_str(&format!(

@@ -21,6 +21,7 @@ use roce_parsers::MacAddr;
 use super::flow::{Evidence, FlowEvidence};
 use super::pfc::MutualPause;
 use super::INCAST_MIN_SENDERS;
+use crate::common::units::{duration_ns, duration_us};
 use crate::common::words::plural;
 use crate::model::{
     CaptureReport, Finding, FindingCode, FindingGroup, FlowReport, FlowRole, GroupMember,
@@ -319,11 +320,11 @@ fn loss_findings(
                 Severity::Info,
                 FindingCode::OutOfOrder,
                 format!(
-                    "{} came late without loss on {}: up to {} behind the highest seen, up to {:.1} us after their gap",
+                    "{} came late without loss on {}: up to {} behind the highest seen, up to {} after their gap",
                     plural(r.psn.out_of_order, "PSN"),
                     r.label(),
                     plural(r.psn.out_of_order_depth_max, "PSN"),
-                    r.psn.out_of_order_delay_max_us
+                    duration_us(r.psn.out_of_order_delay_max_us)
                 ),
                 "the network reordered packets of one QP (adaptive routing, packet spraying, an ECMP path change, or a mirror merging two links): not loss, as none was resent or is missing; a receiver NIC without out-of-order placement answers each with a NAK and a go-back-N resend",
                 flow(),
@@ -397,11 +398,11 @@ fn response_findings(r: &FlowReport, f: &FlowEvidence, out: &mut Vec<Finding>) {
                 Severity::Info,
                 FindingCode::CeUnanswered,
                 format!(
-                    "{} of {} CE marks on {} got no CNP within {} ms",
+                    "{} of {} CE marks on {} got no CNP within {}",
                     r.feedback.ce_without_cnp,
                     r.feedback.ce,
                     r.label(),
-                    super::CNP_WINDOW_NS / 1_000_000
+                    duration_ns(super::CNP_WINDOW_NS)
                 ),
                 "CNPs are rate-limited per QP, so not every mark gets one; many unanswered marks mean the receiver reacts slowly",
                 flow(),
@@ -534,8 +535,12 @@ fn pfc_findings(priorities: &[PriorityReport], pause: &[PauseReport], out: &mut 
                 Severity::Warning,
                 FindingCode::PfcPauseRocePriority,
                 format!(
-                    "PFC paused RoCE priority {} from {}: {} XOFF, {:.1} us paused, longest {:.1} us",
-                    p.priority, p.source, p.xoff, p.pause_us, p.longest_pause_us
+                    "PFC paused RoCE priority {} from {}: {} XOFF, {} paused, longest {}",
+                    p.priority,
+                    p.source,
+                    p.xoff,
+                    duration_us(p.pause_us),
+                    duration_us(p.longest_pause_us)
                 ),
                 "a buffer on the lossless priority filled up (congestion such as incast, or a slow receiver) and the link was stopped",
                 None,
@@ -549,11 +554,11 @@ fn pfc_findings(priorities: &[PriorityReport], pause: &[PauseReport], out: &mut 
                 Severity::Critical,
                 FindingCode::PfcStorm,
                 format!(
-                    "PFC storm on priority {} from {}: {}, the first {:.1} ms long at {:.0} frames/s",
+                    "PFC storm on priority {} from {}: {}, the first {} long at {:.0} frames/s",
                     p.priority,
                     p.source,
                     plural(p.storms_total, "storm"),
-                    s.duration_ms,
+                    duration_us(s.duration_ms * 1e3),
                     s.rate_fps
                 ),
                 "a stuck receiver or a pause loop keeps the priority paused (a PFC watchdog should break it)",
@@ -567,7 +572,12 @@ fn pfc_findings(priorities: &[PriorityReport], pause: &[PauseReport], out: &mut 
         out.push(finding(
             Severity::Warning,
             FindingCode::Pause8023x,
-            format!("{} 802.3x PAUSE frames from {}: {:.1} us paused", p.frames, p.source, p.pause_us),
+            format!(
+                "{} 802.3x PAUSE frames from {}: {} paused",
+                p.frames,
+                p.source,
+                duration_us(p.pause_us)
+            ),
             "link-level flow control stops every priority at once, RoCE and everything else; PFC is what RoCE expects",
             None,
             p.frames,

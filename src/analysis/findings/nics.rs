@@ -3,8 +3,8 @@
 
 use super::finding;
 use crate::analysis::flow::FlowEvidence;
-use crate::common::units::bit_rate;
-use crate::common::words::{duration, plural};
+use crate::common::units::{bit_rate, duration_ns as duration, duration_us};
+use crate::common::words::plural;
 use crate::model::{Finding, FindingCode, FlowReport, HostReport, Severity};
 
 /// Sequence NAKs a receiver must have sent to be judged slow.
@@ -34,15 +34,20 @@ pub(super) fn slow_nak(hosts: &[HostReport], out: &mut Vec<Finding>) {
             continue;
         }
         let against = match rtt {
-            Some(rtt) => format!(", {:.0}x its ACK round trip ({rtt:.1} us)", p50 / rtt),
+            Some(rtt) => format!(
+                ", {:.0}x its ACK round trip ({})",
+                p50 / rtt,
+                duration_us(rtt)
+            ),
             None => String::new(),
         };
         out.push(finding(
             Severity::Warning,
             FindingCode::SlowNak,
             format!(
-                "{} took {p50:.0} us to NAK a gap (median of {}){against}",
+                "{} took {} to NAK a gap (median of {}){against}",
                 h.ip,
+                duration_us(p50),
                 plural(n, "sequence NAK")
             ),
             "the receiver's NIC is slow to generate NAKs: NICs of the ConnectX class NAK an out-of-sequence packet within microseconds, and every recovery waits this long; look at its firmware and its out-of-sequence handling. A capture beside the sender adds the path's round trip to this time: compare it with the ACK round trip",

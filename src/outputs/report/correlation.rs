@@ -3,6 +3,9 @@
 
 use std::fmt::Write as _;
 
+use super::text::wrap_items;
+use crate::common::paint::Paint;
+use crate::common::units::duration_us;
 use crate::model::{CorrelationDocument, DelayStats, FlowLabel, HopReport};
 
 /// Flows listed in the text; the JSON has them all.
@@ -10,6 +13,18 @@ const TEXT_FLOWS: usize = 20;
 
 fn opt(v: Option<f64>) -> String {
     v.map_or("-".into(), |v| format!("{v:.1}"))
+}
+
+/// A clock offset, its sign always shown: `+300 us`, `-200 us`, `0 s`.
+fn signed_us(us: f64) -> String {
+    let sign = if us > 0.0 {
+        "+"
+    } else if us < 0.0 {
+        "-"
+    } else {
+        ""
+    };
+    format!("{sign}{}", duration_us(us.abs()))
 }
 
 fn delays(d: &DelayStats) -> String {
@@ -51,6 +66,7 @@ fn short<'a>(names: &'a [(String, String)], full: &'a str) -> &'a str {
         .map_or(full, |(_, s)| s.as_str())
 }
 
+/// What each hop did, then its delays: two tables, so that both fit 80 columns.
 fn hop_table(o: &mut String, title: &str, hops: &[HopReport], names: &[(String, String)]) {
     let _ = writeln!(o, "\n{title}");
     let labels: Vec<String> = hops
@@ -65,22 +81,13 @@ fn hop_table(o: &mut String, title: &str, hops: &[HopReport], names: &[(String, 
         .max(3);
     let _ = writeln!(
         o,
-        "  {:<w$} {:>8} {:>6} {:>6} {:>8} {:>6} {:>6} {:>5}  {:<28} {:>10}  clocks",
-        "hop",
-        "matched",
-        "lost",
-        "missed",
-        "appeared",
-        "CE",
-        "DSCP",
-        "PCP",
-        "delay us min/p50/p99/max",
-        "queue p99"
+        "  {:<w$} {:>7} {:>5} {:>6} {:>8} {:>5} {:>5} {:>4}",
+        "hop", "matched", "lost", "missed", "appeared", "CE", "DSCP", "PCP"
     );
     for (h, label) in hops.iter().zip(&labels) {
         let _ = writeln!(
             o,
-            "  {:<w$} {:>8} {:>6} {:>6} {:>8} {:>6} {:>6} {:>5}  {:<28} {:>10}  {}",
+            "  {:<w$} {:>7} {:>5} {:>6} {:>8} {:>5} {:>5} {:>4}",
             label,
             h.matched,
             h.lost,
@@ -89,6 +96,18 @@ fn hop_table(o: &mut String, title: &str, hops: &[HopReport], names: &[(String, 
             h.ce_marked,
             h.dscp_changed,
             h.pcp_changed,
+        );
+    }
+    let _ = writeln!(
+        o,
+        "  {:<w$} {:<24} {:>9}  clocks",
+        "", "delay us min/p50/p99/max", "queue p99"
+    );
+    for (h, label) in hops.iter().zip(&labels) {
+        let _ = writeln!(
+            o,
+            "  {:<w$} {:<24} {:>9}  {}",
+            label,
             delays(&h.delay_us),
             opt(h.queueing_us.p99),
             h.clock_method
@@ -96,7 +115,7 @@ fn hop_table(o: &mut String, title: &str, hops: &[HopReport], names: &[(String, 
     }
 }
 
-pub fn render(doc: &CorrelationDocument) -> String {
+pub fn render(doc: &CorrelationDocument, paint: Paint) -> String {
     let c = &doc.correlation;
     let mut o = String::new();
     let _ = writeln!(
@@ -112,17 +131,26 @@ pub fn render(doc: &CorrelationDocument) -> String {
         .max()
         .unwrap_or(0)
         .max(5);
+    // The file read for each point, where its short name is not all of it.
     let _ = writeln!(
         o,
-        "  {:<w$} {:>12} {:>16}  file",
-        "point", "RoCE packets", "clock offset us"
+        "  {:<w$} {:>12} {:>13}  file",
+        "point", "RoCE packets", "clock offset"
     );
     for (p, (full, short)) in c.points.iter().zip(&names) {
-        let _ = writeln!(
-            o,
-            "  {:<w$} {:>12} {:>16.1}  {full}",
-            short, p.roce_packets, p.clock_offset_us
+        let head = format!(
+            "  {:<w$} {:>12} {:>13}  ",
+            short,
+            p.roce_packets,
+            signed_us(p.clock_offset_us)
         );
+        if full == short {
+            let _ = writeln!(o, "{}", head.trim_end());
+        } else if head.chars().count() + full.chars().count() <= super::text::WIDTH {
+            let _ = writeln!(o, "{head}{full}");
+        } else {
+            let _ = writeln!(o, "{}\n    {full}", head.trim_end());
+        }
     }
     hop_table(&mut o, "Hops, data direction (requests)", &c.hops, &names);
     hop_table(
@@ -156,18 +184,19 @@ pub fn render(doc: &CorrelationDocument) -> String {
             };
             let _ = writeln!(o, "  {label}{back}");
             for h in &f.hops {
-                let _ = writeln!(
-                    o,
-                    "    {} > {}: matched {} lost {} missed {} CE {} DSCP changed {} delay p50 {} us",
-                    short(&names, &h.from),
-                    short(&names, &h.to),
-                    h.matched,
-                    h.lost,
-                    h.missed,
-                    h.ce_marked,
-                    h.dscp_changed,
-                    opt(h.delay_p50_us)
-                );
+                let items = [
+                    format!("{} > {}:", short(&names, &h.from), short(&names, &h.to)),
+                    format!("matched {}", h.matched),
+                    format!("lost {}", h.lost),
+                    format!("missed {}", h.missed),
+                    format!("CE {}", h.ce_marked),
+                    format!("DSCP changed {}", h.dscp_changed),
+                    format!(
+                        "delay p50 {}",
+                        h.delay_p50_us.map_or("-".into(), duration_us)
+                    ),
+                ];
+                wrap_items(&mut o, "    ", "      ", items.into_iter());
             }
         }
         if troubled.len() > TEXT_FLOWS {
@@ -178,7 +207,7 @@ pub fn render(doc: &CorrelationDocument) -> String {
             );
         }
     }
-    super::text::findings_text(&mut o, &doc.findings);
+    super::text::findings_text(&mut o, &doc.findings, paint);
     o
 }
 

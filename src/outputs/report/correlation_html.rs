@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use super::correlation::short_names;
 use super::html::{card_row, esc, findings, strip_xml_header, STYLE};
+use crate::common::units::duration_us;
 use crate::model::{CorrelatedFlow, CorrelationDocument, FlowLabel, HopReport, Severity};
 
 /// Flows listed in the flows table; correlation.json has them all.
@@ -244,8 +245,9 @@ fn arrow(
         .p50
         .map_or("delay: nothing matched".into(), |p50| {
             format!(
-                "delay p50 {p50:.1} us, p99 {:.1} us",
-                h.delay_us.p99.unwrap_or(p50)
+                "delay p50 {}, p99 {}",
+                duration_us(p50),
+                duration_us(h.delay_us.p99.unwrap_or(p50))
             )
         });
     for (row, fill, text) in [
@@ -363,7 +365,7 @@ fn flows_table(o: &mut String, flows: &[CorrelatedFlow], names: &Names) {
     order.sort_by_key(|f| !troubled(f));
     let _ = writeln!(
         o,
-        "<h2>Flows, hop by hop (with loss, CE or re-marking first)</h2>\n<table><tr><th class=\"l\">flow</th><th class=\"l\">hop</th><th>matched</th><th>lost</th><th>CE marked</th><th>DSCP re-marked</th><th>PCP re-marked</th><th>delay p50 us</th><th class=\"l\">lost frames (at the earlier point)</th></tr>"
+        "<h2>Flows, hop by hop (with loss, CE or re-marking first)</h2>\n<table><tr><th class=\"l\">flow</th><th class=\"l\">hop</th><th>matched</th><th>lost</th><th>CE marked</th><th>DSCP re-marked</th><th>PCP re-marked</th><th>delay p50</th><th class=\"l\">lost frames (at the earlier point)</th></tr>"
     );
     for f in order.iter().take(HTML_FLOWS) {
         let label = FlowLabel {
@@ -397,7 +399,7 @@ fn flows_table(o: &mut String, flows: &[CorrelatedFlow], names: &Names) {
                 h.ce_marked,
                 h.dscp_changed,
                 h.pcp_changed,
-                opt(h.delay_p50_us),
+                h.delay_p50_us.map_or("-".into(), duration_us),
                 esc(&frames_shown(&h.lost_frames))
             );
         }

@@ -3,7 +3,8 @@
 
 use std::fmt::Write as _;
 
-use super::plots::{css_color, flow_color, human_ns, Rendered};
+use super::plots::{css_color, flow_color, Rendered};
+use crate::common::units::{duration_ns, duration_us, gbit_rate};
 use crate::model::{
     CaptureReport, Finding, FlowRole, PfcReport, PlotData, PlotKind, PriorityReport, Report,
     Severity,
@@ -104,7 +105,7 @@ fn head(o: &mut String, c: &CaptureReport, d: &PlotData) {
         format = c.format.unwrap_or("?"),
         packets = c.packets,
         dur = c.duration_s,
-        bin = human_ns(d.bin_ns),
+        bin = duration_ns(d.bin_ns),
     );
 }
 
@@ -220,14 +221,14 @@ pub(crate) fn card_row(o: &mut String, cards: &[(String, String, bool)]) {
 }
 
 /// The time RoCE was paused (its priorities' PFC pauses, and 802.3x PAUSE, which stops every
-/// priority), in ms, red when any; the other priorities' pauses apart, when there are any: a
+/// priority), red when any; the other priorities' pauses apart, when there are any: a
 /// storm on a priority without RoCE is no pause of RoCE.
 fn pause_cards(p: &PfcReport) -> Vec<(String, String, bool)> {
     let priorities = |roce: bool| -> Vec<&PriorityReport> {
         p.priorities.iter().filter(|q| q.roce == roce).collect()
     };
     // Folds from +0.0: an empty f64 sum is -0.0, which printed as "-0.0".
-    let ms = |qs: &[&PriorityReport]| qs.iter().fold(0.0, |a, q| a + q.pause_us) / 1e3;
+    let us = |qs: &[&PriorityReport]| qs.iter().fold(0.0, |a, q| a + q.pause_us);
     let names = |qs: &[&PriorityReport]| {
         let mut v: Vec<u8> = qs.iter().map(|q| q.priority).collect();
         v.dedup();
@@ -237,10 +238,10 @@ fn pause_cards(p: &PfcReport) -> Vec<(String, String, bool)> {
             .join(", ")
     };
     let (roce, other) = (priorities(true), priorities(false));
-    let pause_8023x_ms = p.pause_8023x.iter().fold(0.0, |a, q| a + q.pause_us) / 1e3;
-    let roce_ms = ms(&roce) + pause_8023x_ms;
+    let pause_8023x_us = p.pause_8023x.iter().fold(0.0, |a, q| a + q.pause_us);
+    let roce_us = us(&roce) + pause_8023x_us;
     let mut on = names(&roce);
-    if pause_8023x_ms > 0.0 {
+    if pause_8023x_us > 0.0 {
         on = if on.is_empty() {
             "802.3x".into()
         } else {
@@ -248,16 +249,15 @@ fn pause_cards(p: &PfcReport) -> Vec<(String, String, bool)> {
         };
     }
     let label = if on.is_empty() {
-        "ms RoCE paused".to_string()
+        "RoCE paused".to_string()
     } else {
-        format!("ms RoCE paused ({on})")
+        format!("RoCE paused ({on})")
     };
-    let mut cards = vec![(label, format!("{roce_ms:.1}"), roce_ms > 0.0)];
+    let mut cards = vec![(label, duration_us(roce_us), roce_us > 0.0)];
     if !other.is_empty() {
-        let other_ms = ms(&other);
         cards.push((
-            format!("ms other priorities paused ({})", names(&other)),
-            format!("{other_ms:.1}"),
+            format!("other priorities paused ({})", names(&other)),
+            duration_us(us(&other)),
             false,
         ));
     }
@@ -360,7 +360,7 @@ fn flows(o: &mut String, r: &Report) {
             f.transport.unwrap_or("-"),
             f.role,
             f.packets,
-            f.rate.gbps.map_or("-".into(), super::text::rate_text),
+            f.rate.gbps.map_or("-".into(), gbit_rate),
             super::text::mtu_text(f),
             f.psn.gaps,
             f.psn.missing,
@@ -388,7 +388,7 @@ fn nics(o: &mut String, r: &Report) {
     if !r.hosts.iter().any(reacted) {
         return;
     }
-    o.push_str("<h2>NICs</h2>\n<p>How each host reacted to loss and congestion: microseconds, median; in brackets, how many.</p>\n<div class=\"wide\"><table><tr>");
+    o.push_str("<h2>NICs</h2>\n<p>How each host reacted to loss and congestion: the median of each timing; in brackets, how many.</p>\n<div class=\"wide\"><table><tr>");
     for (i, (name, what)) in COLUMNS.iter().enumerate() {
         let class = if i < 2 { " class=\"l\"" } else { "" };
         let _ = write!(o, "<th{class} title=\"{}\">{}</th>", esc(what), esc(name));
@@ -425,7 +425,7 @@ fn pfc(o: &mut String, r: &Report) {
     if !p.priorities.is_empty() || !p.pause_8023x.is_empty() {
         let _ = writeln!(
             o,
-            "<h2>PFC at {} Gb/s{}</h2>\n<table><tr><th>priority</th><th>source</th><th>RoCE</th><th>XOFF</th><th>XON</th><th>quanta</th><th>paused us</th><th>longest us</th><th>storms</th></tr>",
+            "<h2>PFC at {} Gb/s{}</h2>\n<table><tr><th>priority</th><th>source</th><th>RoCE</th><th>XOFF</th><th>XON</th><th>quanta</th><th>paused</th><th>longest</th><th>storms</th></tr>",
             p.link_gbps,
             if p.link_speed_assumed {
                 " (assumed: set --link-speed)"
@@ -436,7 +436,7 @@ fn pfc(o: &mut String, r: &Report) {
         for q in &p.priorities {
             let _ = writeln!(
                 o,
-                "<tr{}><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td></tr>",
+                "<tr{}><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 if q.storms_total > 0 || (q.roce && q.xoff > 0) { " class=\"trouble\"" } else { "" },
                 q.priority,
                 q.source,
@@ -444,21 +444,21 @@ fn pfc(o: &mut String, r: &Report) {
                 q.xoff,
                 q.xon,
                 q.pause_quanta,
-                q.pause_us,
-                q.longest_pause_us,
+                duration_us(q.pause_us),
+                duration_us(q.longest_pause_us),
                 q.storms_total
             );
         }
         for q in &p.pause_8023x {
             let _ = writeln!(
                 o,
-                "<tr class=\"trouble\"><td>802.3x (all)</td><td class=\"l\">{}</td><td>-</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td></tr>",
+                "<tr class=\"trouble\"><td>802.3x (all)</td><td class=\"l\">{}</td><td>-</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 q.source,
                 q.frames - q.xon,
                 q.xon,
                 q.pause_quanta,
-                q.pause_us,
-                q.longest_pause_us,
+                duration_us(q.pause_us),
+                duration_us(q.longest_pause_us),
                 q.storms.len()
             );
         }

@@ -1,6 +1,7 @@
 //! The NICs table of the text and HTML reports: one row per host of `hosts[]`, the same columns
 //! in both, each timing as its median and, in brackets, how many samples.
 
+use crate::common::units::duration_us;
 use crate::model::{HostReport, LatencySummary};
 
 /// The columns: (heading, what the cell holds).
@@ -9,22 +10,19 @@ pub const COLUMNS: [(&str, &str); 13] = [
     ("MACs", "its own, or a router's"),
     (
         "NAK gen",
-        "as receiver: first request past a lost PSN to its NAK, us p50 (NAKs)",
+        "as receiver: first request past a lost PSN to its NAK, p50 (NAKs)",
     ),
     (
         "CNP gen",
-        "as receiver: first CE mark since the last CNP to the next CNP, us p50 (CNPs)",
+        "as receiver: first CE mark since the last CNP to the next CNP, p50 (CNPs)",
     ),
-    (
-        "CNP every",
-        "as receiver: CNP pacing under CE marks, us p50",
-    ),
-    ("ACK RTT", "as receiver, for reference, us p50"),
-    ("NAK->resend", "as sender: sequence NAK to resend, us p50"),
-    ("RNR wait", "as sender: RNR NAK to resend, us p50"),
+    ("CNP every", "as receiver: CNP pacing under CE marks, p50"),
+    ("ACK RTT", "as receiver, for reference, p50"),
+    ("NAK->resend", "as sender: sequence NAK to resend, p50"),
+    ("RNR wait", "as sender: RNR NAK to resend, p50"),
     (
         "timeout",
-        "as sender: silence before a resend no NAK asked for, us p50",
+        "as sender: silence before a resend no NAK asked for, p50",
     ),
     (
         "resends",
@@ -58,8 +56,7 @@ pub fn cells(h: &HostReport) -> [String; 13] {
             "{} / {} / {}",
             c.retry_count,
             c.rnr_retry_count,
-            c.local_ack_timeout_us
-                .map_or("none".into(), |us| format!("{us:.0} us"))
+            c.local_ack_timeout_us.map_or("none".into(), duration_us)
         )
     });
     [
@@ -118,11 +115,6 @@ fn timing(t: &LatencySummary) -> String {
         .map_or("-".into(), |p| format!("{} ({})", number(p), t.count))
 }
 
-/// Microseconds with the digits that matter: 2.0, 49, 4000.
 fn number(us: f64) -> String {
-    if us < 10.0 {
-        format!("{us:.1}")
-    } else {
-        format!("{us:.0}")
-    }
+    duration_us(us)
 }

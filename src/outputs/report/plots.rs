@@ -10,6 +10,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
 
+use crate::common::units::{duration_ns, duration_us};
 use crate::model::{Bin, FlowSeries, PlotData, PlotKind};
 
 pub const WIDTH: u32 = 1200;
@@ -316,7 +317,7 @@ pub fn throughput<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotDat
     let (area, key_area) = split_for_key(root, keys.len());
     let mut chart = time_chart(
         &area,
-        format!("{title} (bins of {})", human_ns(d.bin_ns)),
+        format!("{title} (bins of {})", duration_ns(d.bin_ns)),
         t,
         0.0..max * 1.1,
         70,
@@ -458,7 +459,7 @@ pub fn ecn<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
         .caption(
             format!(
                 "{title} per bin of {}: circle = CE, triangle = CNP",
-                human_ns(d.bin_ns)
+                duration_ns(d.bin_ns)
             ),
             ("sans-serif", 22),
         )
@@ -679,11 +680,11 @@ pub fn rtt<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
     let mut chart = ChartBuilder::on(root)
         .caption(
             format!(
-                "{title}: {} samples, p50 {:.1} us, p99 {:.1} us, max {:.1} us",
+                "{title}: {} samples, p50 {}, p99 {}, max {}",
                 v.len(),
-                p(0.5),
-                p(0.99),
-                v[v.len() - 1]
+                duration_us(p(0.5)),
+                duration_us(p(0.99)),
+                duration_us(v[v.len() - 1])
             ),
             ("sans-serif", 22),
         )
@@ -720,18 +721,6 @@ pub fn rtt<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
         )
         .map_err(err)?;
     root.present().map_err(err)
-}
-
-pub fn human_ns(ns: u64) -> String {
-    if ns >= 1_000_000_000 && ns.is_multiple_of(1_000_000_000) {
-        format!("{} s", ns / 1_000_000_000)
-    } else if ns >= 1_000_000 && ns.is_multiple_of(1_000_000) {
-        format!("{} ms", ns / 1_000_000)
-    } else if ns >= 1_000 && ns.is_multiple_of(1_000) {
-        format!("{} us", ns / 1_000)
-    } else {
-        format!("{ns} ns")
-    }
 }
 
 /// One plot, drawn to a PNG file and to SVG text.

@@ -3,6 +3,8 @@
 use std::fmt::Write as _;
 
 use crate::common::error::shown;
+use crate::common::paint::{AnsiColor, Paint, Style};
+use crate::common::units::{duration_us, gbit_rate};
 use crate::common::words::plural;
 use crate::model::{CaptureReport, Finding, FlowReport, HostReport, Report, Severity};
 
@@ -36,14 +38,15 @@ pub fn counts(map: &impl crate::model::Counts) -> String {
 }
 
 fn opt_us(v: Option<f64>) -> String {
-    v.map_or("-".into(), |x| format!("{x:.1}"))
+    v.map_or("-".into(), duration_us)
 }
 
-/// Renders the report as text for a terminal.
-pub fn render(r: &Report) -> String {
+/// Renders the report as text, within 80 columns wherever words allow; `paint` colours the
+/// severities for a terminal (report.txt is plain).
+pub fn render(r: &Report, paint: Paint) -> String {
     let mut o = String::new();
     capture_summary(&mut o, &r.capture);
-    findings(&mut o, r);
+    findings_text(&mut o, &r.findings, paint);
     flows(&mut o, &r.flows);
     nics(&mut o, &r.hosts);
     pfc(&mut o, r);
@@ -59,7 +62,7 @@ fn nics(o: &mut String, hosts: &[HostReport]) {
     }
     let _ = writeln!(
         o,
-        "\nNICs: how each host reacted to loss and congestion (us, median; in brackets, how many)"
+        "\nNICs: how each host reacted (medians; in brackets, how many)"
     );
     let hosts = ordered(hosts);
     for h in hosts.iter().take(ROWS) {
@@ -75,7 +78,7 @@ fn nics(o: &mut String, hosts: &[HostReport]) {
                 continue;
             }
             let items = columns.map(|i| format!("{} {}", COLUMNS[i].0, c[i]));
-            wrap_items(o, &format!("       {role} "), items);
+            wrap_items(o, &format!("       {role} "), &" ".repeat(20), items);
         }
     }
     if hosts.len() > ROWS {
@@ -94,9 +97,8 @@ fn capture_summary(o: &mut String, c: &CaptureReport) {
     let of_read = c.selection.as_ref().map_or(String::new(), |s| {
         format!(" kept of {} read", s.frames_read)
     });
-    let _ = writeln!(
-        o,
-        "  {} {}, {}{of_read} ({}) over {:.6} s",
+    let read = format!(
+        "{} {}, {}{of_read} ({}) over {:.6} s",
         c.format.unwrap_or("?"),
         if lts.is_empty() {
             "-".into()
@@ -107,19 +109,24 @@ fn capture_summary(o: &mut String, c: &CaptureReport) {
         human_bytes(c.bytes),
         c.duration_s
     );
+    wrap_into(o, "  ", "    ", &read);
     let _ = writeln!(
         o,
-        "  {} in {}; PFC {}, PAUSE {}\n  ICRC {} ok, {} bad, {} unchecked; {} malformed, {}",
+        "  {} in {}; PFC {}, PAUSE {}",
         transport_counts(c),
         plural(c.flows as u64, "flow"),
         c.pfc_frames,
         c.pause_frames,
+    );
+    let integrity = format!(
+        "ICRC {} ok, {} bad, {} unchecked; {} malformed, {}",
         c.icrc_ok,
         c.icrc_bad,
         c.icrc_unchecked,
         c.malformed,
         cut_split(c)
     );
+    wrap_into(o, "  ", "    ", &integrity);
     if c.missed.psns > 0 {
         // Before any loss figure: what the capture point itself did not see.
         let _ = writeln!(
@@ -135,6 +142,7 @@ fn capture_summary(o: &mut String, c: &CaptureReport) {
         let open = (c.flows as u64).saturating_sub(c.flows_ended);
         wrap_into(
             o,
+            "  ",
             "  ",
             &format!(
                 "{} ended (idle past --flow-timeout) and {} listed here: --events and the \
@@ -158,7 +166,7 @@ fn capture_summary(o: &mut String, c: &CaptureReport) {
         );
     }
     for w in &c.warnings {
-        let _ = writeln!(o, "  warning: {}", w.message);
+        wrap_into(o, "  warning: ", "    ", &w.message);
     }
 }
 
@@ -182,12 +190,8 @@ fn cut_split(c: &CaptureReport) -> String {
     s
 }
 
-fn findings(o: &mut String, r: &Report) {
-    findings_text(o, &r.findings);
-}
-
 /// The findings section, as the report and the correlation show it.
-pub fn findings_text(o: &mut String, findings: &[Finding]) {
+pub fn findings_text(o: &mut String, findings: &[Finding], paint: Paint) {
     let crit = findings
         .iter()
         .filter(|f| f.severity == Severity::Critical)
@@ -206,34 +210,53 @@ pub fn findings_text(o: &mut String, findings: &[Finding]) {
     }
     // A cause told once: the same code on a flow and on its responses had its paragraph twice.
     let mut told: Vec<(crate::model::FindingCode, &str)> = Vec::new();
+    // The severity, then the code and its message; the rest indented under the code.
+    const INDENT: &str = "           ";
     for f in findings {
-        let head = format!("  {:<8} {:<24} ", f.severity.name().to_uppercase(), f.code);
-        wrap_into(o, &head, &f.message);
+        let severity = f.severity.name().to_uppercase();
+        let start = o.len() + 2;
+        wrap_into(
+            o,
+            &format!("  {severity:<8} {}  ", f.code),
+            INDENT,
+            &f.message,
+        );
+        paint.at(o, start..start + severity.len(), severity_style(f.severity));
         let cause = if told.contains(&(f.code, f.cause.as_str())) {
             format!("cause: as for the {} above", f.code)
         } else {
             told.push((f.code, f.cause.as_str()));
             format!("cause: {}", f.cause)
         };
-        wrap_into(o, &" ".repeat(head.len()), &cause);
+        wrap_into(o, INDENT, INDENT, &cause);
         if let Some(g) = &f.group {
             for m in &g.worst {
-                let _ = writeln!(o, "  {:<8} {:<24} {}: {}", "", "", m.flow, m.count);
+                wrap_into(o, INDENT, INDENT, &format!("{}: {}", m.flow, m.count));
             }
             if g.flows > g.worst.len() as u64 {
-                let _ = writeln!(
-                    o,
-                    "  {:<8} {:<24} and {} more",
-                    "",
-                    "",
-                    plural(g.flows - g.worst.len() as u64, "flow")
-                );
+                let more = plural(g.flows - g.worst.len() as u64, "flow");
+                let _ = writeln!(o, "{INDENT}and {more} more");
             }
         }
         if !f.frames.is_empty() {
             let frames = super::finding_frames(f);
-            wrap_into(o, &" ".repeat(head.len()), &format!("frames: {frames}"));
+            wrap_into(o, INDENT, INDENT, &format!("frames: {frames}"));
         }
+    }
+}
+
+/// Critical in bold red, warning in yellow, info in cyan, as on a terminal.
+fn severity_style(s: Severity) -> Style {
+    let colour = match s {
+        Severity::Critical => AnsiColor::Red,
+        Severity::Warning => AnsiColor::Yellow,
+        Severity::Info => AnsiColor::Cyan,
+    };
+    let style = Style::new().fg_color(Some(colour.into()));
+    if s == Severity::Critical {
+        style.bold()
+    } else {
+        style
     }
 }
 
@@ -254,55 +277,50 @@ fn transport_counts(c: &CaptureReport) -> String {
 /// Flows listed in the text report; the JSON report has them all.
 const TEXT_FLOWS: usize = 50;
 
-/// Two lines per flow, to fit a terminal: who and how much, then QoS and trouble.
+/// Three lines per flow, to fit an 80-column terminal: who, how much and its QoS, trouble.
 fn flows(o: &mut String, flows: &[FlowReport]) {
     if flows.is_empty() {
         return;
     }
     let _ = writeln!(o, "\nFlows (troubled first)");
+    const INDENT: &str = "       ";
     for f in flows.iter().take(TEXT_FLOWS) {
-        let rtt = if f.ack_rtt_us.count > 0 {
-            format!(
-                " RTT p50/p99 {}/{} us",
+        let who = [
+            f.label().to_string(),
+            format!("{} {}", f.transport.unwrap_or("-"), f.role),
+            format!("MTU {}", mtu_text(f)),
+        ];
+        wrap_items(o, &format!("  #{:<4}", f.id), INDENT, who.into_iter());
+        let mut amount = vec![
+            plural(f.packets, "packet"),
+            f.rate.gbps.map_or("-".into(), gbit_rate),
+        ];
+        if f.ack_rtt_us.count > 0 {
+            amount.push(format!(
+                "RTT p50 {} p99 {}",
                 opt_us(f.ack_rtt_us.p50),
                 opt_us(f.ack_rtt_us.p99)
-            )
+            ));
+        }
+        if f.native_ib {
+            amount.push("native InfiniBand (no PCP/DSCP/ECN)".into());
         } else {
-            String::new()
-        };
-        let _ = writeln!(
-            o,
-            "  #{:<3} {} {} {} {} {} MTU {}{rtt}",
-            f.id,
-            f.label(),
-            f.transport.unwrap_or("-"),
-            f.role,
-            plural(f.packets, "packet"),
-            f.rate.gbps.map_or("-".into(), rate_text),
-            mtu_text(f),
-        );
-        let qos = if f.native_ib {
-            "native InfiniBand (no PCP/DSCP/ECN)".to_string()
-        } else {
-            format!(
-                "PCP {} DSCP {} ECN {}",
-                counts(&f.pcp),
-                counts(&f.dscp),
-                counts(&f.ecn)
-            )
-        };
-        let _ = writeln!(
-            o,
-            "       {qos} | gaps {} missing {} retx {} dup {} ooo {} | NAK {} CE {} CNP {}",
-            f.psn.gaps,
-            f.psn.missing,
-            f.psn.retransmitted,
-            f.psn.duplicates,
-            f.psn.out_of_order,
-            f.feedback.naks.total(),
-            f.feedback.ce,
-            f.feedback.cnps,
-        );
+            amount.push(format!("PCP {}", counts(&f.pcp)));
+            amount.push(format!("DSCP {}", counts(&f.dscp)));
+            amount.push(format!("ECN {}", counts(&f.ecn)));
+        }
+        wrap_items(o, INDENT, INDENT, amount.into_iter());
+        let trouble = [
+            format!("gaps {}", f.psn.gaps),
+            format!("missing {}", f.psn.missing),
+            format!("retx {}", f.psn.retransmitted),
+            format!("dup {}", f.psn.duplicates),
+            format!("ooo {}", f.psn.out_of_order),
+            format!("NAK {}", f.feedback.naks.total()),
+            format!("CE {}", f.feedback.ce),
+            format!("CNP {}", f.feedback.cnps),
+        ];
+        wrap_items(o, INDENT, INDENT, trouble.into_iter());
     }
     if flows.len() > TEXT_FLOWS {
         let _ = writeln!(
@@ -313,19 +331,18 @@ fn flows(o: &mut String, flows: &[FlowReport]) {
     }
 }
 
-/// Lines of the text report stay within this width where words allow.
-const WIDTH: usize = 100;
+/// Lines of the text report stay within this width where words allow: an 80-column terminal.
+pub const WIDTH: usize = 80;
 
 /// Writes `items` after `head`, two spaces apart, wrapped between items to `WIDTH`,
-/// continuation lines indented as deep as `head`.
-fn wrap_items(o: &mut String, head: &str, items: impl Iterator<Item = String>) {
-    let indent = " ".repeat(head.chars().count());
+/// continuation lines starting with `indent`.
+pub fn wrap_items(o: &mut String, head: &str, indent: &str, items: impl Iterator<Item = String>) {
     let mut line = head.to_string();
     let mut empty = true;
     for item in items {
         if !empty && line.chars().count() + 2 + item.chars().count() > WIDTH {
             let _ = writeln!(o, "{line}");
-            line = indent.clone();
+            line = indent.to_string();
             empty = true;
         }
         if !empty {
@@ -338,15 +355,14 @@ fn wrap_items(o: &mut String, head: &str, items: impl Iterator<Item = String>) {
 }
 
 /// Writes `text` after `head`, wrapped at word boundaries to `WIDTH`, continuation lines
-/// indented as deep as `head`.
-fn wrap_into(o: &mut String, head: &str, text: &str) {
-    let indent = " ".repeat(head.chars().count());
+/// starting with `indent`.
+pub fn wrap_into(o: &mut String, head: &str, indent: &str, text: &str) {
     let mut line = head.to_string();
     let mut empty = true;
     for word in text.split(' ') {
         if !empty && line.chars().count() + 1 + word.chars().count() > WIDTH {
             let _ = writeln!(o, "{line}");
-            line = indent.clone();
+            line = indent.to_string();
             empty = true;
         }
         if !empty {
@@ -367,21 +383,6 @@ pub fn mtu_text(f: &FlowReport) -> String {
         (None, Some(m)) => format!("≥{m}"),
         (None, None) => "-".into(),
     }
-}
-
-/// A rate in the unit that reads best: Gb/s with 3 decimals from 1 Gb/s up, else Mb/s, kb/s
-/// or b/s with 3 significant digits (a slow flow reads "381 kb/s", not "0.000381 Gb/s").
-pub fn rate_text(gbps: f64) -> String {
-    if gbps >= 1.0 || gbps == 0.0 {
-        return format!("{gbps:.3} Gb/s");
-    }
-    let (value, unit) = [(1e3, "Mb/s"), (1e6, "kb/s"), (1e9, "b/s")]
-        .into_iter()
-        .map(|(scale, unit)| (gbps * scale, unit))
-        .find(|&(v, _)| v >= 1.0)
-        .unwrap_or((gbps * 1e9, "b/s"));
-    let decimals = (2.0 - value.log10().floor()).clamp(0.0, 2.0) as usize;
-    format!("{value:.decimals$} {unit}")
 }
 
 fn pfc(o: &mut String, r: &Report) {
@@ -406,49 +407,54 @@ fn pfc(o: &mut String, r: &Report) {
         );
         let _ = writeln!(
             o,
-            "  {:>4} {:<17} {:<4} {:>7} {:>6} {:>10} {:>12} {:>12} {:>6}",
-            "prio", "source", "RoCE", "XOFF", "XON", "quanta", "paused us", "longest us", "storms"
+            "  {:>4} {:<17} {:<4} {:>6} {:>5} {:>9} {:>8} {:>8} {:>6}",
+            "prio", "source", "RoCE", "XOFF", "XON", "quanta", "paused", "longest", "storms"
         );
         for q in &p.priorities {
             let _ = writeln!(
                 o,
-                "  {:>4} {:<17} {:<4} {:>7} {:>6} {:>10} {:>12.1} {:>12.1} {:>6}",
+                "  {:>4} {:<17} {:<4} {:>6} {:>5} {:>9} {:>8} {:>8} {:>6}",
                 q.priority,
                 q.source,
                 if q.roce { "yes" } else { "no" },
                 q.xoff,
                 q.xon,
                 q.pause_quanta,
-                q.pause_us,
-                q.longest_pause_us,
+                duration_us(q.pause_us),
+                duration_us(q.longest_pause_us),
                 q.storms_total
             );
             let t0 = r.capture.first_ts_ns.unwrap_or(0);
             for s in &q.storms {
-                let _ = writeln!(
-                    o,
-                    "       storm at +{:.6} s: {:.1} ms, {} frames, {:.0} frames/s ({}), from frame {}",
+                let storm = format!(
+                    "at +{:.6} s for {}: {} at {:.0}/s ({})",
                     s.start_ns.saturating_sub(t0) as f64 / 1e9,
-                    s.duration_ms,
-                    s.frames,
+                    duration_us(s.duration_ms * 1e3),
+                    plural(s.frames, "frame"),
                     s.rate_fps,
                     s.kind,
-                    s.first_frame
+                );
+                let from = format!("from frame {}", s.first_frame);
+                wrap_items(
+                    o,
+                    "       storm ",
+                    "             ",
+                    [storm, from].into_iter(),
                 );
             }
         }
         for q in &p.pause_8023x {
             let _ = writeln!(
                 o,
-                "  {:>4} {:<17} {:<4} {:>7} {:>6} {:>10} {:>12.1} {:>12.1} {:>6}",
+                "  {:>4} {:<17} {:<4} {:>6} {:>5} {:>9} {:>8} {:>8} {:>6}",
                 "all",
                 q.source,
                 "802.3x",
                 q.frames - q.xon,
                 q.xon,
                 q.pause_quanta,
-                q.pause_us,
-                q.longest_pause_us,
+                duration_us(q.pause_us),
+                duration_us(q.longest_pause_us),
                 q.storms.len()
             );
         }
@@ -458,17 +464,6 @@ fn pfc(o: &mut String, r: &Report) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn slow_rates_keep_their_digits() {
-        assert_eq!(rate_text(12.5), "12.500 Gb/s");
-        assert_eq!(rate_text(0.239), "239 Mb/s");
-        assert_eq!(rate_text(0.0239), "23.9 Mb/s");
-        assert_eq!(rate_text(0.000706), "706 kb/s");
-        assert_eq!(rate_text(0.00000389), "3.89 kb/s");
-        assert_eq!(rate_text(0.0000000012), "1.20 b/s");
-        assert_eq!(rate_text(0.0), "0.000 Gb/s");
-    }
 
     #[test]
     fn a_live_report_says_where_the_ended_flows_went() {
@@ -492,7 +487,7 @@ mod tests {
             counts,
             ..CaptureMeta::default()
         });
-        let offline = render(&r);
+        let offline = render(&r, Paint::PLAIN);
         r.capture.live = Some(crate::model::LiveStats {
             interface: "veth0".into(),
             filter: String::new(),
@@ -501,16 +496,16 @@ mod tests {
             if_dropped: 0,
             capture_thread_from_frame: None,
         });
-        let text = render(&r);
+        let text = render(&r, Paint::PLAIN);
         let (ended, open) = (r.capture.flows_ended, 200 - r.capture.flows_ended);
         assert!(ended > 150, "{ended}");
+        // The paragraph as one line, whatever the width wrapped it at.
         assert!(
-            text.replace("\n  (--parquet)", " (--parquet)")
-                .contains(&format!(
-                    "\n  {ended} flows ended (idle past --flow-timeout) and are not listed here: \
+            text.replace("\n  ", " ").contains(&format!(
+                " {ended} flows ended (idle past --flow-timeout) and are not listed here: \
                  --events and the dataset (--parquet) tell each one as it ends; {open} still open \
-                 at the end\n"
-                )),
+                 at the end kernel: "
+            )),
             "{text}"
         );
         // With -r, every flow is in the report: nothing to say.
@@ -520,7 +515,7 @@ mod tests {
     #[test]
     fn long_text_wraps_under_the_width() {
         let mut o = String::new();
-        wrap_into(&mut o, "  head ", &"word ".repeat(60));
+        wrap_into(&mut o, "  head ", "       ", &"word ".repeat(60));
         assert!(o.lines().count() > 2);
         assert!(o.lines().all(|l| l.chars().count() <= WIDTH));
         assert!(o.lines().skip(1).all(|l| l.starts_with("       word")));

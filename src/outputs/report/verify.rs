@@ -2,8 +2,10 @@
 
 use std::fmt::Write as _;
 
-use super::text::counts;
+use super::text::{counts, wrap_into, wrap_items};
 use crate::common::error::shown;
+use crate::common::paint::{AnsiColor, Paint, Style};
+use crate::common::words::plural;
 use crate::model::{EcnExpect, Expectations, Verdict, VerifyKind, VerifyReport};
 
 fn expectations_text(e: &Expectations) -> String {
@@ -32,58 +34,50 @@ fn expectations_text(e: &Expectations) -> String {
     parts.join(", ")
 }
 
-/// The text form: a per-flow table and the one-line verdict at the end.
-pub fn render(v: &VerifyReport, file: &str) -> String {
+/// The text form: a few lines per flow, within 80 columns, and the one-line verdict at the
+/// end (its first word coloured on a terminal).
+pub fn render(v: &VerifyReport, file: &str, paint: Paint) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "roce-sniff verify: {}", shown(file));
-    let _ = writeln!(
-        o,
-        "  expected on every RoCE frame: {}",
-        expectations_text(&v.expectations)
+    wrap_into(
+        &mut o,
+        "  expected on every RoCE frame: ",
+        "    ",
+        &expectations_text(&v.expectations),
     );
-    let width = v
-        .flows
-        .iter()
-        .map(|f| f.flow.len())
-        .max()
-        .unwrap_or(4)
-        .max(4);
-    let _ = writeln!(
-        o,
-        "  {:<width$} {:<9} {:>8} {:>9} {:<12} {:<9} {:<12} {:<14} first violating frames",
-        "flow", "kind", "checked", "violating", "DSCP seen", "PCP seen", "VLAN seen", "ECN seen"
-    );
+    const INDENT: &str = "       ";
     for f in &v.flows {
-        let frames = super::frame_list(&f.first_violating_frames);
-        let row = format!(
-            "  {:<width$} {:<9} {:>8} {:>9} {:<12} {:<9} {:<12} {:<14} {}",
-            f.flow,
-            f.kind.name(),
-            if f.checked_against {
-                f.checked.to_string()
-            } else {
-                "-".into()
-            },
-            if f.checked_against {
-                f.violating.to_string()
-            } else {
-                "-".into()
-            },
-            counts(&f.seen["dscp"]),
-            counts(&f.seen["pcp"]),
-            counts(&f.seen["vlan"]),
-            counts(&f.seen["ecn"]),
-            frames
-        );
-        let _ = writeln!(o, "{}", row.trim_end());
+        let checked = if f.checked_against {
+            format!(
+                "{}: {} checked, {} violating",
+                f.kind.name(),
+                f.checked,
+                f.violating
+            )
+        } else {
+            format!("{}: not checked", f.kind.name())
+        };
+        wrap_items(&mut o, "  ", INDENT, [f.flow.clone(), checked].into_iter());
+        let seen = ["dscp", "pcp", "vlan", "ecn"]
+            .into_iter()
+            .map(|k| format!("{} {}", k.to_uppercase(), counts(&f.seen[k])));
+        wrap_items(&mut o, &format!("{INDENT}seen: "), INDENT, seen);
         for x in &f.violations {
             let _ = writeln!(
                 o,
-                "  {:<width$}      {} frames with {} other than {}",
-                "",
-                x.count,
+                "{INDENT}{} with {} other than {}",
+                plural(x.count, "frame"),
                 x.field.name().to_uppercase(),
                 x.expected
+            );
+        }
+        if !f.first_violating_frames.is_empty() {
+            let frames = super::frame_list(&f.first_violating_frames);
+            wrap_into(
+                &mut o,
+                &format!("{INDENT}first violating frames: "),
+                INDENT,
+                &frames,
             );
         }
     }
@@ -91,20 +85,30 @@ pub fn render(v: &VerifyReport, file: &str) -> String {
         .iter()
         .any(|f| f.kind == VerifyKind::Cnp && !f.checked_against)
     {
-        let _ = writeln!(
-            o,
-            "  CNPs are not checked against the data expectations; use --expect-cnp-dscp / --expect-cnp-pcp"
+        wrap_into(
+            &mut o,
+            "  ",
+            "  ",
+            "CNPs are not checked against the data expectations; use --expect-cnp-dscp / --expect-cnp-pcp",
         );
     }
     for u in &v.unverifiable {
-        let _ = writeln!(
-            o,
-            "  cannot verify {}: {}",
+        let line = format!(
+            "cannot verify {}: {}",
             u.field.name().to_uppercase(),
             u.reason
         );
+        wrap_into(&mut o, "  ", "    ", &line);
     }
-    let _ = writeln!(o, "{}", verdict_line(v));
+    let start = o.len();
+    wrap_into(&mut o, "", "  ", &verdict_line(v));
+    let word = match v.verdict {
+        Verdict::Pass => ("PASS", AnsiColor::Green),
+        Verdict::Fail | Verdict::NoRoce => ("FAIL", AnsiColor::Red),
+        Verdict::Unverifiable => ("UNVERIFIABLE", AnsiColor::Yellow),
+    };
+    let style = Style::new().fg_color(Some(word.1.into())).bold();
+    paint.at(&mut o, start..start + word.0.len(), style);
     o
 }
 
