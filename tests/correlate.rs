@@ -343,6 +343,18 @@ fn correlation_page_shows_the_path(html: &str) {
     assert!(!html.contains("<pre>"), "the text dump is gone");
     assert!(html.contains("<b>2</b>packets lost on the path"));
     assert!(html.contains("<b>10</b>re-marked on the path"));
+    // One colour rule: every count of trouble above zero is red, CE marks as re-marking.
+    assert!(html.contains("<div class=\"card bad\"><b>4</b>CE-marked on the path</div>"));
+    assert!(html.contains("<div class=\"card bad\"><b>10</b>re-marked on the path</div>"));
+    // Where packets were lost: a row per hop, not a screen-tall chart of two small bars.
+    let loss = &html[html.find("id=\"loss_location\"").unwrap()..];
+    let loss = &loss[..loss.find("</table>").unwrap()];
+    assert!(!loss.contains("<svg"), "{loss}");
+    assert_eq!(loss.matches("<tr class=\"trouble\">").count(), 2, "{loss}");
+    assert!(
+        loss.contains("<td class=\"l\">leaf.pcap → spine.pcap</td><td>1</td><td>0</td><td>0</td>"),
+        "{loss}"
+    );
     let path = &html[html.find("id=\"path\"").unwrap()..html.find("<h2>What looks wrong").unwrap()];
     let at = |s: &str| path.find(s).unwrap_or_else(|| panic!("{s} not in {path}"));
     assert!(at(">leaf.pcap<") < at(">spine.pcap<") && at(">spine.pcap<") < at(">receiver.pcap<"));

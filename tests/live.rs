@@ -520,11 +520,18 @@ fn a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs() {
         Some(cfg.flows() as f64),
         "{text}"
     );
-    let told_before_the_end = json_lines(&events)
-        .iter()
-        .filter(|e| e["event"] == "flow_end")
-        .count();
-    assert_eq!(told_before_the_end as u64, cfg.flows());
+    // The events are written on a thread of their own: they may trail the metrics a little,
+    // never by a flow for good.
+    let flow_ends = || {
+        let text = std::fs::read_to_string(&events).unwrap_or_default();
+        // Whole lines only: the writer may be in the middle of one.
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|e| e["event"] == "flow_end")
+            .count() as u64
+    };
+    wait_until(PATIENCE, || flow_ends() == cfg.flows());
+    assert_eq!(flow_ends(), cfg.flows());
     // Every lossy QP counted once, as the events told them (groups of those first told).
     let loss_told: u64 = json_lines(&events)
         .iter()

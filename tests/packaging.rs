@@ -95,6 +95,35 @@ fn make_install_puts_the_binary_man_page_and_completions_under_prefix() {
         completed,
         "--flow-timeout\nman complete-bash complete-zsh complete-fish\n"
     );
+    // Finding codes and levels, and the interfaces `roce-sniff -D` lists (#58 item 4): the
+    // installed binary first in PATH, as it is for a user.
+    let path = format!(
+        "{}:{}",
+        root.join("bin").display(),
+        std::env::var("PATH").unwrap()
+    );
+    let complete = |words: &str| {
+        shell(
+            "bash",
+            &format!(
+                "export PATH={path}; source {}; \
+                 f=$(complete -p roce-sniff | sed 's/.*-F \\([^ ]*\\).*/\\1/'); \
+                 COMP_WORDS=({words}); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1)); \
+                 $f roce-sniff \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"; \
+                 echo \"${{COMPREPLY[@]}}\"",
+                bash.display()
+            ),
+        )
+    };
+    assert_eq!(complete("roce-sniff --finding psn_l"), "psn_loss\n");
+    assert_eq!(complete("roce-sniff --fail-on crit"), "critical\n");
+    assert_eq!(complete("roce-sniff --fail-on pfc_s"), "pfc_storm\n");
+    let interfaces = complete("roce-sniff -i ''");
+    assert!(
+        interfaces.split_whitespace().any(|i| i == "lo"),
+        "{interfaces}"
+    );
+    assert_eq!(complete("roce-sniff --interface l"), "lo\n");
 
     let fish = root.join("share/fish/vendor_completions.d/roce-sniff.fish");
     if has("fish") {
@@ -106,6 +135,37 @@ fn make_install_puts_the_binary_man_page_and_completions_under_prefix() {
             ),
         );
         assert!(completed.starts_with("--flow-timeout\t"), "{completed}");
+        // One line per option: a summary, not the paragraph --help gives.
+        let described = shell(
+            "fish",
+            &format!("source {}; complete -C 'roce-sniff --fin'", fish.display()),
+        );
+        assert_eq!(
+            described,
+            "--finding\tKeep the connections and frames of findings of these codes\n"
+        );
+        let codes = shell(
+            "fish",
+            &format!(
+                "source {}; complete -C 'roce-sniff --fail-on war'",
+                fish.display()
+            ),
+        );
+        assert!(codes.starts_with("warning\t"), "{codes}");
+        let interfaces = shell(
+            "fish",
+            &format!(
+                "set -x PATH {} $PATH; source {}; complete -C 'roce-sniff -i l'",
+                root.join("bin").display(),
+                fish.display()
+            ),
+        );
+        assert!(
+            interfaces
+                .lines()
+                .any(|l| l.split('\t').next() == Some("lo")),
+            "{interfaces}"
+        );
     } else {
         eprintln!("fish not installed: its completion is not loaded");
     }
@@ -121,6 +181,13 @@ fn make_install_puts_the_binary_man_page_and_completions_under_prefix() {
             ),
         );
         assert_eq!(registered.trim(), "_roce-sniff");
+        // The script parses, and its interface function is where the -i value calls it.
+        let script = zsh_dir.join("_roce-sniff");
+        shell("zsh", &format!("zsh -n {}", script.display()));
+        let text = std::fs::read_to_string(&script).unwrap();
+        assert!(text.contains(":IFACE:_roce_sniff_interfaces'"));
+        assert!(text.contains("_roce_sniff_interfaces() {"));
+        assert!(text.contains(":CODE,...:(psn_loss "), "the codes offered");
     } else {
         eprintln!("zsh not installed: its completion is not loaded");
     }
@@ -152,4 +219,21 @@ fn generate_needs_no_capture_and_refuses_what_it_does_not_know() {
     let err = stderr(&bad);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("powershell"), "{err}");
+}
+
+#[test]
+fn a_completion_script_cut_short_by_a_pipe_ends_quietly() {
+    let out = Command::new("sh")
+        .args([
+            "-c",
+            &format!(
+                "{} --generate complete-bash | head -1; echo \"${{PIPESTATUS:-}}\"",
+                bin()
+            ),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+    assert_eq!(stdout(&out).lines().count(), 2, "{}", stdout(&out));
 }

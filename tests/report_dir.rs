@@ -60,7 +60,9 @@ fn report_directory_is_complete_and_agrees_with_the_report() {
     }
     for p in PLOTS {
         let (w, h, colors) = png_info(&dir.join(format!("{p}.png")));
-        assert_eq!((w, h), (1200, 480), "{p}.png");
+        // The PSN plot is a panel per flow: 110 px each, 110 for its title and time axis.
+        let height = if p == "psn" { 110 + 4 * 110 } else { 480 };
+        assert_eq!((w, h), (1200, height), "{p}.png");
         assert!(colors > 4, "{p}.png looks blank");
         let svg = std::fs::read_to_string(dir.join(format!("{p}.svg"))).unwrap();
         assert!(svg.contains("<svg") && svg.contains("</svg>"), "{p}.svg");
@@ -146,8 +148,10 @@ fn report_directory_is_complete_and_agrees_with_the_report() {
     );
     assert!(html.contains("<b>150 ms</b>other priorities paused (p4)"));
     assert!(!html.contains("PFC paused (us)"));
-    // Keys sit below the data: every flow named in a key is lower than the x axis's words.
-    for plot in ["throughput", "psn"] {
+    // Keys sit below the data: every flow named in a key is lower than the x axis's words
+    // (the PSN plot names each flow over its own panel instead).
+    {
+        let plot = "throughput";
         let texts = svg_texts(&std::fs::read_to_string(dir.join(format!("{plot}.svg"))).unwrap());
         let axis = texts
             .iter()
@@ -445,5 +449,82 @@ fn the_rtt_histogram_counts_whole_samples_and_the_flows_table_says_transport() {
     let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
     assert!(html.contains("<th>transport</th>"));
     assert!(!html.contains("<th>tr</th>"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn plots_stay_legible_at_900_px_with_a_psn_panel_per_flow_and_solid_pause_bars() {
+    let dir = tmpdir("legible");
+    make_report(&testdata("sample.pcap"), &dir, &[]);
+    // A PSN panel per data flow (sample.pcap's four), each named in its flow's colour: flows
+    // progressing alike no longer lie on each other.
+    let psn = std::fs::read_to_string(dir.join("psn.svg")).unwrap();
+    assert!(
+        psn.starts_with("<svg width=\"1200\" height=\"550\""),
+        "{}",
+        &psn[..120]
+    );
+    for flow in ["#1 10.0.0.5", "#2 10.0.0.4", "#3 10.0.0.1", "#4 10.0.0.3"] {
+        assert_eq!(psn.matches(flow).count(), 1, "{flow}");
+    }
+    // The gap's x lies under the line and the resend's triangle over it, at the same time:
+    // both show (the triangle hid under the x).
+    let attr = |el: &str, name: &str| -> f64 {
+        let v = &el[el.find(&format!("{name}=\"")).unwrap() + name.len() + 2..];
+        v[..v.find('"').unwrap()].parse().unwrap()
+    };
+    let x_line = &psn[psn
+        .find("<line opacity=\"1\" stroke=\"#FF0000\"")
+        .expect("a gap's x")..];
+    let triangle = &psn[psn
+        .find("fill=\"#FF8C00\" points=\"")
+        .expect("a resend's triangle")..];
+    let points: Vec<(f64, f64)> = triangle[triangle.find("points=\"").unwrap() + 8..]
+        .split('"')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .map(|p| {
+            let (x, y) = p.split_once(',').unwrap();
+            (x.parse().unwrap(), y.parse().unwrap())
+        })
+        .collect();
+    let triangle_bottom = points.iter().map(|p| p.1).fold(f64::MIN, f64::max);
+    let x_top = attr(x_line, "y1").min(attr(x_line, "y2"));
+    assert!(
+        triangle_bottom < x_top,
+        "triangle to {triangle_bottom}, x from {x_top}"
+    );
+    let x_centre = (attr(x_line, "x1") + attr(x_line, "x2")) / 2.0;
+    assert!((points[0].0 - x_centre).abs() <= 1.0, "the same bin");
+    // PFC bars: one rectangle per steady stretch, opaque, not one translucent rectangle per
+    // column (604 of them, the grid showing through as stripes in the browser).
+    let pfc = std::fs::read_to_string(dir.join("pfc.svg")).unwrap();
+    assert!(
+        pfc.matches("<rect").count() < 20,
+        "{}",
+        pfc.matches("<rect").count()
+    );
+    assert!(!pfc.contains("fill-opacity=\"0."), "translucent bars");
+    if let Some(browser) = chromium() {
+        let page = dir.join("index.html");
+        let at_900 = |expr: &str| measure_in_browser_at(browser, &page, expr, 900);
+        // Labels drawn at 16 px on 1200 keep 10 px and more: the plot is at least 760 px wide.
+        let width: f64 = at_900("document.querySelector('#psn svg').getBoundingClientRect().width")
+            .parse()
+            .unwrap();
+        assert!(width >= 760.0, "{width}");
+        // The flows table scrolls inside itself; the page does not.
+        let fits = at_900(
+            "[document.documentElement.scrollWidth <= document.documentElement.clientWidth, \
+             document.querySelector('.wide').scrollWidth > document.querySelector('.wide').clientWidth]",
+        );
+        assert_eq!(fits, "true,true");
+    } else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "chromium missing under CI"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -3,8 +3,11 @@
 
 use std::io::{self, Write};
 
+use clap::builder::{PossibleValue, PossibleValuesParser};
 use clap::{CommandFactory, Parser, ValueEnum};
 use clap_complete::Shell;
+
+use crate::model::{FindingCode, Severity};
 
 /// What `--generate` prints.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,15 +27,95 @@ pub fn requested(args: &[std::ffi::OsString]) -> Option<Generated> {
 
 /// Writes `what` to `out`.
 pub fn write(what: Generated, out: &mut dyn Write) -> io::Result<()> {
-    let mut cmd = super::Args::command();
+    let cmd = super::Args::command();
     let shell = match what {
         Generated::Man => return man_page(cmd, out),
         Generated::CompleteBash => Shell::Bash,
         Generated::CompleteZsh => Shell::Zsh,
         Generated::CompleteFish => Shell::Fish,
     };
-    clap_complete::generate(shell, &mut cmd, "roce-sniff", out);
-    Ok(())
+    // Into memory first: clap_complete panics on an output it cannot write (a closed pipe).
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut completable(cmd), "roce-sniff", &mut script);
+    let script = String::from_utf8(script).map_err(io::Error::other)?;
+    out.write_all(with_interfaces(shell, script).as_bytes())
+}
+
+/// The command as the completions see it: --finding completes the finding codes and
+/// --fail-on the levels and the codes. Only the scripts take these lists: the options keep
+/// their own parsers (lists of codes, "did you mean").
+fn completable(cmd: clap::Command) -> clap::Command {
+    let codes = FindingCode::ALL.map(|c| PossibleValue::new(c.name()));
+    let levels = Severity::ALL
+        .map(|s| PossibleValue::new(s.name()).help("a level: every finding at or above it"));
+    let fail_on: Vec<PossibleValue> = levels.into_iter().chain(codes.clone()).collect();
+    cmd.mut_arg("finding", |a| {
+        a.value_parser(PossibleValuesParser::new(codes))
+    })
+    .mut_arg("fail_on", |a| {
+        a.value_parser(PossibleValuesParser::new(fail_on))
+    })
+}
+
+/// The names `roce-sniff -D` lists (`1.eth0 [Up, Running]`), as a shell pipeline.
+const LIST_INTERFACES: &str = r"roce-sniff -D 2>/dev/null | sed -n 's/^[0-9]*\.\([^ ]*\).*/\1/p'";
+
+/// The script with -i completing the interfaces roce-sniff can capture on, asked of
+/// `roce-sniff -D` at completion time, where clap's script completes file names.
+fn with_interfaces(shell: Shell, script: String) -> String {
+    match shell {
+        Shell::Bash => bash_interfaces(script),
+        Shell::Zsh => zsh_interfaces(script),
+        Shell::Fish => fish_interfaces(script),
+        _ => script,
+    }
+}
+
+/// The `-i)` and `--interface)` branches of bash's `case "${prev}"` take `compgen -W`.
+fn bash_interfaces(script: String) -> String {
+    let files = r#"COMPREPLY=($(compgen -f "${cur}"))"#;
+    let names = format!(r#"COMPREPLY=($(compgen -W "$({LIST_INTERFACES})" -- "${{cur}}"))"#);
+    let mut out = String::with_capacity(script.len() + 256);
+    let mut after_interface = false;
+    for line in script.lines() {
+        let option = line.trim();
+        if after_interface && line.trim() == files {
+            out.push_str(&line.replace(files, &names));
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+        after_interface = option == "-i)" || option == "--interface)";
+    }
+    out
+}
+
+/// zsh: the IFACE value calls `_roce_sniff_interfaces`, defined beside the generated function.
+fn zsh_interfaces(script: String) -> String {
+    let function = format!(
+        "(( $+functions[_roce_sniff_interfaces] )) ||\n_roce_sniff_interfaces() {{\n    \
+         local -a interfaces\n    interfaces=(${{(f)\"$({LIST_INTERFACES})\"}})\n    \
+         _describe -t interfaces 'interface' interfaces\n}}\n\n"
+    );
+    let mut script = script.replace(":IFACE:_default'", ":IFACE:_roce_sniff_interfaces'");
+    let at = script
+        .find("if [ \"$funcstack[1]\"")
+        .unwrap_or(script.len());
+    script.insert_str(at, &function);
+    script
+}
+
+/// fish: `-i` takes no file names (`-f`) but the output of `__roce_sniff_interfaces`.
+fn fish_interfaces(script: String) -> String {
+    let mut out = format!("function __roce_sniff_interfaces\n    {LIST_INTERFACES}\nend\n\n");
+    for line in script.lines() {
+        out.push_str(line);
+        if line.starts_with("complete -c roce-sniff -s i -l interface ") {
+            out.push_str(" -f -a '(__roce_sniff_interfaces)'");
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// roce-sniff(1): clap's title, name, description and options, between a synopsis with the
@@ -166,6 +249,39 @@ mod tests {
             assert!(script.contains("flow-timeout"), "{what:?}");
             assert!(script.contains("roce-sniff"), "{what:?}");
         }
+    }
+
+    #[test]
+    fn every_option_has_a_one_line_summary_before_its_details() {
+        // What -h and fish's descriptions show: a line, not the paragraph --help gives.
+        for arg in super::super::Args::command().get_arguments() {
+            let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+            assert!(
+                !help.is_empty() && help.chars().count() <= 100,
+                "{}: {help}",
+                arg.get_id()
+            );
+        }
+    }
+
+    #[test]
+    fn completions_offer_codes_levels_and_interfaces() {
+        let fish = text(Generated::CompleteFish);
+        for wanted in [
+            r#"-l finding -d 'Keep the connections and frames of findings of these codes' -r -f -a "psn_loss\t''"#,
+            r"critical\t'a level: every finding at or above it'",
+            "-s i -l interface -d 'Capture live on this interface (needs root, or CAP_NET_RAW and CAP_NET_ADMIN)' -r -f -a '(__roce_sniff_interfaces)'",
+        ] {
+            assert!(fish.contains(wanted), "{wanted}: {fish}");
+        }
+        let bash = text(Generated::CompleteBash);
+        assert_eq!(
+            bash.matches(LIST_INTERFACES).count(),
+            2,
+            "-i and --interface"
+        );
+        let zsh = text(Generated::CompleteZsh);
+        assert_eq!(zsh.matches(":IFACE:_roce_sniff_interfaces'").count(), 2);
     }
 
     #[test]

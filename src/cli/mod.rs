@@ -59,8 +59,10 @@ Exit codes: 0 ok (verification passed); 1 verification failed or could not be ma
     after_help = AFTER_HELP
 )]
 pub struct Args {
-    /// Capture file to read (pcap, pcapng or ERF, gzip or zstd compressed or not); `-` reads
-    /// standard input. Several -r (or a directory) are read as one capture, merged by time.
+    /// Capture file to read; `-` reads standard input.
+    ///
+    /// Formats: pcap, pcapng or ERF, gzip or zstd compressed or not. Several -r (or a
+    /// directory) are read as one capture, merged by time.
     #[arg(
         short = 'r',
         long = "read",
@@ -73,8 +75,10 @@ pub struct Args {
     #[arg(long, value_name = "PORT", help_heading = "Input")]
     pub vxlan_port: Option<u16>,
 
-    /// Frame times: `capture` (the capture's record times) or `erspan` (the ERSPAN III
-    /// timestamps of mirrored frames, at their granularity, where they have one).
+    /// Frame times: `capture` or `erspan`.
+    ///
+    /// `capture`: the capture's record times; `erspan`: the ERSPAN III timestamps of mirrored
+    /// frames, at their granularity, where they have one.
     #[arg(
         long,
         value_name = "capture|erspan",
@@ -84,20 +88,25 @@ pub struct Args {
     )]
     pub time: TimeSource,
 
-    /// Decoding threads of a file (0: one per core; more than the cores are not used; a live
-    /// capture decodes on its capture thread). The report is the same whatever the number.
+    /// Decoding threads of a file (0: one per core).
+    ///
+    /// More than the cores are not used; a live capture decodes on its capture thread. The report
+    /// is the same whatever the number.
     #[arg(long, value_name = "N", default_value_t = 0, help_heading = "Input")]
     pub threads: usize,
 
-    /// Read capture files with plain reads, never memory-mapped: for a file that something
-    /// may truncate while it is read (a mapped file that shrinks ends the process with SIGBUS).
+    /// Read capture files with plain reads, never memory-mapped.
+    ///
+    /// For a file that something may truncate while it is read (a mapped file that shrinks ends the
+    /// process with SIGBUS).
     #[arg(long, help_heading = "Input")]
     pub no_mmap: bool,
 
-    /// Capture filter (BPF, as in tcpdump). Live, it replaces the default, which keeps RoCEv2,
-    /// RoCEv1 and MAC Control frames, tagged or not; with -r it selects the frames analysed.
-    /// Options may come before or after it, as tcpdump takes them; words after a lone `--` are
-    /// all the filter's.
+    /// Capture filter (BPF, as in tcpdump).
+    ///
+    /// Live, it replaces the default, which keeps RoCEv2, RoCEv1 and MAC Control frames, tagged or
+    /// not; with -r it selects the frames analysed. Options may come before or after it, as tcpdump
+    /// takes them; words after a lone `--` are all the filter's.
     #[arg(value_name = "FILTER", help_heading = "Selection")]
     pub filter: Vec<String>,
 
@@ -111,15 +120,19 @@ pub struct Args {
     )]
     pub count: Option<u64>,
 
-    /// Keep one connection of a capture file: the frames to this destination QP, and the
-    /// ACKs, READ responses and CNPs sent back between the same two hosts.
+    /// Keep one connection of a capture file.
+    ///
+    /// The frames to this destination QP, and the ACKs, READ responses and CNPs sent back between
+    /// the same two hosts.
     #[arg(long, value_name = "QPN", value_parser = parse_qpn, help_heading = "Selection")]
     pub qp: Option<u32>,
 
-    /// Keep, as --qp does, the connections (both directions, with their CNPs) that findings
-    /// of these codes concern, every pause frame of each PFC storm (pfc_storm), or the frames
-    /// a finding cites where it concerns neither: for -w, --annotate, --packets and the
-    /// report, which is the report of the traffic kept. Reads the capture files twice.
+    /// Keep the connections and frames of findings of these codes.
+    ///
+    /// Keep, as --qp does, the connections (both directions, with their CNPs) that findings of
+    /// these codes concern, every pause frame of each PFC storm (pfc_storm), or the frames a
+    /// finding cites where it concerns neither: for -w, --annotate, --packets and the report, which
+    /// is the report of the traffic kept. Reads the capture files twice.
     #[arg(long, value_name = "CODE,...", value_parser = parse_finding_codes, help_heading = "Selection")]
     pub finding: Option<FindingCodes>,
 
@@ -131,9 +144,10 @@ pub struct Args {
     #[arg(long, help_heading = "What to print")]
     pub roce_only: bool,
 
-    /// JSON output: the report as one document, or with --packets one object per frame
-    /// (NDJSON). To standard output (`--json`, `--json -`), or to FILE with --json=FILE (the
-    /// `=` is required).
+    /// JSON output: the report, or with --packets one object per frame.
+    ///
+    /// The report as one document, or with --packets one object per frame (NDJSON). To standard
+    /// output (`--json`, `--json -`), or to FILE with --json=FILE (the `=` is required).
     #[arg(
         long,
         value_name = "FILE",
@@ -144,9 +158,10 @@ pub struct Args {
     )]
     pub json: Option<String>,
 
-    /// Follow the same packets across captures of several points of one path: give each point
-    /// with -r, in path order from the data sender (a directory is one point's rotated set).
-    /// Reports where packets were lost, CE-marked or re-marked, and each hop's delay.
+    /// Follow the same packets across captures of several points of a path.
+    ///
+    /// Give each point with -r, in path order from the data sender (a directory is one point's
+    /// rotated set). Reports where packets were lost, CE-marked or re-marked, and each hop's delay.
     #[arg(long, help_heading = "What to print")]
     pub correlate: bool,
 
@@ -159,8 +174,10 @@ pub struct Args {
     )]
     pub max_warnings: u32,
 
-    /// Colour the text report's severities and the verification's verdict: auto (on a
-    /// terminal, unless NO_COLOR is set), always or never.
+    /// When to colour the text: auto, always or never.
+    ///
+    /// Colour the text report's severities and the verification's verdict: auto (on a terminal,
+    /// unless NO_COLOR is set), always or never.
     #[arg(
         long,
         value_name = "WHEN",
@@ -169,8 +186,10 @@ pub struct Args {
     )]
     pub color: ColorWhen,
 
-    /// Also write the frames to this pcap file: what a live capture sees, or what is kept of
-    /// a file (with a filter or --qp: one connection to hand to Wireshark).
+    /// Also write the frames to this pcap file.
+    ///
+    /// What a live capture sees, or what is kept of a file (with a filter or --qp: one connection
+    /// to hand to Wireshark).
     #[arg(
         short = 'w',
         long = "write",
@@ -179,33 +198,41 @@ pub struct Args {
     )]
     pub write: Option<PathBuf>,
 
-    /// Write the frames read (or those a filter, --qp or --finding keeps) to FILE as pcapng, each byte
-    /// for byte at its own time, with a comment (`roce-sniff: <code>: ...`) on every frame a
-    /// finding cites and on the analysis's events (PSN gaps, resends, NAKs, CE marks without
-    /// a CNP, CNPs, PFC storms, capture copies). Reads the capture files a second time.
+    /// Write the frames to FILE as pcapng, with the findings as comments.
+    ///
+    /// The frames read (or those a filter, --qp or --finding keeps), each byte for byte at its own
+    /// time, with a comment (`roce-sniff: <code>: ...`) on every frame a finding cites and on the
+    /// analysis's events (PSN gaps, resends, NAKs, CE marks without a CNP, CNPs, PFC storms,
+    /// capture copies). Reads the capture files a second time.
     #[arg(long, value_name = "FILE", help_heading = "Outputs")]
     pub annotate: Option<PathBuf>,
 
-    /// Write a report directory: timelines (CSV, JSON), plots (PNG, SVG) and index.html.
-    /// Into DIR with --report=DIR (the `=` is required); without it, reports/<capture name>.
+    /// Write a report directory: timelines, plots and index.html.
+    ///
+    /// Timelines (CSV, JSON), plots (PNG, SVG), index.html and report.txt. Into DIR with
+    /// --report=DIR (the `=` is required); without it, reports/<capture name>.
     #[arg(long, value_name = "DIR", num_args = 0..=1, require_equals = true, default_missing_value = "", help_heading = "Outputs")]
     pub report: Option<String>,
 
-    /// Time bin of the timelines and plots: 100us, 1ms, 10ms... (default: from the capture's
-    /// duration, at most 500 bins; a bin that would give more than 1000 bins is widened, with
-    /// a note).
+    /// Time bin of the timelines and plots: 100us, 1ms, 10ms... [default: automatic].
+    ///
+    /// Without it, the bin follows the capture's duration: at most 500 bins. A bin that would
+    /// give more than 1000 bins is widened, with a note.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Outputs")]
     pub bin: Option<Duration>,
 
-    /// Also write the capture as Parquet tables (packets, flows, timeline, pfc, findings) into
-    /// DIR/<table>/capture=<name>/: one dataset for many captures, for DuckDB or Spark.
+    /// Also write the capture as Parquet tables into DIR.
+    ///
+    /// The tables packets, flows, timeline, pfc and findings, into DIR/<table>/capture=<name>/: one
+    /// dataset for many captures, for DuckDB or Spark.
     #[arg(long, value_name = "DIR", help_heading = "Outputs")]
     pub parquet: Option<PathBuf>,
 
-    /// With --parquet: a complete set of parts every DURATION of capture time (aligned on
-    /// multiples of it), each file renamed into place when whole, so that DuckDB or Spark can
-    /// read the dataset while the capture runs; flows are named by their own id. The default
-    /// of a live capture: 1m (a file is written whole without it).
+    /// With --parquet: a complete set of parts every DURATION.
+    ///
+    /// Of capture time, aligned on multiples of it, each file renamed into place when whole, so
+    /// that DuckDB or Spark can read the dataset while the capture runs; flows are named by their
+    /// own id. The default of a live capture: 1m (a file is written whole without it).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Outputs")]
     pub rotate: Option<Duration>,
 
@@ -214,30 +241,35 @@ pub struct Args {
     #[arg(long, value_name = "NAME", help_heading = "Outputs")]
     pub capture_name: Option<String>,
 
-    /// Link speed for turning PFC pause quanta into time: 10G, 25G, 40G, 50G, 100G, 200G,
-    /// 400G or 800G (a quantum is 512 bit times). Without it, 100G is assumed, and the
-    /// report says so.
+    /// Link speed for turning PFC pause quanta into time.
+    ///
+    /// 10G, 25G, 40G, 50G, 100G, 200G, 400G or 800G (a quantum is 512 bit times). Without it, 100G
+    /// is assumed, and the report says so.
     #[arg(long, value_name = "SPEED", value_parser = parse_link_speed, help_heading = "Analysis settings")]
     pub link_speed: Option<f64>,
 
-    /// A PFC storm is a stretch at least this long (ms) of continuous pause or of pause
-    /// frames faster than --storm-fps. [default: 100]
+    /// Shortest PFC storm, in ms [default: 100].
+    ///
+    /// A PFC storm is a stretch at least this long (ms) of continuous pause or of pause frames
+    /// faster than --storm-fps.
     #[arg(long, value_name = "MS", help_heading = "Analysis settings")]
     pub storm_ms: Option<f64>,
 
-    /// Pause frames per second on one priority above which a stretch counts as a storm.
+    /// Pause frames per second on one priority above which a stretch counts as a storm
     /// [default: 1000]
     #[arg(long, value_name = "FPS", help_heading = "Analysis settings")]
     pub storm_fps: Option<f64>,
 
-    /// Most flows open at once; packets of further flows are counted but not analysed.
+    /// Most flows open at once; packets of further flows are counted but not analysed
     /// [default: 100000]
     #[arg(long, value_name = "N", help_heading = "Analysis settings")]
     pub max_flows: Option<usize>,
 
-    /// A connection idle this long (capture time; both directions: ACKs and CNPs keep it
-    /// alive) ends: it is reported as it stood, its state freed, and its QP used again starts
-    /// a new flow. `0` or `never`: flows last the whole run. [default: 60s]
+    /// End a connection idle this long [default: 60s].
+    ///
+    /// A connection idle this long (capture time; both directions: ACKs and CNPs keep it alive)
+    /// ends: it is reported as it stood, its state freed, and its QP used again starts a new flow.
+    /// `0` or `never`: flows last the whole run.
     #[arg(long, value_name = "DURATION", value_parser = parse_flow_timeout, help_heading = "Analysis settings")]
     pub flow_timeout: Option<FlowTimeout>,
 
@@ -245,8 +277,10 @@ pub struct Args {
     #[arg(long, value_name = "N", value_parser = parse_dscp, help_heading = "Verification (exit code 1 when a frame does not match)")]
     pub expect_dscp: Option<u8>,
 
-    /// Verify: every RoCE data/ACK frame must carry this TOS; only its DSCP part is compared
-    /// (switches rewrite the ECN bits; check those with --expect-ecn).
+    /// Verify: every RoCE data/ACK frame must carry this TOS.
+    ///
+    /// Only its DSCP part is compared (switches rewrite the ECN bits; check those with
+    /// --expect-ecn).
     #[arg(long, value_name = "0xNN", value_parser = parse_byte, help_heading = "Verification (exit code 1 when a frame does not match)")]
     pub expect_tos: Option<u8>,
 
@@ -270,9 +304,11 @@ pub struct Args {
     #[arg(long, value_name = "N", value_parser = parse_pcp, help_heading = "Verification (exit code 1 when a frame does not match)")]
     pub expect_cnp_pcp: Option<u8>,
 
-    /// Exit code 1 when a finding at or above a level (`critical`, `warning`, `info`), or
-    /// of one of the given codes, is raised: `--fail-on critical`, `--fail-on
-    /// psn_loss,icrc_bad`. Combines with --expect-* (either failing gives 1).
+    /// Exit code 1 when a finding of this level or code is raised.
+    ///
+    /// A level raises on every finding at or above it (`critical`, `warning`, `info`); codes on
+    /// their own findings: `--fail-on critical`, `--fail-on psn_loss,icrc_bad`. Combines with
+    /// --expect-* (either failing gives 1).
     #[arg(long, value_name = "LEVEL|CODE,...", value_parser = FailOn::parse, help_heading = "Verification (exit code 1 when a frame does not match)")]
     pub fail_on: Option<FailOn>,
 
@@ -289,36 +325,43 @@ pub struct Args {
     #[arg(short = 'D', long = "list-interfaces", help_heading = "Live capture")]
     pub list_interfaces: bool,
 
-    /// Stop a live capture after this long: 30s, 500ms, 2m, 1h (ns, us, ms, s, m, h; a plain
-    /// number is seconds).
+    /// Stop a live capture after this long.
+    ///
+    /// 30s, 500ms, 2m, 1h (ns, us, ms, s, m, h; a plain number is seconds).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Live capture")]
     pub duration: Option<Duration>,
 
-    /// The kernel's capture buffer, in KiB, as tcpdump's -B (default 65536: 64 MiB). A
-    /// larger buffer rides out longer bursts without drops.
+    /// The kernel's capture buffer, in KiB, as tcpdump's -B.
+    ///
+    /// Default 65536 (64 MiB). A larger buffer rides out longer bursts without drops.
     #[arg(short = 'B', long = "buffer-size", value_name = "KiB", value_parser = clap::value_parser!(u32).range(1..=2_097_151), help_heading = "Live capture")]
     pub buffer_size: Option<u32>,
 
-    /// Status lines on standard error instead of the full-screen live view, even when
-    /// standard output is a terminal.
+    /// Status lines instead of the full-screen live view.
+    ///
+    /// On standard error, even when standard output is a terminal.
     #[arg(long, help_heading = "Live capture")]
     pub no_tui: bool,
 
-    /// Capture and decode on a thread of their own from the start, the analysis on another.
-    /// Without it one thread does all while it keeps up (it costs least), and the second
-    /// starts once the kernel's buffer is not emptied for 250 ms or frames are dropped.
+    /// Capture and decode on a thread of their own from the start.
+    ///
+    /// The analysis runs on another. Without it one thread does all while it keeps up (it costs
+    /// least), and the second starts once the kernel's buffer is not emptied for 250 ms or frames
+    /// are dropped.
     #[arg(long, help_heading = "Live capture")]
     pub capture_thread: bool,
 
-    /// Serve Prometheus metrics at http://ADDR:PORT/metrics while the capture runs (with -r,
-    /// until SIGINT or SIGTERM after the file is read). No authentication: bind it to
-    /// 127.0.0.1 or a management address.
+    /// Serve Prometheus metrics at http://ADDR:PORT/metrics.
+    ///
+    /// While the capture runs (with -r, until SIGINT or SIGTERM after the file is read). No
+    /// authentication: bind it to 127.0.0.1 or a management address.
     #[arg(long, value_name = "ADDR:PORT", help_heading = "Monitoring")]
     pub metrics: Option<String>,
 
-    /// NDJSON events: findings as they first hold (evaluated every second of capture time),
-    /// flows as they end, the kernel's drops; to standard output, or to FILE with
-    /// --events=FILE (flushed per line).
+    /// NDJSON events: findings as they hold, flows as they end, drops.
+    ///
+    /// Findings as they first hold (evaluated every second of capture time), flows as they end, the
+    /// kernel's drops; to standard output, or to FILE with --events=FILE (flushed per line).
     #[arg(long, value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = "-", help_heading = "Monitoring")]
     pub events: Option<String>,
 
@@ -326,8 +369,10 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..), help_heading = "Monitoring")]
     pub metrics_max_qps: u32,
 
-    /// Print the man page (`man`) or a shell's completion script (`complete-bash`,
-    /// `complete-zsh`, `complete-fish`), made from these options, and exit: what `make install`
+    /// Print the man page or a shell's completion script.
+    ///
+    /// The man page (`man`) or the completion script of bash, zsh or fish (`complete-bash`,
+    /// `complete-zsh`, `complete-fish`), made from these options, then exit: what `make install`
     /// installs; after `cargo install`, e.g. `roce-sniff --generate complete-bash >
     /// ~/.local/share/bash-completion/completions/roce-sniff`.
     #[arg(long, value_name = "WHAT", help_heading = "Packaging")]

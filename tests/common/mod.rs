@@ -480,6 +480,11 @@ pub fn chromium() -> Option<&'static str> {
 /// The value of the JavaScript expression `expr` on the page `page` as the browser lays it
 /// out at 1400 x 900 px: a copy of the page runs it and leaves the value in the DOM.
 pub fn measure_in_browser(browser: &str, page: &Path, expr: &str) -> String {
+    measure_in_browser_at(browser, page, expr, 1400)
+}
+
+/// `measure_in_browser` in a window `width` px wide.
+pub fn measure_in_browser_at(browser: &str, page: &Path, expr: &str, width: u32) -> String {
     let html = std::fs::read_to_string(page).unwrap();
     let probe = page.with_file_name("probe.html");
     let script = format!(
@@ -494,7 +499,8 @@ pub fn measure_in_browser(browser: &str, page: &Path, expr: &str) -> String {
             "--disable-gpu",
             "--no-first-run",
         ])
-        .args(["--window-size=1400,900", "--dump-dom"])
+        .arg(format!("--window-size={width},900"))
+        .arg("--dump-dom")
         .arg(format!("--user-data-dir={}", profile.display()))
         .arg(format!("file://{}", probe.display()))
         .output()

@@ -9,7 +9,8 @@ use plotters::prelude::*;
 use super::correlation::short_names;
 use super::dir::write;
 use super::plots::{
-    draw_key, err, register_fonts, split_for_key, Chart, DrawResult, Key, HEIGHT, WIDTH,
+    draw_key, err, register_fonts, split_for_key, Chart, DrawResult, Key, CAPTION_FONT, HEIGHT,
+    LABEL_FONT, WIDTH,
 };
 use crate::common::error::Error;
 use crate::model::{CorrelationDocument, HopReport};
@@ -61,7 +62,7 @@ fn hop_chart<'a, DB: DrawingBackend + 'a>(
     let n = d.correlation.hops.len();
     let y_end = y.end;
     let mut chart = ChartBuilder::on(root)
-        .caption(caption, ("sans-serif", 22))
+        .caption(caption, ("sans-serif", CAPTION_FONT))
         .margin(15)
         .x_label_area_size(40)
         .y_label_area_size(70)
@@ -75,6 +76,8 @@ fn hop_chart<'a, DB: DrawingBackend + 'a>(
     };
     chart
         .configure_mesh()
+        .label_style(("sans-serif", LABEL_FONT))
+        .axis_desc_style(("sans-serif", LABEL_FONT))
         .x_labels(n.max(1))
         .y_labels(y_ticks)
         .x_label_formatter(&|x| {
@@ -264,10 +267,11 @@ pub fn write_dir(dir: &Path, d: &CorrelationDocument) -> Result<(), Error> {
     crate::common::destination::make_report_dir(dir)?;
     register_fonts();
     let delay = draw_both(dir, Plot::HopDelay, d).map_err(out_err)?;
-    let loss = draw_both(dir, Plot::LossLocation, d).map_err(out_err)?;
+    // The page shows the losses as a table; the chart is for those who want a picture.
+    draw_both(dir, Plot::LossLocation, d).map_err(out_err)?;
     let json = serde_json::to_string_pretty(d).map_err(|e| out_err(e.to_string()))?;
     write(dir, "correlation.json", format!("{json}\n").as_bytes())?;
-    let html = super::correlation_html::render(d, &delay, &loss);
+    let html = super::correlation_html::render(d, &delay);
     write(dir, "index.html", html.as_bytes())?;
     Ok(())
 }

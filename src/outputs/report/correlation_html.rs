@@ -12,8 +12,8 @@ use crate::model::{CorrelatedFlow, CorrelationDocument, FlowLabel, HopReport, Se
 /// Flows listed in the flows table; correlation.json has them all.
 const HTML_FLOWS: usize = 200;
 
-/// The page, given the two plots as SVG text.
-pub fn render(d: &CorrelationDocument, delay_svg: &str, loss_svg: &str) -> String {
+/// The page, given the hop delay plot as SVG text.
+pub fn render(d: &CorrelationDocument, delay_svg: &str) -> String {
     let names = Names::of(d);
     let mut o = String::new();
     let c = &d.correlation;
@@ -33,17 +33,13 @@ pub fn render(d: &CorrelationDocument, delay_svg: &str, loss_svg: &str) -> Strin
     );
     findings(&mut o, &d.findings, "Nothing looks wrong along this path.");
     o.push_str("<h2>Over the hops</h2>\n");
-    for (id, svg, caption) in [
-        ("hop_delay", delay_svg, DELAY_CAPTION),
-        ("loss_location", loss_svg, LOSS_CAPTION),
-    ] {
-        let _ = writeln!(
-            o,
-            "<div class=\"plot\" id=\"{id}\">{}<p>{} <a href=\"{id}.png\">PNG</a> &middot; <a href=\"{id}.svg\">SVG</a></p></div>",
-            strip_xml_header(svg),
-            esc(caption)
-        );
-    }
+    let _ = writeln!(
+        o,
+        "<div class=\"plot\" id=\"hop_delay\">{}<p>{} <a href=\"hop_delay.png\">PNG</a> &middot; <a href=\"hop_delay.svg\">SVG</a></p></div>",
+        strip_xml_header(delay_svg),
+        esc(DELAY_CAPTION)
+    );
+    loss_table(&mut o, d, &names);
     points_table(&mut o, d, &names);
     hops_table(&mut o, "Hops: requests (data direction)", &c.hops, &names);
     hops_table(
@@ -59,7 +55,38 @@ pub fn render(d: &CorrelationDocument, delay_svg: &str, loss_svg: &str) -> Strin
 
 const PATH_CAPTION: &str = "The capture points in path order (as given with -r), left to right. Above each arrow: the requests that crossed the hop; below it: what travelled back. Red: packets lost on that hop; orange: packets CE-marked or re-marked there. Delays have the clock offset between the points taken out.";
 const DELAY_CAPTION: &str = "One-way delay of the packets matched at both ends of each hop: the line spans min to max, the dot is the median, the bar the 99th percentile. A p99 far above the median is a queue building up on that hop.";
-const LOSS_CAPTION: &str = "Packets each hop lost: seen at its earlier point and never at its later one, per direction. Grey: packets the earlier point never saw but the later did (that capture missed them).";
+const LOSS_CAPTION: &str = "Packets each hop lost: seen at its earlier point and never at its later one, per direction; appeared: packets the earlier point never saw but the later did (that capture missed them).";
+
+/// Where packets were lost, a row per hop: a table as tall as the hops, where a chart of a
+/// few small bars took a screen (the chart is still written, as loss_location.png and .svg).
+fn loss_table(o: &mut String, d: &CorrelationDocument, names: &Names) {
+    let c = &d.correlation;
+    let _ = writeln!(
+        o,
+        "<div class=\"plot\" id=\"loss_location\"><h3>Where packets were lost</h3>\n<table><tr><th class=\"l\">hop</th><th>lost: requests</th><th>lost: travelling back</th><th>appeared (missed upstream)</th></tr>"
+    );
+    for h in &c.hops {
+        let back = c
+            .reverse_hops
+            .iter()
+            .find(|r| r.from == h.to && r.to == h.from);
+        let (back_lost, back_appeared) = back.map_or((0, 0), |r| (r.lost, r.appeared));
+        let lost = h.lost + back_lost;
+        let _ = writeln!(
+            o,
+            "<tr{}><td class=\"l\">{}</td><td>{}</td><td>{back_lost}</td><td>{}</td></tr>",
+            if lost > 0 { " class=\"trouble\"" } else { "" },
+            esc(&names.hop(&h.from, &h.to)),
+            h.lost,
+            h.appeared + back_appeared
+        );
+    }
+    let _ = writeln!(
+        o,
+        "</table><p>{} <a href=\"loss_location.png\">PNG</a> &middot; <a href=\"loss_location.svg\">SVG</a></p></div>",
+        esc(LOSS_CAPTION)
+    );
+}
 
 /// Points' full names and the short ones shown.
 struct Names {
@@ -91,6 +118,7 @@ impl Names {
     }
 }
 
+/// The main report's rule: a card is red when its count tells of trouble and is not zero.
 fn cards(o: &mut String, d: &CorrelationDocument) {
     let c = &d.correlation;
     let all = || c.hops.iter().chain(&c.reverse_hops);
@@ -108,7 +136,7 @@ fn cards(o: &mut String, d: &CorrelationDocument) {
                 lost.to_string(),
                 lost > 0,
             ),
-            ("CE-marked on the path".into(), ce.to_string(), false),
+            ("CE-marked on the path".into(), ce.to_string(), ce > 0),
             (
                 "re-marked on the path".into(),
                 remarked.to_string(),

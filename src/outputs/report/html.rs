@@ -22,7 +22,7 @@ pub(crate) fn esc(s: &str) -> String {
 fn caption(kind: PlotKind) -> &'static str {
     match kind {
         PlotKind::Throughput => "Wire throughput of the busiest data flows (the rest summed in grey). A flow that drops to zero while others go on was stalled: look for its gaps, retransmissions or pauses at the same time below.",
-        PlotKind::Psn => "Each line is a QP's request sequence advancing. A red x marks a PSN gap (packets lost before the capture point, or that the capture missed: the findings say which), an orange triangle a retransmission; a dip in the line is the requester going back (go-back-N).",
+        PlotKind::Psn => "A panel per QP (the busiest), its request sequence advancing on a scale of its own, so that QPs progressing alike do not hide each other. A red x under the line marks a PSN gap (packets lost before the capture point, or that the capture missed: the findings say which), an orange triangle over it a retransmission; a dip in the line is the requester going back (go-back-N).",
         PlotKind::EcnCnp => "A lane per flow, in its color: circles (upper half) are bins where a switch marked its packets CE (congestion experienced), triangles (lower half) bins where its receiver sent CNPs back so that the sender slows down. Circles without triangles under them mean congestion control is not reacting for that flow.",
         PlotKind::Pfc => "One row per priority and sender of pause frames; bars are the time that priority was paused on this link, as dark as the share of the time paused (pauses taking turns with others show pale), red on priorities that carry RoCE. An amber band is a storm: the priority paused for a long stretch or flooded with pause frames.",
         PlotKind::AckRtt => "Distribution of the time from a request asking for an ACK to the ACK that covers it, over all QPs. A long tail means queues built up or retransmissions.",
@@ -124,8 +124,8 @@ h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 18px; margin-top: 32
 .crit .sev { color: #c62828; } .warn .sev { color: #ef6c00; } .info .sev { color: #1565c0; }
 .cause { color: #555; font-size: 14px; margin-top: 4px; }
 .frames { color: #777; font-size: 13px; }
-.plot { background: white; border: 1px solid #ddd; border-radius: 6px; padding: 8px; margin: 12px 0; }
-.plot svg { width: 100%; height: auto; }
+.plot { background: white; border: 1px solid #ddd; border-radius: 6px; padding: 8px; margin: 12px 0; overflow-x: auto; }
+.plot svg { width: 100%; min-width: 800px; height: auto; }
 .plot p { margin: 4px 8px; color: #444; font-size: 14px; }
 .plot.empty { padding: 10px 16px; color: #555; }
 table { border-collapse: collapse; background: white; font-size: 13px; }

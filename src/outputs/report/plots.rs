@@ -15,6 +15,10 @@ use crate::model::{Bin, FlowSeries, PlotData, PlotKind};
 
 pub const WIDTH: u32 = 1200;
 pub const HEIGHT: u32 = 480;
+/// Fonts sized for the page: shown at 800 px wide (a 900-pixel window) a label still reads
+/// at 11 px.
+pub(crate) const CAPTION_FONT: u32 = 26;
+pub(crate) const LABEL_FONT: u32 = 16;
 /// Flows drawn on their own; the rest are summed as "other flows".
 const TOP_FLOWS: usize = 8;
 
@@ -135,7 +139,7 @@ pub(crate) struct Key {
     pub color: RGBColor,
 }
 
-const KEY_ROW_PX: u32 = 20;
+const KEY_ROW_PX: u32 = 24;
 const KEY_COLUMNS: usize = 2;
 
 /// Splits `root` into the chart and, below it, the strip its key takes: the key never lies
@@ -146,7 +150,7 @@ pub(crate) fn split_for_key<DB: DrawingBackend>(
 ) -> (DrawingArea<DB, Shift>, DrawingArea<DB, Shift>) {
     let rows = keys.div_ceil(KEY_COLUMNS) as u32;
     let strip = if keys == 0 { 0 } else { rows * KEY_ROW_PX + 8 };
-    root.split_vertically(HEIGHT - strip)
+    root.split_vertically(root.dim_in_pixel().1 - strip)
 }
 
 /// Draws the key in rows of `KEY_COLUMNS` entries.
@@ -166,7 +170,7 @@ pub(crate) fn draw_key<DB: DrawingBackend>(
         area.draw(&Text::new(
             k.name.clone(),
             (x + 30, y - 7),
-            ("sans-serif", 13).into_font().color(&BLACK),
+            ("sans-serif", LABEL_FONT).into_font().color(&BLACK),
         ))
         .map_err(err)?;
     }
@@ -186,14 +190,16 @@ fn time_chart<'a, DB: DrawingBackend + 'a>(
     root.fill(&WHITE).map_err(err)?;
     let span = y.end - y.start;
     let mut chart = ChartBuilder::on(root)
-        .caption(caption, ("sans-serif", 22))
+        .caption(caption, ("sans-serif", CAPTION_FONT))
         .margin(12)
-        .x_label_area_size(45)
+        .x_label_area_size(55)
         .y_label_area_size(y_label_area)
         .build_cartesian_2d(t.range(), y)
         .map_err(err)?;
     chart
         .configure_mesh()
+        .label_style(("sans-serif", LABEL_FONT))
+        .axis_desc_style(("sans-serif", LABEL_FONT))
         .x_desc(t.label())
         .x_label_formatter(&|v| t.tick(*v))
         .y_desc(y_desc)
@@ -352,7 +358,24 @@ fn psn_flows(d: &PlotData) -> Vec<&FlowSeries> {
         .collect()
 }
 
-/// (b) PSN progress per QP, with gaps (x) and retransmissions (triangles) marked.
+/// The height of one flow's panel in the PSN plot, and what its title and time axis take.
+const PSN_PANEL_PX: u32 = 110;
+const PSN_FRAME_PX: u32 = 110;
+
+/// The PSN plot's height: a panel per flow, so that flows progressing alike never hide
+/// each other.
+fn psn_height(d: &PlotData) -> u32 {
+    let flows = psn_flows(d).len() as u32;
+    if flows == 0 {
+        HEIGHT
+    } else {
+        PSN_FRAME_PX + PSN_PANEL_PX * flows
+    }
+}
+
+/// (b) PSN progress per QP, a panel each, in its flow's color: a red x under the line where
+/// PSNs went missing (a gap), an orange triangle over it where some were resent, so that a
+/// loss and its recovery in one bin both show.
 pub fn psn<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> DrawResult {
     let title = PlotKind::Psn.title();
     if let Some(text) = empty(PlotKind::Psn, d) {
@@ -360,66 +383,98 @@ pub fn psn<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
     }
     let top = psn_flows(d);
     let t = TimeAxis::of(d);
-    let (lo, hi) = top
-        .iter()
-        .flat_map(|f| f.bins.iter().filter_map(|b| b.psn_progress))
-        .fold((i64::MAX, i64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
-    let (lo, hi) = (lo.min(0) as f64, (hi.max(1)) as f64);
-    let keys: Vec<Key> = top
-        .iter()
-        .map(|f| Key {
-            name: f.name.clone(),
-            color: flow_color(f.id),
-        })
-        .collect();
     root.fill(&WHITE).map_err(err)?;
-    let (area, key_area) = split_for_key(root, keys.len());
-    let mut chart = time_chart(
-        &area,
-        format!("{title}: x = PSN gap, triangle = retransmission"),
-        t,
-        lo..hi * 1.05 + 1.0,
-        80,
-        "PSNs since the QP's first request",
-    )?;
-    for f in &top {
-        let points: Vec<(f64, f64)> = f
-            .bins
-            .iter()
-            .enumerate()
-            .filter_map(|(i, b)| b.psn_progress.map(|p| (bin_x(d, &t, i), p as f64)))
-            .collect();
-        line(&mut chart, points, flow_color(f.id))?;
-        let mut last = 0.0;
-        let mut gaps = Vec::new();
-        let mut retx = Vec::new();
-        for (i, b) in f.bins.iter().enumerate() {
-            if let Some(p) = b.psn_progress {
-                last = p as f64;
-            }
-            let x = bin_x(d, &t, i);
-            if b.psn_gaps > 0 {
-                gaps.push((x, last));
-            }
-            if b.retransmissions > 0 {
-                retx.push((x, last));
-            }
-        }
-        chart
-            .draw_series(
-                gaps.into_iter()
-                    .map(|p| Cross::new(p, 8, RED.stroke_width(3))),
-            )
-            .map_err(err)?;
-        chart
-            .draw_series(
-                retx.into_iter()
-                    .map(|p| TriangleMarker::new(p, 8, RGBColor(255, 140, 0).filled())),
-            )
-            .map_err(err)?;
+    let body = root
+        .titled(
+            &format!("{title}: x under the line = PSN gap, triangle over it = resend"),
+            ("sans-serif", CAPTION_FONT),
+        )
+        .map_err(err)?;
+    // Equal panels, the last taller by the time axis under it.
+    let axis = PSN_FRAME_PX as i32 - 50;
+    let each = (body.dim_in_pixel().1 as i32 - axis) / top.len() as i32;
+    let breaks: Vec<i32> = (1..top.len() as i32).map(|k| k * each).collect();
+    let panels = body.split_by_breakpoints(Vec::<i32>::new(), breaks);
+    for (n, (f, panel)) in top.iter().zip(&panels).enumerate() {
+        let last = n + 1 == top.len();
+        psn_panel(panel, d, &t, f, last)?;
     }
-    draw_key(&key_area, &keys)?;
     root.present().map_err(err)
+}
+
+/// One flow's panel: its name over it, its own PSN scale, the time axis under the last.
+fn psn_panel<DB: DrawingBackend>(
+    panel: &DrawingArea<DB, Shift>,
+    d: &PlotData,
+    t: &TimeAxis,
+    f: &FlowSeries,
+    last: bool,
+) -> DrawResult {
+    let color = flow_color(f.id);
+    let points: Vec<(f64, f64)> = f
+        .bins
+        .iter()
+        .enumerate()
+        .filter_map(|(i, b)| b.psn_progress.map(|p| (bin_x(d, t, i), p as f64)))
+        .collect();
+    let hi = points.iter().map(|p| p.1).fold(1.0, f64::max);
+    let x_axis = if last { 55 } else { 8 };
+    let mut chart = ChartBuilder::on(panel)
+        .margin_left(12)
+        .margin_right(12)
+        .margin_top(24)
+        .x_label_area_size(x_axis)
+        .y_label_area_size(80)
+        .build_cartesian_2d(t.range(), 0.0..hi * 1.15 + 1.0)
+        .map_err(err)?;
+    let y_tick = |v: &f64| tick_label(*v, hi);
+    let x_tick = |v: &f64| if last { t.tick(*v) } else { String::new() };
+    chart
+        .configure_mesh()
+        .label_style(("sans-serif", LABEL_FONT))
+        .axis_desc_style(("sans-serif", LABEL_FONT))
+        .y_labels(3)
+        .y_label_formatter(&y_tick)
+        .x_desc(if last { t.label() } else { String::new() })
+        .x_label_formatter(&x_tick)
+        .draw()
+        .map_err(err)?;
+    panel
+        .draw(&Text::new(
+            format!("{} (PSNs since its first request)", f.name),
+            (92, 4),
+            ("sans-serif", LABEL_FONT).into_font().color(&color),
+        ))
+        .map_err(err)?;
+    line(&mut chart, points, color)?;
+    let mut last_psn = 0.0;
+    let mut gaps = Vec::new();
+    let mut resends = Vec::new();
+    for (i, b) in f.bins.iter().enumerate() {
+        if let Some(p) = b.psn_progress {
+            last_psn = p as f64;
+        }
+        let x = bin_x(d, t, i);
+        if b.psn_gaps > 0 {
+            gaps.push((x, last_psn));
+        }
+        if b.retransmissions > 0 {
+            resends.push((x, last_psn));
+        }
+    }
+    // Offsets in pixels: below the line for a gap, above it for a resend.
+    chart
+        .draw_series(
+            gaps.into_iter()
+                .map(|p| EmptyElement::at(p) + Cross::new((0, 12), 7, RED.stroke_width(3))),
+        )
+        .map_err(err)?;
+    chart
+        .draw_series(resends.into_iter().map(|p| {
+            EmptyElement::at(p) + TriangleMarker::new((0, -13), 8, RGBColor(255, 140, 0).filled())
+        }))
+        .map_err(err)?;
+    Ok(())
 }
 
 /// The flows with the most CE marks and CNPs, in id order: each gets its own lane.
@@ -461,10 +516,10 @@ pub fn ecn<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
                 "{title} per bin of {}: circle = CE, triangle = CNP",
                 duration_ns(d.bin_ns)
             ),
-            ("sans-serif", 22),
+            ("sans-serif", CAPTION_FONT),
         )
         .margin(12)
-        .x_label_area_size(45)
+        .x_label_area_size(55)
         .y_label_area_size(400)
         .build_cartesian_2d(t.range(), -0.5..rows as f64 - 0.5)
         .map_err(err)?;
@@ -473,11 +528,13 @@ pub fn ecn<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
     let label_of = |y: &f64| lane_label(&lanes, *y);
     chart
         .configure_mesh()
+        .label_style(("sans-serif", LABEL_FONT))
+        .axis_desc_style(("sans-serif", LABEL_FONT))
         .x_desc(t.label())
         .x_label_formatter(&|v| t.tick(*v))
         .y_labels(rows.max(2) * 2 + 1)
         .y_label_formatter(&label_of)
-        .y_label_style(("sans-serif", 12))
+        .y_label_style(("sans-serif", LABEL_FONT - 2))
         .disable_y_mesh()
         .draw()
         .map_err(err)?;
@@ -604,16 +661,18 @@ pub fn pfc<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
             format!(
                 "{title}: bars = paused, darker the longer (red on RoCE priorities), amber band = storm"
             ),
-            ("sans-serif", 22),
+            ("sans-serif", CAPTION_FONT),
         )
         .margin(12)
-        .x_label_area_size(45)
+        .x_label_area_size(55)
         .y_label_area_size(250)
         .build_cartesian_2d(t.range(), -0.5..rows as f64 - 0.5)
         .map_err(err)?;
     let label_of = |y: &f64| lane_label(&labels, *y);
     chart
         .configure_mesh()
+        .label_style(("sans-serif", LABEL_FONT))
+        .axis_desc_style(("sans-serif", LABEL_FONT))
         .x_desc(t.label())
         .x_label_formatter(&|v| t.tick(*v))
         .y_labels(rows.max(2) * 2 + 1)
@@ -637,24 +696,44 @@ pub fn pfc<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
         // with others are no solid bar. A pause shorter than a column still shows, faintly.
         let column_ns = (end - start).div_ceil(PFC_COLUMNS as u64).max(1);
         let paused = paused_per_slot(&r.intervals, start, column_ns, PFC_COLUMNS);
-        chart
-            .draw_series(
-                paused
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, &ns)| ns > 0.0)
-                    .map(|(i, &ns)| {
-                        let lo = start + i as u64 * column_ns;
-                        let share = (ns / column_ns as f64).clamp(0.25, 1.0);
-                        Rectangle::new(
-                            [(t.at(lo), y - 0.3), (t.at(lo + column_ns), y + 0.3)],
-                            color.mix(share).filled(),
-                        )
-                    }),
-            )
-            .map_err(err)?;
+        let bars = pause_bars(&paused, column_ns)
+            .into_iter()
+            .map(|(a, b, share)| {
+                let (lo, hi) = (start + a as u64 * column_ns, start + b as u64 * column_ns);
+                Rectangle::new(
+                    [(t.at(lo), y - 0.3), (t.at(hi), y + 0.3)],
+                    opaque(color, share).filled(),
+                )
+            });
+        chart.draw_series(bars).map_err(err)?;
     }
     root.present().map_err(err)
+}
+
+/// The bars of one row: runs of neighbouring columns paused for the same share, as
+/// (first column, column past the last, share). One rectangle per run: columns drawn one by
+/// one showed the grid between them as stripes in the SVG.
+fn pause_bars(paused_ns: &[f64], column_ns: u64) -> Vec<(usize, usize, f64)> {
+    let mut bars: Vec<(usize, usize, f64)> = Vec::new();
+    for (i, &ns) in paused_ns.iter().enumerate().filter(|(_, &ns)| ns > 0.0) {
+        // In steps of 5%, so that a steady pause is one run.
+        let share = ((ns / column_ns as f64).clamp(0.25, 1.0) * 20.0).round() / 20.0;
+        match bars.last_mut() {
+            Some(last) if last.1 == i && last.2 == share => last.1 = i + 1,
+            _ => bars.push((i, i + 1, share)),
+        }
+    }
+    bars
+}
+
+/// `color` at `share` of its strength over white, opaque: the grid does not show through.
+fn opaque(color: RGBColor, share: f64) -> RGBColor {
+    let over_white = |c: u8| (255.0 - (255.0 - c as f64) * share).round() as u8;
+    RGBColor(
+        over_white(color.0),
+        over_white(color.1),
+        over_white(color.2),
+    )
 }
 
 /// (e) ACK round-trip time distribution, all flows.
@@ -686,15 +765,17 @@ pub fn rtt<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
                 duration_us(p(0.99)),
                 duration_us(v[v.len() - 1])
             ),
-            ("sans-serif", 22),
+            ("sans-serif", CAPTION_FONT),
         )
         .margin(12)
-        .x_label_area_size(45)
+        .x_label_area_size(55)
         .y_label_area_size(70)
         .build_cartesian_2d(0.0..hi + width, 0.0..max * 1.15)
         .map_err(err)?;
     chart
         .configure_mesh()
+        .label_style(("sans-serif", LABEL_FONT))
+        .axis_desc_style(("sans-serif", LABEL_FONT))
         .x_desc("round-trip time (us); the last bar holds everything beyond")
         .y_desc("samples")
         // Samples are counted: whole numbers only ("300", not "300.0").
@@ -743,6 +824,14 @@ fn draw<DB: DrawingBackend>(
     }
 }
 
+/// A plot's height in pixels: HEIGHT, but for the PSN plot's panel per flow.
+pub fn height(kind: PlotKind, d: &PlotData) -> u32 {
+    match kind {
+        PlotKind::Psn => psn_height(d),
+        _ => HEIGHT,
+    }
+}
+
 /// Draws every plot into `dir` as PNG and returns the SVG texts for the HTML page.
 pub fn render_all(dir: &std::path::Path, d: &PlotData) -> Result<Vec<Rendered>, String> {
     register_fonts();
@@ -750,13 +839,14 @@ pub fn render_all(dir: &std::path::Path, d: &PlotData) -> Result<Vec<Rendered>, 
     for kind in PlotKind::ALL {
         let name = kind.name();
         let png_path = dir.join(format!("{name}.png"));
+        let size = (WIDTH, height(kind, d));
         {
-            let root = BitMapBackend::new(&png_path, (WIDTH, HEIGHT)).into_drawing_area();
+            let root = BitMapBackend::new(&png_path, size).into_drawing_area();
             draw(kind, &root, d).map_err(|e| format!("{}: {e}", png_path.display()))?;
         }
         let mut svg = String::new();
         {
-            let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+            let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
             draw(kind, &root, d).map_err(|e| format!("{name}.svg: {e}"))?;
         }
         std::fs::write(dir.join(format!("{name}.svg")), &svg)
@@ -769,6 +859,21 @@ pub fn render_all(dir: &std::path::Path, d: &PlotData) -> Result<Vec<Rendered>, 
 #[cfg(test)]
 mod tests {
     use super::tick_label;
+
+    #[test]
+    fn a_steady_pause_is_one_bar_and_a_gap_splits_it() {
+        let paused = [0.0, 100.0, 100.0, 99.0, 0.0, 50.0, 100.0];
+        assert_eq!(
+            super::pause_bars(&paused, 100),
+            [(1, 4, 1.0), (5, 6, 0.5), (6, 7, 1.0)]
+        );
+        let red = plotters::style::RGBColor(214, 39, 40);
+        assert_eq!(super::opaque(red, 1.0), red);
+        assert_eq!(
+            super::opaque(red, 0.0),
+            plotters::style::RGBColor(255, 255, 255)
+        );
+    }
 
     #[test]
     fn small_ticks_are_not_all_zero() {
