@@ -365,7 +365,7 @@ fn correlation_page_shows_the_path(html: &str) {
     assert!(path.contains(">CE 4 · DSCP re-marked 10<"), "{path}");
     assert!(path.contains(">delay p50 3 us, p99 13 us<"), "{path}");
     assert!(path.contains(">→ requests: 52 matched<"), "{path}");
-    assert!(path.contains(">clock +300.0 us<"), "{path}");
+    assert!(path.contains(">clock +300 us<"), "{path}");
     // The findings are the main report's blocks, after the picture and before the plots.
     assert_eq!(html.matches("<div class=\"finding crit\">").count(), 2);
     assert!(html.contains("<code>loss_located</code>"));

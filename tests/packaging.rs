@@ -127,39 +127,27 @@ fn make_install_puts_the_binary_man_page_and_completions_under_prefix() {
 
     let fish = root.join("share/fish/vendor_completions.d/roce-sniff.fish");
     if has("fish") {
-        let completed = shell(
-            "fish",
-            &format!(
-                "source {}; complete -C 'roce-sniff --flow-t'",
-                fish.display()
-            ),
-        );
+        // What fish offers after `words`, the installed binary first in PATH.
+        let fish_complete = |words: &str| {
+            shell(
+                "fish",
+                &format!(
+                    "set -x PATH {} $PATH; source {}; complete -C '{words}'",
+                    root.join("bin").display(),
+                    fish.display()
+                ),
+            )
+        };
+        let completed = fish_complete("roce-sniff --flow-t");
         assert!(completed.starts_with("--flow-timeout\t"), "{completed}");
         // One line per option: a summary, not the paragraph --help gives.
-        let described = shell(
-            "fish",
-            &format!("source {}; complete -C 'roce-sniff --fin'", fish.display()),
-        );
         assert_eq!(
-            described,
+            fish_complete("roce-sniff --fin"),
             "--finding\tKeep the connections and frames of findings of these codes\n"
         );
-        let codes = shell(
-            "fish",
-            &format!(
-                "source {}; complete -C 'roce-sniff --fail-on war'",
-                fish.display()
-            ),
-        );
+        let codes = fish_complete("roce-sniff --fail-on war");
         assert!(codes.starts_with("warning\t"), "{codes}");
-        let interfaces = shell(
-            "fish",
-            &format!(
-                "set -x PATH {} $PATH; source {}; complete -C 'roce-sniff -i l'",
-                root.join("bin").display(),
-                fish.display()
-            ),
-        );
+        let interfaces = fish_complete("roce-sniff -i l");
         assert!(
             interfaces
                 .lines()

@@ -69,6 +69,18 @@ pub fn duration_us(us: f64) -> String {
     duration_ns((us.max(0.0) * 1e3).round() as u64)
 }
 
+/// A duration that has a sign, as a clock offset: `+300 us`, `-200 us`, `0 s`.
+pub fn signed_duration_us(us: f64) -> String {
+    let sign = if us > 0.0 {
+        "+"
+    } else if us < 0.0 {
+        "-"
+    } else {
+        ""
+    };
+    format!("{sign}{}", duration_us(us.abs()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,5 +122,8 @@ mod tests {
         assert_eq!(duration_ns(3_600_000_000_000), "3600 s");
         assert_eq!(duration_us(40_135.5), "40.1 ms");
         assert_eq!(duration_us(7.0), "7 us");
+        assert_eq!(signed_duration_us(300.0), "+300 us");
+        assert_eq!(signed_duration_us(-200.0), "-200 us");
+        assert_eq!(signed_duration_us(0.0), "0 s");
     }
 }

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use super::text::wrap_items;
 use crate::common::paint::Paint;
-use crate::common::units::duration_us;
+use crate::common::units::{duration_us, signed_duration_us};
 use crate::model::{CorrelationDocument, DelayStats, FlowLabel, HopReport};
 
 /// Flows listed in the text; the JSON has them all.
@@ -13,18 +13,6 @@ const TEXT_FLOWS: usize = 20;
 
 fn opt(v: Option<f64>) -> String {
     v.map_or("-".into(), |v| format!("{v:.1}"))
-}
-
-/// A clock offset, its sign always shown: `+300 us`, `-200 us`, `0 s`.
-fn signed_us(us: f64) -> String {
-    let sign = if us > 0.0 {
-        "+"
-    } else if us < 0.0 {
-        "-"
-    } else {
-        ""
-    };
-    format!("{sign}{}", duration_us(us.abs()))
 }
 
 fn delays(d: &DelayStats) -> String {
@@ -142,7 +130,7 @@ pub fn render(doc: &CorrelationDocument, paint: Paint) -> String {
             "  {:<w$} {:>12} {:>13}  ",
             short,
             p.roce_packets,
-            signed_us(p.clock_offset_us)
+            signed_duration_us(p.clock_offset_us)
         );
         if full == short {
             let _ = writeln!(o, "{}", head.trim_end());

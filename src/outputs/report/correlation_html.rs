@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use super::correlation::short_names;
 use super::html::{card_row, esc, findings, strip_xml_header, STYLE};
-use crate::common::units::duration_us;
+use crate::common::units::{duration_us, signed_duration_us};
 use crate::model::{CorrelatedFlow, CorrelationDocument, FlowLabel, HopReport, Severity};
 
 /// Flows listed in the flows table; correlation.json has them all.
@@ -211,11 +211,11 @@ fn path_svg(d: &CorrelationDocument, names: &Names) -> String {
         let (cx, left) = (x(i), x(i) - BOX_W / 2);
         let _ = write!(
             s,
-            "<g class=\"point\"><title>{}</title><rect x=\"{left}\" y=\"105\" width=\"{BOX_W}\" height=\"66\" rx=\"8\" fill=\"white\" stroke=\"#444\" stroke-width=\"1.5\"/><text x=\"{cx}\" y=\"128\" text-anchor=\"middle\" font-weight=\"bold\">{}</text><text x=\"{cx}\" y=\"146\" text-anchor=\"middle\">{} RoCE packets</text><text x=\"{cx}\" y=\"163\" text-anchor=\"middle\" fill=\"#666\">clock {:+.1} us</text></g>",
+            "<g class=\"point\"><title>{}</title><rect x=\"{left}\" y=\"105\" width=\"{BOX_W}\" height=\"66\" rx=\"8\" fill=\"white\" stroke=\"#444\" stroke-width=\"1.5\"/><text x=\"{cx}\" y=\"128\" text-anchor=\"middle\" font-weight=\"bold\">{}</text><text x=\"{cx}\" y=\"146\" text-anchor=\"middle\">{} RoCE packets</text><text x=\"{cx}\" y=\"163\" text-anchor=\"middle\" fill=\"#666\">clock {}</text></g>",
             esc(&p.name),
             esc(&ellipsis(&names.short[i], 24)),
             p.roce_packets,
-            p.clock_offset_us
+            signed_duration_us(p.clock_offset_us)
         );
     }
     for (i, h) in c.hops.iter().enumerate() {
@@ -325,16 +325,16 @@ fn opt(v: Option<f64>) -> String {
 }
 
 fn points_table(o: &mut String, d: &CorrelationDocument, names: &Names) {
-    o.push_str("<h2>Capture points</h2>\n<table><tr><th>#</th><th class=\"l\">point</th><th class=\"l\">file</th><th>RoCE packets</th><th>clock offset us (to the first point)</th></tr>\n");
+    o.push_str("<h2>Capture points</h2>\n<table><tr><th>#</th><th class=\"l\">point</th><th class=\"l\">file</th><th>RoCE packets</th><th>clock offset (to the first point)</th></tr>\n");
     for (i, p) in d.correlation.points.iter().enumerate() {
         let _ = writeln!(
             o,
-            "<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{:.1}</td></tr>",
+            "<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td></tr>",
             i + 1,
             esc(&names.short[i]),
             esc(&p.name),
             p.roce_packets,
-            p.clock_offset_us
+            signed_duration_us(p.clock_offset_us)
         );
     }
     o.push_str("</table>\n");
