@@ -1087,6 +1087,34 @@ fn ctrl_c_ends_with_the_report() {
     assert!(text.contains("RoCE 28 "), "{text}");
 }
 
+/// A live capture frees the flows that ended: its text report says where they went, or the
+/// flows it lists (those still open) would look like all there were.
+#[test]
+fn the_live_report_says_where_the_ended_flows_went() {
+    let Some(live) = Live::start("the_live_report_says_where_the_ended_flows_went") else {
+        return;
+    };
+    let n = &live.netns;
+    let child = start_capture(&["-i", &n.host_end, "--flow-timeout", "20ms"]);
+    replay_into(n, &testdata("verify_pass.pcap"), None);
+    child.expect("RoCE 28 in ");
+    // Idle well past the timeout: the six flows end by the wall clock.
+    std::thread::sleep(Duration::from_millis(1500));
+    child.sigint();
+    let out = child.wait_with_output();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // The paragraph as one line, whatever the width wrapped it at.
+    let text = stdout(&out).replace("\n  ", " ");
+    assert!(
+        text.contains(
+            " 6 flows ended (idle past --flow-timeout) and are not listed here: --events and the \
+             dataset (--parquet) tell each one as it ends; 0 still open at the end kernel: "
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("Flows (troubled first)"), "{text}");
+}
+
 /// Started before the traffic, with standard output not a terminal: the no-RoCE hint is
 /// printed and the status lines go on, with running totals, the worst QP and the kernel's
 /// counters.

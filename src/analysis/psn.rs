@@ -19,8 +19,10 @@
 //! - *lost*: a sequence NAK named it, or a resend filled it (`recovered`);
 //! - *reordered*: captured later with neither (`out_of_order`);
 //! - *missing*: otherwise. A hole whose flow's ACK allowance has run out since a request asked
-//!   for an ACK after it is settled as missing, so that a verdict once told (a live event) is
-//!   never taken back by evidence that comes later.
+//!   for an ACK after it is settled as lost, so that a verdict once told (a live event) is
+//!   never taken back by evidence that comes later: an acknowledgement past it no longer makes
+//!   it missed by the capture. Its resend may still come (a receiver slow to NAK): then it is
+//!   lost and recovered, no longer missing, and the loss stands.
 //!
 //! A go-back replay whose NAK the capture missed is still a replay: hole fillers followed by a
 //! PSN seen before are resends, not reordering and duplicates.
@@ -47,6 +49,9 @@ pub const RETRANSMIT_IDLE_NS: u64 = 100_000;
 const MIN_MTU: u32 = 256;
 /// PSNs of bad-ICRC frames remembered per stream (a burst of corruption is a few frames).
 const DAMAGED_KEPT: usize = 8;
+/// Holes settled as missing kept for their resend (the latest; a resend follows its NAK
+/// within a few round trips).
+const SETTLED_KEPT: usize = 64;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Arrival {
@@ -145,6 +150,8 @@ struct Skipped {
     /// ranges.
     settled: u64,
     settled_ranges: Vec<[u32; 2]>,
+    /// The latest holes settled, what of them no resend filled yet.
+    settled_holes: Vec<Hole>,
     /// Skipped PSNs that did not fit in `holes` (and those of an older connection).
     untracked: u64,
     /// PSNs of bad-ICRC frames ahead of the sequence: a gap that covers one counts it damaged.
@@ -171,6 +178,53 @@ impl Skipped {
         if let Some(f) = self.fillers.take() {
             self.reordered = self.reordered.max(f.lateness);
         }
+    }
+}
+
+/// Takes `psn` out of the hole of `holes` that holds it, splitting the hole around it: the
+/// hole it was in, or None.
+fn take_from(holes: &mut Vec<Hole>, psn: Psn) -> Option<Hole> {
+    let i = holes.iter().position(|h| h.contains(psn))?;
+    let h = holes[i];
+    let offset = (psn - h.start) as u32;
+    let before = Hole { len: offset, ..h };
+    let after = Hole {
+        start: psn + 1,
+        len: h.len - offset - 1,
+        ..h
+    };
+    match (before.len > 0, after.len > 0) {
+        (true, true) => {
+            holes[i] = before;
+            holes.insert(i + 1, after);
+        }
+        (true, false) => holes[i] = before,
+        (false, true) => holes[i] = after,
+        (false, false) => {
+            holes.remove(i);
+        }
+    }
+    Some(h)
+}
+
+/// `ranges` ([first, last] PSNs) without `psn`: the range holding it split around it.
+fn remove_psn(ranges: &mut Vec<[u32; 2]>, psn: Psn) {
+    let holds = |&&[first, last]: &&[u32; 2]| {
+        let first = Psn::new(first);
+        (0..=Psn::new(last) - first).contains(&(psn - first))
+    };
+    let Some(i) = ranges.iter().position(|r| holds(&r)) else {
+        return;
+    };
+    let [first, last] = ranges.remove(i);
+    let before = [first, psn.prev().value()];
+    let after = [(psn + 1).value(), last];
+    let parts = [
+        (psn.value() != first).then_some(before),
+        (psn.value() != last).then_some(after),
+    ];
+    for (k, part) in parts.into_iter().flatten().enumerate() {
+        ranges.insert(i + k, part);
     }
 }
 
@@ -357,7 +411,7 @@ impl PsnTracker {
                 self.start_replay(expected, cause);
             }
             self.counts.retransmitted += 1;
-            if let Some(gap_frame) = filled {
+            if let Some(gap_frame) = filled.or_else(|| self.recover_settled(psn)) {
                 self.counts.recovered += 1;
                 self.skipped.lost_at.add_once(gap_frame);
             }
@@ -600,6 +654,10 @@ impl PsnTracker {
                     s.settled_ranges.push(h.range());
                 }
                 s.lost_at.add_once(h.frame);
+                if s.settled_holes.len() == SETTLED_KEPT {
+                    s.settled_holes.remove(0);
+                }
+                s.settled_holes.push(h);
             } else {
                 kept.push(h);
             }
@@ -644,32 +702,21 @@ impl PsnTracker {
         }
     }
 
-    /// Removes `psn` from the hole that holds it: the frame of the gap that made the hole, or
-    /// None if no hole holds it.
-    /// Fills `psn` in its hole: the frame and the time of the gap that made it.
+    /// Fills `psn` in its hole: the frame and the time of the gap that made it, or None if no
+    /// hole holds it.
     fn fill_hole(&mut self, psn: Psn) -> Option<(u64, u64)> {
         let s = self.skipped.get_mut()?;
-        let i = s.holes.iter().position(|h| h.contains(psn))?;
-        let h = s.holes[i];
-        let offset = (psn - h.start) as u32;
-        let before = Hole { len: offset, ..h };
-        let after = Hole {
-            start: psn + 1,
-            len: h.len - offset - 1,
-            ..h
-        };
-        match (before.len > 0, after.len > 0) {
-            (true, true) => {
-                s.holes[i] = before;
-                s.holes.insert(i + 1, after);
-            }
-            (true, false) => s.holes[i] = before,
-            (false, true) => s.holes[i] = after,
-            (false, false) => {
-                s.holes.remove(i);
-            }
-        }
-        Some((h.frame, h.at))
+        take_from(&mut s.holes, psn).map(|h| (h.frame, h.at))
+    }
+
+    /// A resend of `psn`, settled as missing before it came: lost and recovered after all. The
+    /// frame of the gap that skipped it, or None if no settled hole kept holds it.
+    fn recover_settled(&mut self, psn: Psn) -> Option<u64> {
+        let s = self.skipped.get_mut()?;
+        let h = take_from(&mut s.settled_holes, psn)?;
+        s.settled -= 1;
+        remove_psn(&mut s.settled_ranges, psn);
+        Some(h.frame)
     }
 
     /// Holes judged missing in a report made at `now`: every one at the end (`None`), else
@@ -1100,6 +1147,39 @@ mod tests {
         let c = t.finish(None);
         assert_eq!((c.missing, c.capture_missed), (1, 0));
         assert_eq!(c.missing_ranges, vec![[2, 2]]);
+    }
+
+    /// A receiver slow to NAK: the holes settle as lost before the NAK names them, and the
+    /// resends that follow recover them. The loss stands (it only grows); "never seen" is
+    /// what no resend came for.
+    #[test]
+    fn a_resend_after_its_hole_settled_recovers_it() {
+        let mut t = PsnTracker::default();
+        feed(&mut t, &[1, 2]);
+        assert_eq!(req(&mut t, 6, 2_000), Arrival::Gap(3));
+        let later = 3_000 + ALLOWANCE;
+        req(&mut t, 7, later);
+        assert_eq!(t.lost_by(later), 3, "settled");
+        assert_eq!(t.finish(Some(later)).missing_ranges, vec![[3, 5]]);
+        t.nak(Psn::new(3));
+        assert_eq!(req(&mut t, 3, later + 10), Arrival::Retransmitted);
+        assert_eq!(req(&mut t, 5, later + 20), Arrival::Retransmitted);
+        let c = t.finish(None);
+        assert_eq!((c.recovered, c.missing), (2, 1));
+        assert_eq!(c.missing_ranges, vec![[4, 4]]);
+        assert_eq!(t.lost_by(later + 20), 3, "the loss stands");
+        assert!(t.saw(Psn::new(3)) && !t.saw(Psn::new(4)));
+    }
+
+    #[test]
+    fn ranges_lose_a_psn_by_splitting() {
+        let mut r = vec![[3, 5], [9, 9], [20, 22]];
+        remove_psn(&mut r, Psn::new(4));
+        assert_eq!(r, vec![[3, 3], [5, 5], [9, 9], [20, 22]]);
+        remove_psn(&mut r, Psn::new(9));
+        remove_psn(&mut r, Psn::new(20));
+        remove_psn(&mut r, Psn::new(100));
+        assert_eq!(r, vec![[3, 3], [5, 5], [21, 22]]);
     }
 
     /// A bad-ICRC frame whose PSN is the next expected takes its place (no gap); one ahead

@@ -466,53 +466,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_live_report_says_where_the_ended_flows_went() {
-        use crate::analysis::{report_build::CaptureMeta, testing::feed, AnalysisConfig, Analyzer};
-        use roce_testgen::churn::{write_churn, ChurnConfig};
-        // 100 QPs and their ACKs, each over within microseconds, the last two still open.
-        let mut data = Vec::new();
-        let churn = ChurnConfig {
-            qps: 100,
-            concurrent: 1,
-            ..ChurnConfig::default()
-        };
-        write_churn(&mut data, churn).unwrap();
-        let cfg = AnalysisConfig {
-            flow_timeout_ns: Some(100_000),
-            keep_ended: false,
-            ..AnalysisConfig::default()
-        };
-        let (an, counts) = feed(&data, Analyzer::new(cfg), |_, _| {});
-        let mut r = an.finish(CaptureMeta {
-            counts,
-            ..CaptureMeta::default()
-        });
-        let offline = render(&r, Paint::PLAIN);
-        r.capture.live = Some(crate::model::LiveStats {
-            interface: "veth0".into(),
-            filter: String::new(),
-            received: 400,
-            dropped: 0,
-            if_dropped: 0,
-            capture_thread_from_frame: None,
-        });
-        let text = render(&r, Paint::PLAIN);
-        let (ended, open) = (r.capture.flows_ended, 200 - r.capture.flows_ended);
-        assert!(ended > 150, "{ended}");
-        // The paragraph as one line, whatever the width wrapped it at.
-        assert!(
-            text.replace("\n  ", " ").contains(&format!(
-                " {ended} flows ended (idle past --flow-timeout) and are not listed here: \
-                 --events and the dataset (--parquet) tell each one as it ends; {open} still open \
-                 at the end kernel: "
-            )),
-            "{text}"
-        );
-        // With -r, every flow is in the report: nothing to say.
-        assert!(!offline.contains("ended"), "{offline}");
-    }
-
-    #[test]
     fn long_text_wraps_under_the_width() {
         let mut o = String::new();
         wrap_into(&mut o, "  head ", "       ", &"word ".repeat(60));
