@@ -857,15 +857,30 @@ fn a_monitor_feeds_prometheus_and_a_rolling_dataset_as_the_offline_report_tells(
         ]],
         "while running"
     );
-    // The findings of the burst are told while the link is idle, not at the next frame.
-    let findings_running = duckdb_rows(&format!(
-        "select count(*) from {} where code = 'psn_loss'",
-        glob("findings")
-    ));
+    // The findings of the burst are told while the link is idle, not at the next frame: by
+    // the next evaluation (each second of the wall clock), through the dataset's and the
+    // events' writers, each on a thread of its own, so they may land after the metrics do.
+    let psn_loss_rows = || {
+        duckdb_rows(&format!(
+            "select count(*) from {} where code = 'psn_loss'",
+            glob("findings")
+        ))
+    };
+    let started = std::time::Instant::now();
+    let mut findings_running = psn_loss_rows();
+    while findings_running != vec![vec![Value::from(1)]] && started.elapsed() < PATIENCE {
+        std::thread::sleep(Duration::from_millis(500));
+        findings_running = psn_loss_rows();
+    }
     assert_eq!(findings_running, vec![vec![Value::from(1)]]);
-    assert!(json_lines(&events)
-        .iter()
-        .any(|e| e["event"] == "finding" && e["finding"]["code"] == "psn_loss"));
+    let psn_loss_told = || {
+        std::fs::read_to_string(&events)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .any(|e| e["event"] == "finding" && e["finding"]["code"] == "psn_loss")
+    };
+    assert!(wait_until(PATIENCE, psn_loss_told));
     // The metrics count the findings the events tell, by the report's codes.
     let mut told: std::collections::BTreeMap<String, f64> = Default::default();
     for e in json_lines(&events)

@@ -632,6 +632,13 @@ fn the_help_is_grouped_shows_defaults_and_fits_80_columns() {
         assert!(at.windows(2).all(|w| w[0] < w[1]), "{headings:?}");
     }
     let help = stdout(&run(&["-h"]));
+    // -h is the summaries and a few examples; the notes and exit codes are --help's.
+    assert!(
+        help.contains("--help gives each option's details"),
+        "{help}"
+    );
+    assert!(!help.contains("Exit codes:"), "{help}");
+    assert!(stdout(&run(&["--help"])).contains("Exit codes:"));
     for default in [
         "[default: 100]",
         "[default: 1000]",

@@ -78,14 +78,14 @@ fn bash_interfaces(script: String) -> String {
     let mut out = String::with_capacity(script.len() + 256);
     let mut after_interface = false;
     for line in script.lines() {
-        let option = line.trim();
-        if after_interface && line.trim() == files {
+        let code = line.trim();
+        if after_interface && code == files {
             out.push_str(&line.replace(files, &names));
         } else {
             out.push_str(line);
         }
         out.push('\n');
-        after_interface = option == "-i)" || option == "--interface)";
+        after_interface = code == "-i)" || code == "--interface)";
     }
     out
 }

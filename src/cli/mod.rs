@@ -22,6 +22,18 @@ pub use crate::source::live::LiveConfig;
 pub use fail_on::FailOn;
 use roce_parsers::{DecodeOptions, TrafficClass};
 
+/// What -h shows after the options: a few examples, and where the rest is.
+const SHORT_AFTER_HELP: &str = "\
+Examples:
+  roce-sniff -r capture.pcap              the analysis report
+  roce-sniff -i eth0 --duration 30s       live, then the report
+  roce-sniff -r capture.pcap --report     a report directory with plots
+  roce-sniff -r cap.pcap --expect-tos 0x68 --expect-pcp 3
+                                          verify the QoS marking
+
+--help gives each option's details, more examples and the exit codes.";
+
+/// What --help shows after the options.
 const AFTER_HELP: &str = "\
 Examples:
   roce-sniff -r capture.pcap
@@ -56,7 +68,8 @@ Exit codes: 0 ok (verification passed); 1 verification failed or could not be ma
     about = "RoCEv2 capture analyzer: decode, PSN loss, ECN/CNP, PFC pauses, QoS verification",
     // Wrapped to the terminal (COLUMNS when it is none), and never wider than 100 columns.
     max_term_width = 100,
-    after_help = AFTER_HELP
+    after_help = SHORT_AFTER_HELP,
+    after_long_help = AFTER_HELP
 )]
 pub struct Args {
     /// Capture file to read; `-` reads standard input.
