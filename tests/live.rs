@@ -882,30 +882,39 @@ fn a_monitor_feeds_prometheus_and_a_rolling_dataset_as_the_offline_report_tells(
     };
     assert!(wait_until(PATIENCE, psn_loss_told));
     // The metrics count the findings the events tell, by the report's codes.
-    let mut told: std::collections::BTreeMap<String, f64> = Default::default();
-    for e in json_lines(&events)
-        .iter()
-        .filter(|e| e["event"] == "finding")
-    {
-        let f = &e["finding"];
-        let flows = f["group"]["flows"].as_f64().unwrap_or(1.0);
-        *told
-            .entry(f["code"].as_str().unwrap().to_string())
-            .or_default() += flows;
-    }
+    let told_by_events = || {
+        let mut told: std::collections::BTreeMap<String, f64> = Default::default();
+        let text = std::fs::read_to_string(&events).unwrap_or_default();
+        for e in text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|e| e["event"] == "finding")
+        {
+            let f = &e["finding"];
+            let flows = f["group"]["flows"].as_f64().unwrap_or(1.0);
+            *told
+                .entry(f["code"].as_str().unwrap().to_string())
+                .or_default() += flows;
+        }
+        told
+    };
     let counted = |code: &str| {
         promql(
             prom_port,
             &format!("sum(roce_sniff_findings_total{{code=\"{code}\"}})"),
         )
     };
+    // The events and the metrics each have a writer of their own: wait until both tell the
+    // same findings (Prometheus scrapes each second).
+    let agree = |told: &std::collections::BTreeMap<String, f64>| {
+        counted("psn_loss") == told.get("psn_loss").copied()
+            && promql(prom_port, "sum(roce_sniff_findings_total)") == Some(told.values().sum())
+    };
     let started = std::time::Instant::now();
-    while counted("psn_loss") != told.get("psn_loss").copied() {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "Prometheus never counted the psn_loss the events told"
-        );
+    let mut told = told_by_events();
+    while !agree(&told) && started.elapsed() < Duration::from_secs(30) {
         std::thread::sleep(Duration::from_millis(300));
+        told = told_by_events();
     }
     for (code, n) in &told {
         assert_eq!(counted(code), Some(*n), "{code}");
