@@ -532,13 +532,18 @@ fn a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs() {
     };
     wait_until(PATIENCE, || flow_ends() == cfg.flows());
     assert_eq!(flow_ends(), cfg.flows());
-    // Every lossy QP counted once, as the events told them (groups of those first told).
-    let loss_told: u64 = json_lines(&events)
-        .iter()
-        .filter(|e| e["event"] == "finding" && e["finding"]["code"] == "psn_loss")
-        .map(|e| e["finding"]["group"]["flows"].as_u64().unwrap_or(1))
-        .sum();
-    assert_eq!(loss_told, lossy);
+    // Every lossy QP counted once, as the events told them (groups of those first told),
+    // the findings' evaluation after the flows' ends written in its turn.
+    let loss_told = || -> u64 {
+        let text = std::fs::read_to_string(&events).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|e| e["event"] == "finding" && e["finding"]["code"] == "psn_loss")
+            .map(|e| e["finding"]["group"]["flows"].as_u64().unwrap_or(1))
+            .sum()
+    };
+    wait_until(PATIENCE, || loss_told() == lossy);
+    assert_eq!(loss_told(), lossy);
     let counted = text
         .lines()
         .find(|l| l.starts_with("roce_sniff_findings_total{code=\"psn_loss\""))
