@@ -118,6 +118,15 @@ fn make_install_puts_the_binary_man_page_and_completions_under_prefix() {
     assert_eq!(complete("roce-sniff --finding psn_l"), "psn_loss\n");
     assert_eq!(complete("roce-sniff --fail-on crit"), "critical\n");
     assert_eq!(complete("roce-sniff --fail-on pfc_s"), "pfc_storm\n");
+    // Each code of a comma list, the codes before it kept.
+    assert_eq!(
+        complete("roce-sniff --finding psn_loss,pfc_s"),
+        "psn_loss,pfc_storm\n"
+    );
+    assert_eq!(
+        complete("roce-sniff --fail-on icrc_bad,crit"),
+        "icrc_bad,critical\n"
+    );
     let interfaces = complete("roce-sniff -i ''");
     assert!(
         interfaces.split_whitespace().any(|i| i == "lo"),
@@ -147,6 +156,15 @@ fn make_install_puts_the_binary_man_page_and_completions_under_prefix() {
         );
         let codes = fish_complete("roce-sniff --fail-on war");
         assert!(codes.starts_with("warning\t"), "{codes}");
+        let listed = fish_complete("roce-sniff --finding psn_loss,pfc_s");
+        assert_eq!(
+            listed
+                .lines()
+                .map(|l| l.split('\t').next().unwrap())
+                .collect::<Vec<_>>(),
+            ["psn_loss,pfc_storm"],
+            "{listed}"
+        );
         let interfaces = fish_complete("roce-sniff -i l");
         assert!(
             interfaces
@@ -175,7 +193,11 @@ fn make_install_puts_the_binary_man_page_and_completions_under_prefix() {
         let text = std::fs::read_to_string(&script).unwrap();
         assert!(text.contains(":IFACE:_roce_sniff_interfaces'"));
         assert!(text.contains("_roce_sniff_interfaces() {"));
-        assert!(text.contains(":CODE,...:(psn_loss "), "the codes offered");
+        // The codes offered, each of a comma list (`_sequence`).
+        assert!(text.contains(":CODE,...:_sequence compadd - psn_loss "));
+        assert!(
+            text.contains(":LEVEL|CODE,...:_sequence compadd - critical warning info psn_loss ")
+        );
     } else {
         eprintln!("zsh not installed: its completion is not loaded");
     }

@@ -38,7 +38,8 @@ pub fn write(what: Generated, out: &mut dyn Write) -> io::Result<()> {
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut completable(cmd), "roce-sniff", &mut script);
     let script = String::from_utf8(script).map_err(io::Error::other)?;
-    out.write_all(with_interfaces(shell, script).as_bytes())
+    let script = with_code_lists(shell, with_interfaces(shell, script));
+    out.write_all(script.as_bytes())
 }
 
 /// The command as the completions see it: --finding completes the finding codes and
@@ -55,6 +56,106 @@ fn completable(cmd: clap::Command) -> clap::Command {
     .mut_arg("fail_on", |a| {
         a.value_parser(PossibleValuesParser::new(fail_on))
     })
+}
+
+/// The script completing each code of a comma list (`--finding psn_loss,pfc_`), where
+/// clap's completes the first: bash and zsh complete what follows the last comma, fish lists
+/// each completion with the codes before it.
+fn with_code_lists(shell: Shell, script: String) -> String {
+    match shell {
+        Shell::Bash => bash_code_lists(script),
+        Shell::Zsh => zsh_code_lists(script),
+        Shell::Fish => fish_code_lists(script),
+        _ => script,
+    }
+}
+
+/// The values --finding (`finding`) or --fail-on (`fail_on`) takes, space-separated.
+fn list_values(option: &str) -> String {
+    let codes = FindingCode::ALL.map(FindingCode::name);
+    let levels = Severity::ALL.map(Severity::name);
+    let values: Vec<&str> = match option {
+        "fail_on" => levels.into_iter().chain(codes).collect(),
+        _ => codes.to_vec(),
+    };
+    values.join(" ")
+}
+
+/// bash: the `--finding)` and `--fail-on)` branches complete after the last comma, the codes
+/// before it kept as a prefix.
+fn bash_code_lists(script: String) -> String {
+    let whole = r#"-- "${cur}"))"#;
+    let last_item = r#"-P "${cur%"${cur##*,}"}" -- "${cur##*,}"))"#;
+    let mut out = String::with_capacity(script.len() + 128);
+    let mut after_list_option = false;
+    for line in script.lines() {
+        let code = line.trim();
+        if after_list_option && code.starts_with("COMPREPLY=($(compgen -W ") {
+            out.push_str(&line.replace(whole, last_item));
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+        after_list_option = code == "--finding)" || code == "--fail-on)";
+    }
+    out
+}
+
+/// zsh: `_sequence` completes each item of a comma-separated list. clap writes the values
+/// of --fail-on, which have descriptions, one per line: the spec ends where a line does
+/// with `'`.
+fn zsh_code_lists(script: String) -> String {
+    let mut out = String::with_capacity(script.len() + 128);
+    let mut lines = script.lines();
+    while let Some(line) = lines.next() {
+        let list = [("'--finding=[", "finding"), ("'--fail-on=[", "fail_on")]
+            .into_iter()
+            .find(|(start, _)| line.starts_with(start));
+        let Some((option, at)) = list.and_then(|(_, o)| line.find("...:(").map(|at| (o, at + 4)))
+        else {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        };
+        let mut last = line;
+        while !last.trim_end_matches(" \\").ends_with('\'') {
+            match lines.next() {
+                Some(next) => last = next,
+                None => break,
+            }
+        }
+        let end = if last.ends_with(" \\") { " \\" } else { "" };
+        out.push_str(&line[..at]);
+        out.push_str(&format!(
+            "_sequence compadd - {}'{end}\n",
+            list_values(option)
+        ));
+    }
+    out
+}
+
+/// fish: `__fish_complete_list` offers each value after the codes already typed.
+fn fish_code_lists(script: String) -> String {
+    let mut out = script;
+    out.push_str(&format!(
+        "\nfunction __roce_sniff_values\n    switch $argv[1]\n        case fail_on\n            \
+         printf '%s\\n' {}\n        case '*'\n            printf '%s\\n' {}\n    end\nend\n",
+        list_values("fail_on"),
+        list_values("finding")
+    ));
+    // With the option's summary: the description fish shows is the last one given.
+    let cmd = super::Args::command();
+    for (long, option) in [("finding", "finding"), ("fail-on", "fail_on")] {
+        let summary = cmd
+            .get_arguments()
+            .find(|a| a.get_id() == option)
+            .and_then(|a| a.get_help())
+            .map_or(String::new(), |h| h.to_string().replace('\'', "\\'"));
+        out.push_str(&format!(
+            "complete -c roce-sniff -l {long} -d '{summary}' -r -f -a '(__fish_complete_list , \"__roce_sniff_values {option}\")'\n"
+        ));
+    }
+    out
 }
 
 /// The names `roce-sniff -D` lists (`1.eth0 [Up, Running]`), as a shell pipeline.
