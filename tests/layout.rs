@@ -287,6 +287,24 @@ fn each_folder_imports_only_what_its_rule_allows() {
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
 
+/// Outputs read values, and so do their tests: they build the model values they check
+/// (`model::testing`); a test of an output fed by a real analysis sits where the two are
+/// wired, in `run/`.
+#[test]
+fn the_outputs_tests_do_not_run_the_analysis_either() {
+    let mut found = Vec::new();
+    for path in rust_files(&src().join("outputs")) {
+        let text = blank_comments_and_literals(&std::fs::read_to_string(&path).unwrap());
+        if imported_modules(&text).contains("analysis") {
+            found.push(path.strip_prefix(src()).unwrap().display().to_string());
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "tests import crate::analysis in {found:?}"
+    );
+}
+
 /// The outputs of `outputs/`: each a file or a folder there.
 fn outputs() -> Vec<String> {
     let dir = src().join("outputs");

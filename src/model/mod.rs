@@ -12,6 +12,9 @@ use serde::Serialize;
 mod dropped;
 mod figures;
 mod values;
+
+#[cfg(test)]
+pub mod testing;
 pub use dropped::{DroppedRecords, DROPPABLE};
 pub use figures::{
     Figures, FiguresNow, FlowCounters, FlowEnded, FrameDone, KernelCounters, NewFindings,
@@ -57,6 +60,7 @@ impl Report {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(Default))]
 pub struct CaptureReport {
     pub file: String,
     pub format: Option<&'static str>,
@@ -570,6 +574,7 @@ impl NakReport {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(Default))]
 pub struct PfcReport {
     pub link_gbps: f64,
     /// `link_gbps` is the default, not given with --link-speed: pause times assume it.

@@ -500,9 +500,7 @@ mod tests {
 
     #[test]
     fn lines_reach_the_file_whole_when_the_buffer_fills_and_when_dropped() {
-        let flow = crate::analysis::testing::report_of("sample.pcap")
-            .flows
-            .swap_remove(0);
+        let flow = crate::model::testing::flow_report(1);
         let out = Shared::default();
         let mut w = EventWriter::new(Box::new(out.clone()));
         let mut lines = 0;
@@ -565,11 +563,11 @@ mod tests {
     #[test]
     fn a_full_queue_drops_flow_ends_counts_and_tells_them_and_loses_nothing_else() {
         use super::{EventsOutput, Output, WhenFull};
+        use crate::model::{testing, FindingCode, Severity};
         use crate::model::{DroppedRecords, FlowEnded, NewFindings};
         use std::sync::Arc;
-        let report = crate::analysis::testing::report_of("sample.pcap");
-        let flow = Arc::new(report.flows[0].clone());
-        let finding = report.findings[0].clone();
+        let flow = Arc::new(testing::flow_report(1));
+        let finding = testing::finding(Severity::Critical, FindingCode::PsnLoss, None);
         let gated = Gated {
             open: Default::default(),
             out: Shared::default(),
@@ -610,6 +608,7 @@ mod tests {
             "{without_entry} {lost}"
         );
         gated.open();
+        let report = testing::empty_report();
         let end = crate::outputs::CaptureEnd {
             report: &report,
             order: &[],

@@ -210,3 +210,165 @@ mod tests {
         assert!(idle_clock_ns(&Default::default()) >= before);
     }
 }
+
+/// The live view's snapshots as a real analysis feeds them: rates of flows that end and
+/// start, the troubled QPs first, the findings told.
+#[cfg(test)]
+mod snapshot_tests {
+    use crate::analysis::testing::analysed;
+    use crate::analysis::AnalysisConfig;
+    use crate::analysis::Analyzer;
+    use crate::model::{KernelCounters, SourceStatus};
+    use crate::outputs::live::snapshot::{Snapshot, Snapshots, SortBy, FINDINGS_KEPT};
+
+    /// Flows end and new ones take their indexes (a churn with a 1 ms flow timeout): each
+    /// row's rate is its own flow's bytes since the last snapshot, 0 before it for a new flow,
+    /// never another flow's that had its index.
+    #[test]
+    fn rates_follow_each_flow_while_flows_end_and_indexes_move() {
+        use roce_testgen::churn::{write_churn, ChurnConfig};
+        let mut data = Vec::new();
+        write_churn(
+            &mut data,
+            ChurnConfig {
+                qps: 400,
+                ..ChurnConfig::default()
+            },
+        )
+        .unwrap();
+        let an = Analyzer::new(AnalysisConfig {
+            flow_timeout_ns: Some(1_000_000),
+            keep_ended: false,
+            ..AnalysisConfig::default()
+        });
+        let mut snaps = Snapshots::new("eth0", "the default");
+        let mut first: Option<Snapshot> = None;
+        let (an, counts) = crate::analysis::testing::feed(&data, an, |an, counts| {
+            if counts.frames == 700 {
+                first = Some(snaps.take(
+                    counts,
+                    &*an,
+                    &SourceStatus::default(),
+                    &Default::default(),
+                    SortBy::Trouble,
+                ));
+            }
+        });
+        let first = first.expect("a snapshot mid-way");
+        let second = snaps.take(
+            &counts,
+            &an,
+            &SourceStatus::default(),
+            &Default::default(),
+            SortBy::Trouble,
+        );
+        let before = |label: &str| {
+            first
+                .qps
+                .iter()
+                .find(|r| r.label == label)
+                .map_or(0, |r| r.bytes)
+        };
+        // bps = new bytes * 8 / seconds between the snapshots: one number of seconds for all.
+        let secs: Vec<f64> = second
+            .qps
+            .iter()
+            .filter(|r| r.bytes > before(&r.label))
+            .map(|r| (r.bytes - before(&r.label)) as f64 * 8.0 / r.bps)
+            .collect();
+        assert!(secs.len() > 10, "{} rows with new bytes", secs.len());
+        let new_flows = second.qps.iter().filter(|r| before(&r.label) == 0).count();
+        assert!(new_flows > 10, "{new_flows} new flows");
+        assert!(
+            secs.iter().all(|s| (s / secs[0] - 1.0).abs() < 1e-9),
+            "{secs:?}"
+        );
+    }
+
+    #[test]
+    fn a_snapshot_puts_the_troubled_qp_first_and_shows_the_findings_told() {
+        let (an, counts) = analysed("sample.pcap");
+        let mut snaps = Snapshots::new("eth0", "the default");
+        // The findings as the events tell them: the report's, by its codes.
+        let meta = crate::analysis::report_build::CaptureMeta {
+            counts: counts.clone(),
+            ..Default::default()
+        };
+        let mut watch = crate::analysis::watch::FindingWatch::default();
+        let told = watch
+            .untold(0, &an.findings_now(&meta, false))
+            .expect("findings");
+        snaps.findings_told(&told.told().collect::<Vec<_>>());
+        let kernel = Some(KernelCounters {
+            received: counts.frames,
+            dropped: 0,
+            if_dropped: 0,
+        });
+        let status = SourceStatus {
+            kernel,
+            ..SourceStatus::default()
+        };
+        let s = snaps.take(&counts, &an, &status, &Default::default(), SortBy::Trouble);
+        assert_eq!((s.frames, s.roce, s.flows), (14623, 13822, 8));
+        assert_eq!(s.qps[0].label, "10.0.0.5 > 10.0.0.2 qp 0x000213 vlan 100");
+        assert_eq!((s.qps[0].gaps, s.qps[0].retx), (1, 4));
+        // Every QP's totals add up to the analysis's.
+        assert_eq!(s.qps.iter().map(|q| q.ce).sum::<u64>(), s.ce);
+        let codes: Vec<&str> = s.findings.iter().map(|f| f.code).collect();
+        for code in [
+            "psn_loss",
+            "retransmissions",
+            "ce_without_cnp",
+            "pfc_pause_roce_priority",
+        ] {
+            assert!(codes.contains(&code), "{code}: {codes:?}");
+        }
+        assert!(
+            !codes.contains(&"nak"),
+            "the view's own codes are gone: {codes:?}"
+        );
+        assert_eq!(s.findings_raised, codes.len());
+        let p3 = s.pfc.iter().find(|p| p.priority == 3).unwrap();
+        assert!(p3.roce && p3.xoff == 200 && p3.paused_ns > 0, "{p3:?}");
+        // Raised once: the next snapshot adds none, and rates fall to nothing.
+        let again = snaps.take(&counts, &an, &status, &Default::default(), SortBy::Packets);
+        assert_eq!(again.findings.len(), s.findings.len());
+        assert!(again.qps.windows(2).all(|w| w[0].packets >= w[1].packets));
+        assert!(again.qps.iter().all(|q| q.bps == 0.0));
+    }
+
+    #[test]
+    fn a_view_left_running_keeps_the_newest_findings_and_counts_them_all() {
+        let (an, counts) = analysed("sample.pcap");
+        let mut snaps = Snapshots::new("eth0", "the default");
+        let meta = crate::analysis::report_build::CaptureMeta {
+            counts: counts.clone(),
+            ..Default::default()
+        };
+        let mut watch = crate::analysis::watch::FindingWatch::default();
+        let told: Vec<_> = watch
+            .untold(0, &an.findings_now(&meta, false))
+            .expect("findings")
+            .told()
+            .collect();
+        let rounds = FINDINGS_KEPT / told.len() + 2;
+        for round in 0..rounds {
+            let mut these = told.clone();
+            for t in &mut these {
+                t.finding.message = format!("round {round}");
+            }
+            snaps.findings_told(&these);
+        }
+        let s = snaps.take(
+            &counts,
+            &an,
+            &SourceStatus::default(),
+            &Default::default(),
+            SortBy::Trouble,
+        );
+        assert_eq!(s.findings_raised, rounds * told.len());
+        assert_eq!(s.findings.len(), FINDINGS_KEPT);
+        assert_eq!(s.findings[0].text, format!("round {}", rounds - 1));
+        assert_eq!(snaps.findings.len(), FINDINGS_KEPT);
+    }
+}

@@ -866,7 +866,8 @@ mod tests {
         let batch = |n: i64| (0..n).map(timeline_row).collect::<Vec<_>>();
         // The writer is behind: the first batch fills the queue.
         assert_eq!(drops.hand(&to, batch(3), 1_000), Ok(true));
-        let finding = crate::analysis::testing::report_of("sample.pcap").findings[0].clone();
+        use crate::model::{testing, FindingCode, Severity};
+        let finding = testing::finding(Severity::Critical, FindingCode::PsnLoss, None);
         let mut second = batch(2);
         second.push(Row::Finding(Box::new(finding), 7));
         second.push(publish());
