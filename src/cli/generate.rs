@@ -86,17 +86,29 @@ fn list_values(option: &str) -> String {
 fn bash_code_lists(script: String) -> String {
     let whole = r#"-- "${cur}"))"#;
     let last_item = r#"-P "${cur%"${cur##*,}"}" -- "${cur##*,}"))"#;
-    let mut out = String::with_capacity(script.len() + 128);
-    let mut after_list_option = false;
+    bash_branches(&script, &["--finding)", "--fail-on)"], |code| {
+        code.starts_with("COMPREPLY=($(compgen -W ")
+            .then(|| code.replace(whole, last_item))
+    })
+}
+
+/// `script` with the first line of each `case` branch of `options` (bash's `--interface)`
+/// and the like) replaced by what `rewrite` makes of it, where it makes something.
+fn bash_branches(
+    script: &str,
+    options: &[&str],
+    rewrite: impl Fn(&str) -> Option<String>,
+) -> String {
+    let mut out = String::with_capacity(script.len() + 256);
+    let mut in_branch = false;
     for line in script.lines() {
         let code = line.trim();
-        if after_list_option && code.starts_with("COMPREPLY=($(compgen -W ") {
-            out.push_str(&line.replace(whole, last_item));
-        } else {
-            out.push_str(line);
+        match rewrite(code).filter(|_| in_branch) {
+            Some(new) => out.push_str(&line.replace(code, &new)),
+            None => out.push_str(line),
         }
         out.push('\n');
-        after_list_option = code == "--finding)" || code == "--fail-on)";
+        in_branch = options.contains(&code);
     }
     out
 }
@@ -176,19 +188,9 @@ fn with_interfaces(shell: Shell, script: String) -> String {
 fn bash_interfaces(script: String) -> String {
     let files = r#"COMPREPLY=($(compgen -f "${cur}"))"#;
     let names = format!(r#"COMPREPLY=($(compgen -W "$({LIST_INTERFACES})" -- "${{cur}}"))"#);
-    let mut out = String::with_capacity(script.len() + 256);
-    let mut after_interface = false;
-    for line in script.lines() {
-        let code = line.trim();
-        if after_interface && code == files {
-            out.push_str(&line.replace(files, &names));
-        } else {
-            out.push_str(line);
-        }
-        out.push('\n');
-        after_interface = code == "-i)" || code == "--interface)";
-    }
-    out
+    bash_branches(&script, &["-i)", "--interface)"], |code| {
+        (code == files).then(|| names.clone())
+    })
 }
 
 /// zsh: the IFACE value calls `_roce_sniff_interfaces`, defined beside the generated function.

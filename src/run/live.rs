@@ -221,6 +221,27 @@ mod snapshot_tests {
     use crate::model::{KernelCounters, SourceStatus};
     use crate::outputs::live::snapshot::{Snapshot, Snapshots, SortBy, FINDINGS_KEPT};
 
+    /// sample.pcap analysed, and its findings as the events tell them: the report's, by
+    /// their codes.
+    fn sample_told() -> (
+        Analyzer,
+        crate::decode::FrameCounts,
+        Vec<crate::model::Told>,
+    ) {
+        let (an, counts) = analysed("sample.pcap");
+        let meta = crate::analysis::report_build::CaptureMeta {
+            counts: counts.clone(),
+            ..Default::default()
+        };
+        let mut watch = crate::analysis::watch::FindingWatch::default();
+        let told = watch
+            .untold(0, &an.findings_now(&meta, false))
+            .expect("findings")
+            .told()
+            .collect();
+        (an, counts, told)
+    }
+
     /// Flows end and new ones take their indexes (a churn with a 1 ms flow timeout): each
     /// row's rate is its own flow's bytes since the last snapshot, 0 before it for a new flow,
     /// never another flow's that had its index.
@@ -287,18 +308,9 @@ mod snapshot_tests {
 
     #[test]
     fn a_snapshot_puts_the_troubled_qp_first_and_shows_the_findings_told() {
-        let (an, counts) = analysed("sample.pcap");
+        let (an, counts, told) = sample_told();
         let mut snaps = Snapshots::new("eth0", "the default");
-        // The findings as the events tell them: the report's, by its codes.
-        let meta = crate::analysis::report_build::CaptureMeta {
-            counts: counts.clone(),
-            ..Default::default()
-        };
-        let mut watch = crate::analysis::watch::FindingWatch::default();
-        let told = watch
-            .untold(0, &an.findings_now(&meta, false))
-            .expect("findings");
-        snaps.findings_told(&told.told().collect::<Vec<_>>());
+        snaps.findings_told(&told);
         let kernel = Some(KernelCounters {
             received: counts.frames,
             dropped: 0,
@@ -339,18 +351,8 @@ mod snapshot_tests {
 
     #[test]
     fn a_view_left_running_keeps_the_newest_findings_and_counts_them_all() {
-        let (an, counts) = analysed("sample.pcap");
+        let (an, counts, told) = sample_told();
         let mut snaps = Snapshots::new("eth0", "the default");
-        let meta = crate::analysis::report_build::CaptureMeta {
-            counts: counts.clone(),
-            ..Default::default()
-        };
-        let mut watch = crate::analysis::watch::FindingWatch::default();
-        let told: Vec<_> = watch
-            .untold(0, &an.findings_now(&meta, false))
-            .expect("findings")
-            .told()
-            .collect();
         let rounds = FINDINGS_KEPT / told.len() + 2;
         for round in 0..rounds {
             let mut these = told.clone();

@@ -337,38 +337,37 @@ pub const WIDTH: usize = 80;
 /// Writes `items` after `head`, two spaces apart, wrapped between items to `WIDTH`,
 /// continuation lines starting with `indent`.
 pub fn wrap_items(o: &mut String, head: &str, indent: &str, items: impl Iterator<Item = String>) {
-    let mut line = head.to_string();
-    let mut empty = true;
-    for item in items {
-        if !empty && line.chars().count() + 2 + item.chars().count() > WIDTH {
-            let _ = writeln!(o, "{line}");
-            line = indent.to_string();
-            empty = true;
-        }
-        if !empty {
-            line.push_str("  ");
-        }
-        line.push_str(&item);
-        empty = false;
-    }
-    let _ = writeln!(o, "{line}");
+    wrap(o, head, indent, items, "  ");
 }
 
 /// Writes `text` after `head`, wrapped at word boundaries to `WIDTH`, continuation lines
 /// starting with `indent`.
 pub fn wrap_into(o: &mut String, head: &str, indent: &str, text: &str) {
+    wrap(o, head, indent, text.split(' '), " ");
+}
+
+/// Writes `pieces` after `head`, `gap` apart, a new line (starting with `indent`) before a
+/// piece that would pass `WIDTH`; a line holds at least one piece.
+fn wrap<S: AsRef<str>>(
+    o: &mut String,
+    head: &str,
+    indent: &str,
+    pieces: impl Iterator<Item = S>,
+    gap: &str,
+) {
     let mut line = head.to_string();
     let mut empty = true;
-    for word in text.split(' ') {
-        if !empty && line.chars().count() + 1 + word.chars().count() > WIDTH {
+    for piece in pieces {
+        let piece = piece.as_ref();
+        if !empty && line.chars().count() + gap.len() + piece.chars().count() > WIDTH {
             let _ = writeln!(o, "{line}");
             line = indent.to_string();
             empty = true;
         }
         if !empty {
-            line.push(' ');
+            line.push_str(gap);
         }
-        line.push_str(word);
+        line.push_str(piece);
         empty = false;
     }
     let _ = writeln!(o, "{line}");
