@@ -447,6 +447,17 @@ fn json_lines(path: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// The NDJSON lines a running process has written whole so far: a last line without its
+/// newline is still being written (the writers run on threads of their own).
+fn json_lines_so_far(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let whole = &text[..text.rfind('\n').map_or(0, |i| i + 1)];
+    whole
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 /// The value of the unlabelled series `name` in a metrics text.
 fn metric(text: &str, name: &str) -> Option<f64> {
     text.lines()
@@ -523,10 +534,8 @@ fn a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs() {
     // The events are written on a thread of their own: they may trail the metrics a little,
     // never by a flow for good.
     let flow_ends = || {
-        let text = std::fs::read_to_string(&events).unwrap_or_default();
-        // Whole lines only: the writer may be in the middle of one.
-        text.lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        json_lines_so_far(&events)
+            .iter()
             .filter(|e| e["event"] == "flow_end")
             .count() as u64
     };
@@ -535,9 +544,8 @@ fn a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs() {
     // Every lossy QP counted once, as the events told them (groups of those first told),
     // the findings' evaluation after the flows' ends written in its turn.
     let loss_told = || -> u64 {
-        let text = std::fs::read_to_string(&events).unwrap_or_default();
-        text.lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        json_lines_so_far(&events)
+            .iter()
             .filter(|e| e["event"] == "finding" && e["finding"]["code"] == "psn_loss")
             .map(|e| e["finding"]["group"]["flows"].as_u64().unwrap_or(1))
             .sum()
@@ -879,20 +887,16 @@ fn a_monitor_feeds_prometheus_and_a_rolling_dataset_as_the_offline_report_tells(
     }
     assert_eq!(findings_running, vec![vec![Value::from(1)]]);
     let psn_loss_told = || {
-        std::fs::read_to_string(&events)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        json_lines_so_far(&events)
+            .iter()
             .any(|e| e["event"] == "finding" && e["finding"]["code"] == "psn_loss")
     };
     assert!(wait_until(PATIENCE, psn_loss_told));
     // The metrics count the findings the events tell, by the report's codes.
     let told_by_events = || {
         let mut told: std::collections::BTreeMap<String, f64> = Default::default();
-        let text = std::fs::read_to_string(&events).unwrap_or_default();
-        for e in text
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        for e in json_lines_so_far(&events)
+            .iter()
             .filter(|e| e["event"] == "finding")
         {
             let f = &e["finding"];
