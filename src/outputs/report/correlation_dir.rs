@@ -64,8 +64,8 @@ fn hop_chart<'a, DB: DrawingBackend + 'a>(
     let mut chart = ChartBuilder::on(root)
         .caption(caption, ("sans-serif", CAPTION_FONT))
         .margin(15)
-        .x_label_area_size(40)
-        .y_label_area_size(70)
+        .x_label_area_size(55)
+        .y_label_area_size(80)
         .build_cartesian_2d(-0.5f64..n as f64 - 0.5, y)
         .map_err(err)?;
     let names = hop_names(d);
@@ -99,7 +99,6 @@ fn hop_chart<'a, DB: DrawingBackend + 'a>(
             }
         })
         .y_desc(y_desc)
-        .label_style(("sans-serif", 14))
         .draw()
         .map_err(err)?;
     Ok(chart)

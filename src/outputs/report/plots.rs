@@ -18,7 +18,7 @@ pub const HEIGHT: u32 = 480;
 /// Fonts sized for the page: shown at 800 px wide (a 900-pixel window) a label still reads
 /// at 11 px.
 pub(crate) const CAPTION_FONT: u32 = 26;
-pub(crate) const LABEL_FONT: u32 = 16;
+pub(crate) const LABEL_FONT: u32 = 20;
 /// Flows drawn on their own; the rest are summed as "other flows".
 const TOP_FLOWS: usize = 8;
 
@@ -139,7 +139,7 @@ pub(crate) struct Key {
     pub color: RGBColor,
 }
 
-const KEY_ROW_PX: u32 = 24;
+const KEY_ROW_PX: u32 = 28;
 const KEY_COLUMNS: usize = 2;
 
 /// Splits `root` into the chart and, below it, the strip its key takes: the key never lies
@@ -489,7 +489,18 @@ fn ecn_flows(d: &PlotData) -> Vec<&FlowSeries> {
 
 /// Where the marks of a lane sit: CE in its upper half, CNPs in its lower half, so that
 /// neither hides the other (on one count axis, answered marks drew triangles over circles).
-const CE_LANE_OFFSET: f64 = 0.18;
+const CE_LANE_OFFSET: f64 = 0.12;
+/// A lane's height: its flow's name over it at the labels' size, the marks below.
+const ECN_LANE_PX: u32 = 80;
+/// The caption, the time axis and the margins around the lanes.
+const ECN_FRAME_PX: u32 = 130;
+
+fn ecn_height(d: &PlotData) -> u32 {
+    match ecn_flows(d).len() as u32 {
+        0 => HEIGHT,
+        lanes => ECN_FRAME_PX + ECN_LANE_PX * lanes,
+    }
+}
 
 /// (c) CE marks (circles) and the CNPs that answered them (triangles) per flow over time, a
 /// lane per flow: a flow whose marks get no CNP shows circles with no triangles below them.
@@ -501,14 +512,6 @@ pub fn ecn<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
     let flows = ecn_flows(d);
     let t = TimeAxis::of(d);
     let rows = flows.len();
-    let labels: Vec<String> = flows
-        .iter()
-        .map(|f| {
-            let ce: u64 = f.bins.iter().map(|b| b.ce).sum();
-            let cnps: u64 = f.bins.iter().map(|b| b.cnps).sum();
-            format!("{}: CE {ce}, CNP {cnps}", f.name)
-        })
-        .collect();
     root.fill(&WHITE).map_err(err)?;
     let mut chart = ChartBuilder::on(root)
         .caption(
@@ -520,28 +523,46 @@ pub fn ecn<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
         )
         .margin(12)
         .x_label_area_size(55)
-        .y_label_area_size(400)
+        .y_label_area_size(12)
         .build_cartesian_2d(t.range(), -0.5..rows as f64 - 0.5)
         .map_err(err)?;
-    // The first flow on top: lane 0 (the bottom) is the last.
-    let lanes: Vec<String> = labels.into_iter().rev().collect();
-    let label_of = |y: &f64| lane_label(&lanes, *y);
     chart
         .configure_mesh()
         .label_style(("sans-serif", LABEL_FONT))
         .axis_desc_style(("sans-serif", LABEL_FONT))
         .x_desc(t.label())
         .x_label_formatter(&|v| t.tick(*v))
-        .y_labels(rows.max(2) * 2 + 1)
-        .y_label_formatter(&label_of)
-        .y_label_style(("sans-serif", LABEL_FONT - 2))
+        .y_labels(0)
         .disable_y_mesh()
         .draw()
         .map_err(err)?;
+    let start = t.range().start;
     for (n, f) in flows.iter().enumerate() {
-        // The first flow on top.
+        // The first flow on top, its name over its marks in its color (as the PSN panels).
         let lane = (rows - 1 - n) as f64;
         let color = flow_color(f.id);
+        let ce: u64 = f.bins.iter().map(|b| b.ce).sum();
+        let cnps: u64 = f.bins.iter().map(|b| b.cnps).sum();
+        let name = format!("{}: CE {ce}, CNP {cnps}", f.name);
+        let font = ("sans-serif", LABEL_FONT).into_font().color(&color);
+        // On white, so that the grid does not run through the name.
+        let (w, h) = root.estimate_text_size(&name, &font).map_err(err)?;
+        let (w, h) = (w as i32, h as i32);
+        chart
+            .draw_series(std::iter::once(
+                EmptyElement::at((start, lane + 0.5))
+                    + Rectangle::new([(3, 3), (w + 9, h + 5)], WHITE.filled())
+                    + Text::new(name, (6, 4), font),
+            ))
+            .map_err(err)?;
+        if n > 0 {
+            chart
+                .draw_series(LineSeries::new(
+                    [(start, lane + 0.5), (t.range().end, lane + 0.5)],
+                    RGBColor(220, 220, 220),
+                ))
+                .map_err(err)?;
+        }
         let at = |pick: fn(&Bin) -> u64| -> Vec<f64> {
             f.bins
                 .iter()
@@ -828,6 +849,7 @@ fn draw<DB: DrawingBackend>(
 pub fn height(kind: PlotKind, d: &PlotData) -> u32 {
     match kind {
         PlotKind::Psn => psn_height(d),
+        PlotKind::EcnCnp => ecn_height(d),
         _ => HEIGHT,
     }
 }
