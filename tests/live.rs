@@ -709,6 +709,11 @@ fn churn_behind_a_blocked_pipe(live: &Live, blocked: Blocked) -> (Value, Vec<u64
         .collect();
     let c = &report["capture"];
     assert_eq!(c["live"]["dropped"], 0);
+    // The report says so too, every output and kind at 0.
+    assert_eq!(
+        c["live"]["records_dropped"],
+        serde_json::json!({"events": {"flow_end": 0}, "parquet": {"flows": 0, "packets": 0, "timeline": 0}})
+    );
     assert_eq!(c["roce_packets"].as_u64(), Some(roce_packets));
     // Every flow seen; those the timeout had not ended by the Ctrl-C (a loaded machine may
     // send it within 100 ms of the last frame) end with the capture, and are told too.

@@ -3,6 +3,7 @@
 //! (the events, the metrics, the dataset's parts, the status line, the report's warnings): a
 //! loss is never silent.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Every (output, kind) an output may drop, told at 0 from the start (a counter born at 1 is
@@ -13,6 +14,10 @@ pub const DROPPABLE: [(&str, &str); 4] = [
     ("parquet", "timeline"),
     ("parquet", "flows"),
 ];
+
+/// Records dropped by output, then kind, every one of `DROPPABLE` present (0 when none were):
+/// the report's `capture.live.records_dropped`.
+pub type DroppedByOutput = BTreeMap<&'static str, BTreeMap<&'static str, u64>>;
 
 #[derive(Debug, Default)]
 pub struct DroppedRecords {
@@ -50,6 +55,15 @@ impl DroppedRecords {
         self.by_kind().iter().sum()
     }
 
+    /// Records dropped so far by output, then kind.
+    pub fn by_output(&self) -> DroppedByOutput {
+        let mut all = DroppedByOutput::new();
+        for (output, kind, n) in self.counts() {
+            all.entry(output).or_default().insert(kind, n);
+        }
+        all
+    }
+
     /// What was dropped, as a warning's words: none when nothing was.
     pub fn warning(&self) -> Option<String> {
         let parts: Vec<String> = self
@@ -82,5 +96,9 @@ mod tests {
         assert_eq!(d.counts()[0], ("events", "flow_end", 4));
         let w = d.warning().unwrap();
         assert!(w.contains("events 4 flow_end, parquet 5 packets"), "{w}");
+        assert_eq!(
+            serde_json::to_string(&d.by_output()).unwrap(),
+            r#"{"events":{"flow_end":4},"parquet":{"flows":0,"packets":5,"timeline":0}}"#
+        );
     }
 }

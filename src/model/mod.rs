@@ -15,7 +15,7 @@ mod values;
 
 #[cfg(test)]
 pub mod testing;
-pub use dropped::{DroppedRecords, DROPPABLE};
+pub use dropped::{DroppedByOutput, DroppedRecords, DROPPABLE};
 pub use figures::{
     Figures, FiguresNow, FlowCounters, FlowEnded, FrameDone, KernelCounters, NewFindings,
     PfcFigures, RttHistogram, SourceStatus, Told, Totals, RTT_BOUNDS_NS,
@@ -174,6 +174,8 @@ pub struct LiveStats {
     /// The first frame captured and decoded on a thread of its own (1 with --capture-thread;
     /// later when the thread that analyses fell behind; `None`: one thread did all).
     pub capture_thread_from_frame: Option<u64>,
+    /// Records the outputs could not keep up with and did not write (the capture is whole).
+    pub records_dropped: DroppedByOutput,
 }
 
 /// A flow's report entry: `flows[]` of the JSON report, and the `flow_end` events. Serialized

@@ -309,7 +309,10 @@ fn finish_report(
     origins: Option<&crate::source::origins::FrameOrigins>,
 ) -> Result<SinkEnd, Error> {
     let mut diagnostics = finished.diagnostics;
-    let live = end.live.take();
+    let mut live = end.live.take();
+    if let Some(l) = live.as_mut() {
+        l.records_dropped = finished.sink.dropped().by_output();
+    }
     let selection = end.selection.take();
     let (format, snaplen) = (end.format, end.snaplen);
     record_problems(&mut diagnostics, end);

@@ -470,6 +470,8 @@ impl LiveSource {
             dropped: u64::from(s.dropped),
             if_dropped: u64::from(s.if_dropped),
             capture_thread_from_frame: self.capture_thread_from_frame,
+            // The outputs' count is the sink's: set where the report is made.
+            records_dropped: Default::default(),
         });
         let mut problems = Vec::new();
         if let Some(message) = failure {
