@@ -183,6 +183,9 @@ fn report_adds_the_hop_delay_plot_and_the_loss_location_chart() {
             scroll.parse::<u32>().unwrap() <= client.parse::<u32>().unwrap(),
             "the page is {scroll} px wide in {client} px"
         );
+        // Its plots' labels read at 11 px in a 900-pixel window, as the main report's.
+        let smallest = smallest_plot_text_at(browser, &dir.join("index.html"), 900);
+        assert!(smallest >= 10.9, "{smallest} px");
     } else {
         assert!(
             std::env::var_os("CI").is_none(),

@@ -542,15 +542,9 @@ fn plots_stay_legible_at_900_px_with_a_psn_panel_per_flow_and_solid_pause_bars()
     if let Some(browser) = chromium() {
         let page = dir.join("index.html");
         let at_900 = |expr: &str| measure_in_browser_at(browser, &page, expr, 900);
-        // Every text of every plot (the rotated axis names too), as the browser draws it in a
-        // 900-pixel window, reads at 11 px or more (it read 8.8 px with labels drawn at 16 on 1200, 6 px before that).
-        let smallest: f64 = at_900(
-            "Math.min(...[...document.querySelectorAll('.plot svg text')] \
-             .map(t => parseFloat(t.getAttribute('font-size')) \
-             * Math.hypot(t.getScreenCTM().a, t.getScreenCTM().b)))",
-        )
-        .parse()
-        .unwrap();
+        // Every text of every plot, as the browser draws it in a 900-pixel window, reads at
+        // 11 px or more (8.8 px with labels drawn at 16 on 1200; 6 px before that).
+        let smallest = smallest_plot_text_at(browser, &page, 900);
         assert!(smallest >= 10.9, "{smallest} px");
         // The flows table scrolls inside itself; the page does not.
         let fits = at_900(

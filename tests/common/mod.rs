@@ -514,6 +514,17 @@ pub fn measure_in_browser_at(browser: &str, page: &Path, expr: &str, width: u32)
         .unwrap_or_else(|| panic!("no measure: {}", String::from_utf8_lossy(&out.stderr)))
 }
 
+/// The smallest text of the page's plots in pixels as the browser draws them `width` pixels
+/// wide (the rotated axis names too).
+pub fn smallest_plot_text_at(browser: &str, page: &Path, width: u32) -> f64 {
+    let expr = "Math.min(...[...document.querySelectorAll('.plot svg text')].map(t => \
+                parseFloat(getComputedStyle(t).fontSize) \
+                * Math.hypot(t.getScreenCTM().a, t.getScreenCTM().b)))";
+    let px = measure_in_browser_at(browser, page, expr, width);
+    px.parse()
+        .unwrap_or_else(|_| panic!("no plot text size: {px}"))
+}
+
 /// Native ERF (what a DAG card writes): the ERF records of testdata/real's
 /// srinivas_infiniband.pcap (link type ERF) one after the other, each record's length set to
 /// what the pcap kept of it; the file `NAME` in a scratch directory tagged `tag`.
