@@ -198,6 +198,28 @@ fn make_install_puts_the_binary_man_page_and_completions_under_prefix() {
         assert!(
             text.contains(":LEVEL|CODE,...:_sequence compadd - critical warning info psn_loss ")
         );
+        // And as a user meets it: typed into an interactive zsh, Tab pressed. A sequence's
+        // comma stays as zsh's removable suffix (a space takes it away).
+        if has("tmux") {
+            let zsh = InteractiveZsh::start(&root, &zsh_dir);
+            // clap's zsh script offers an option that takes a value with its `=`.
+            assert_eq!(zsh.complete("roce-sniff --fin"), "roce-sniff --finding=");
+            assert_eq!(
+                zsh.complete("roce-sniff --finding psn_l"),
+                "roce-sniff --finding psn_loss,"
+            );
+            assert_eq!(
+                zsh.complete("roce-sniff --finding psn_loss,pfc_s"),
+                "roce-sniff --finding psn_loss,pfc_storm,"
+            );
+            assert_eq!(
+                zsh.complete("roce-sniff --fail-on crit"),
+                "roce-sniff --fail-on critical,"
+            );
+            assert_eq!(zsh.complete("roce-sniff -i l"), "roce-sniff -i lo ");
+        } else {
+            eprintln!("tmux not installed: zsh's completion is not driven");
+        }
     } else {
         eprintln!("zsh not installed: its completion is not loaded");
     }
@@ -217,6 +239,104 @@ fn make_install_puts_the_binary_man_page_and_completions_under_prefix() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(!installed.exists() && !man_page.exists() && !bash.exists() && !fish.exists());
     let _ = std::fs::remove_dir_all(&root);
+}
+
+/// An interactive zsh in a detached tmux session, the installed binary first in PATH and its
+/// completion loaded by compinit, as in a user's shell.
+struct InteractiveZsh {
+    session: String,
+}
+
+impl InteractiveZsh {
+    fn start(root: &Path, site_functions: &Path) -> InteractiveZsh {
+        let home = root.join("zsh-home");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::write(
+            home.join(".zshrc"),
+            format!(
+                "PATH={}:$PATH\nfpath=({} $fpath)\nautoload -Uz compinit\n\
+                 compinit -u -d {}/zcompdump\nPS1='> '\n",
+                root.join("bin").display(),
+                site_functions.display(),
+                home.display()
+            ),
+        )
+        .unwrap();
+        let session = format!("roce-sniff-zsh-{}", std::process::id());
+        let zsh = format!("env ZDOTDIR={} zsh -i", home.display());
+        tmux(&[
+            "new-session",
+            "-d",
+            "-s",
+            &session,
+            "-x",
+            "120",
+            "-y",
+            "20",
+            &zsh,
+        ]);
+        let shell = InteractiveZsh { session };
+        shell.wait_for_line(|l| l == "> ");
+        shell
+    }
+
+    /// The command line after typing `line` and pressing Tab.
+    fn complete(&self, line: &str) -> String {
+        tmux(&["send-keys", "-t", &self.session, "C-u", line, "Tab"]);
+        let typed = format!("> {line}");
+        // Completion has come once the line grew past what was typed.
+        let shown = self.wait_for_line(|l| l.starts_with(&typed) && l.len() > typed.len());
+        shown.strip_prefix("> ").unwrap_or(&shown).to_string()
+    }
+
+    /// The cursor's line once `done` holds for it, within ten seconds.
+    fn wait_for_line(&self, done: impl Fn(&str) -> bool) -> String {
+        let started = std::time::Instant::now();
+        loop {
+            let line = self.cursor_line();
+            if done(&line) {
+                return line;
+            }
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(10),
+                "zsh's line stayed {line:?}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
+    /// The line the cursor is on, up to the cursor.
+    fn cursor_line(&self) -> String {
+        let at = tmux(&[
+            "display",
+            "-p",
+            "-t",
+            &self.session,
+            "#{cursor_y} #{cursor_x}",
+        ]);
+        let (y, x) = at.trim().split_once(' ').unwrap();
+        let (y, x): (usize, usize) = (y.parse().unwrap(), x.parse().unwrap());
+        let pane = tmux(&["capture-pane", "-p", "-t", &self.session]);
+        let line = pane.lines().nth(y).unwrap_or("").trim_end();
+        // capture-pane drops a line's trailing spaces: the cursor tells how far it runs (past
+        // the space a completed word ends with).
+        format!("{line:<x$}")
+    }
+}
+
+impl Drop for InteractiveZsh {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.session])
+            .output();
+    }
+}
+
+/// Runs tmux; its standard output (a failure fails the test).
+fn tmux(args: &[&str]) -> String {
+    let out = Command::new("tmux").args(args).output().unwrap();
+    assert!(out.status.success(), "tmux {args:?}: {}", stderr(&out));
+    stdout(&out)
 }
 
 #[test]
