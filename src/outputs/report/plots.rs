@@ -677,6 +677,14 @@ pub fn pfc<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
         })
         .collect();
     root.fill(&WHITE).map_err(err)?;
+    // The lanes' names in a gutter as wide as the longest (at 250 px, a RoCE priority's name
+    // ran off the drawing's left edge).
+    let font = TextStyle::from(("sans-serif", LABEL_FONT).into_font());
+    let mut gutter = 80;
+    for label in &labels {
+        let (w, _) = root.estimate_text_size(label, &font).map_err(err)?;
+        gutter = gutter.max(w + 20);
+    }
     let mut chart = ChartBuilder::on(root)
         .caption(
             format!(
@@ -686,7 +694,7 @@ pub fn pfc<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
         )
         .margin(12)
         .x_label_area_size(55)
-        .y_label_area_size(250)
+        .y_label_area_size(gutter.min(WIDTH / 2))
         .build_cartesian_2d(t.range(), -0.5..rows as f64 - 0.5)
         .map_err(err)?;
     let label_of = |y: &f64| lane_label(&labels, *y);
