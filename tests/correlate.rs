@@ -168,6 +168,9 @@ fn report_adds_the_hop_delay_plot_and_the_loss_location_chart() {
     ] {
         let bytes = std::fs::read(dir.join(name)).unwrap();
         assert!(bytes.len() > 1000, "{name}");
+        if name.ends_with(".png") {
+            assert!(sides_are_blank(&dir.join(name)), "{name}");
+        }
     }
     let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
     correlation_page_shows_the_path(&html);

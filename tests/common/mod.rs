@@ -514,6 +514,21 @@ pub fn measure_in_browser_at(browser: &str, page: &Path, expr: &str, width: u32)
         .unwrap_or_else(|| panic!("no measure: {}", String::from_utf8_lossy(&out.stderr)))
 }
 
+/// Whether the first and last columns of a PNG are white on every row: nothing drawn runs off
+/// the drawing's sides.
+pub fn sides_are_blank(path: &Path) -> bool {
+    let decoder = png::Decoder::new(std::fs::File::open(path).unwrap());
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let bpp = info.line_size / info.width as usize;
+    buf[..info.buffer_size()].chunks(info.line_size).all(|row| {
+        let row = &row[..info.width as usize * bpp];
+        let (left, right) = (&row[..3 * bpp], &row[row.len() - 3 * bpp..]);
+        left.iter().chain(right).all(|&b| b == 255)
+    })
+}
+
 /// The smallest text of the page's plots in pixels as the browser draws them `width` pixels
 /// wide (the rotated axis names too).
 pub fn smallest_plot_text_at(browser: &str, page: &Path, width: u32) -> f64 {
