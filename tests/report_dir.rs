@@ -562,3 +562,25 @@ fn plots_stay_legible_at_900_px_with_a_psn_panel_per_flow_and_solid_pause_bars()
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A trickle of traffic and IPv6 flows' long names: the rate axis reads in the unit that keeps
+/// its labels short ("900 kb/s", not "0.00090" Gb/s spilling over the axis's name), and the
+/// key takes a column when two names would not fit side by side; nothing runs off the drawing.
+#[test]
+fn slow_flows_and_long_names_keep_the_throughput_plot_on_its_drawing() {
+    for (capture, unit) in [
+        (testdata("diagnose/cm_pending_at_the_end.pcap"), "kb/s"),
+        (real_capture("srinivas_infiniband.pcap"), "kb/s"),
+        (testdata("sample.pcap"), "Mb/s"),
+    ] {
+        let dir = tmpdir("trickle");
+        make_report(&capture, &dir, &[]);
+        let svg = std::fs::read_to_string(dir.join("throughput.svg")).unwrap();
+        assert!(svg.contains(&format!(">\n{unit}\n</text>")), "{unit}");
+        for p in PLOTS {
+            let png = dir.join(format!("{p}.png"));
+            assert!(sides_are_blank(&png), "{}: {p}.png", capture.display());
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -135,7 +135,7 @@ fn hop_delay<DB: DrawingBackend>(
             color: BACK,
         },
     ];
-    let (area, key_area) = split_for_key(root, keys.len());
+    let (area, key_area) = split_for_key(root, &keys);
     let mut chart = hop_chart(&area, d, caption, bottom..top, "delay (us)", false)?;
     for (list, color, shift) in [(&c.hops, FORWARD, -0.12), (&c.reverse_hops, BACK, 0.12)] {
         let at = |i: usize| i as f64 + shift;
@@ -191,7 +191,7 @@ fn loss_location<DB: DrawingBackend>(
         name: name.into(),
         color,
     });
-    let (area, key_area) = split_for_key(root, keys.len());
+    let (area, key_area) = split_for_key(root, &keys);
     let mut chart = hop_chart(&area, d, caption, 0.0..top, "packets", true)?;
     let back = |i: usize| c.reverse_hops.get(i);
     let values: Vec<[u64; 3]> = (0..n)

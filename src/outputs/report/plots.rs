@@ -19,6 +19,9 @@ pub const HEIGHT: u32 = 480;
 /// at 11 px.
 pub(crate) const CAPTION_FONT: u32 = 26;
 pub(crate) const LABEL_FONT: u32 = 20;
+/// Room right of the x axis: its last tick's label, centred on the axis's end, stays on the
+/// drawing.
+const RIGHT_MARGIN: u32 = 40;
 /// Flows drawn on their own; the rest are summed as "other flows".
 const TOP_FLOWS: usize = 8;
 
@@ -140,28 +143,58 @@ pub(crate) struct Key {
 }
 
 const KEY_ROW_PX: u32 = 28;
+/// Key entries side by side, when their names fit.
 const KEY_COLUMNS: usize = 2;
+/// Where the key's entries start, and what each takes before its name (the line).
+const KEY_LEFT_PX: i32 = 70;
+const KEY_NAME_OFFSET_PX: i32 = 30;
+
+/// The width of a key column: the drawing's, less the key's left and a right margin, halved.
+fn key_column_px() -> i32 {
+    (WIDTH as i32 - KEY_LEFT_PX - 10) / KEY_COLUMNS as i32
+}
+
+/// How many key entries a row holds: two, unless a name would run into the next column or
+/// off the drawing (IPv6 flows' names).
+fn key_columns<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, keys: &[Key]) -> usize {
+    let column_px = key_column_px();
+    let font = TextStyle::from(("sans-serif", LABEL_FONT).into_font());
+    let fits = keys.iter().all(|k| {
+        root.estimate_text_size(&k.name, &font)
+            .is_ok_and(|(w, _)| KEY_NAME_OFFSET_PX + (w as i32) < column_px - 10)
+    });
+    if fits {
+        KEY_COLUMNS
+    } else {
+        1
+    }
+}
 
 /// Splits `root` into the chart and, below it, the strip its key takes: the key never lies
 /// over the data, whatever the data (it hid flows when it sat in a corner of the plot).
 pub(crate) fn split_for_key<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
-    keys: usize,
+    keys: &[Key],
 ) -> (DrawingArea<DB, Shift>, DrawingArea<DB, Shift>) {
-    let rows = keys.div_ceil(KEY_COLUMNS) as u32;
-    let strip = if keys == 0 { 0 } else { rows * KEY_ROW_PX + 8 };
+    let rows = keys.len().div_ceil(key_columns(root, keys)) as u32;
+    let strip = if keys.is_empty() {
+        0
+    } else {
+        rows * KEY_ROW_PX + 8
+    };
     root.split_vertically(root.dim_in_pixel().1 - strip)
 }
 
-/// Draws the key in rows of `KEY_COLUMNS` entries.
+/// Draws the key in rows (see `key_columns`).
 pub(crate) fn draw_key<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     keys: &[Key],
 ) -> DrawResult {
-    let column_px = (WIDTH as i32 - 80) / KEY_COLUMNS as i32;
+    let columns = key_columns(area, keys);
+    let column_px = key_column_px();
     for (n, k) in keys.iter().enumerate() {
-        let x = 70 + (n % KEY_COLUMNS) as i32 * column_px;
-        let y = (n / KEY_COLUMNS) as i32 * KEY_ROW_PX as i32 + 10;
+        let x = KEY_LEFT_PX + (n % columns) as i32 * column_px;
+        let y = (n / columns) as i32 * KEY_ROW_PX as i32 + 10;
         area.draw(&PathElement::new(
             vec![(x, y), (x + 22, y)],
             k.color.stroke_width(3),
@@ -169,7 +202,7 @@ pub(crate) fn draw_key<DB: DrawingBackend>(
         .map_err(err)?;
         area.draw(&Text::new(
             k.name.clone(),
-            (x + 30, y - 7),
+            (x + KEY_NAME_OFFSET_PX, y - 7),
             ("sans-serif", LABEL_FONT).into_font().color(&BLACK),
         ))
         .map_err(err)?;
@@ -192,6 +225,7 @@ fn time_chart<'a, DB: DrawingBackend + 'a>(
     let mut chart = ChartBuilder::on(root)
         .caption(caption, ("sans-serif", CAPTION_FONT))
         .margin(12)
+        .margin_right(RIGHT_MARGIN)
         .x_label_area_size(55)
         .y_label_area_size(y_label_area)
         .build_cartesian_2d(t.range(), y)
@@ -279,6 +313,16 @@ fn gbps(b: &Bin, bin_ns: u64) -> f64 {
     b.bytes as f64 * 8.0 / bin_ns as f64
 }
 
+/// The unit a rate axis reaching `max_gbps` reads in, and what a Gb/s is in it: the largest
+/// that keeps the top at 1 or more (a trickle of ACKs read "0.00090" Gb/s, too wide for the
+/// axis's labels).
+fn rate_unit(max_gbps: f64) -> (&'static str, f64) {
+    [("Gb/s", 1.0), ("Mb/s", 1e3), ("kb/s", 1e6)]
+        .into_iter()
+        .find(|&(_, per_gbps)| max_gbps * per_gbps >= 1.0)
+        .unwrap_or(("b/s", 1e9))
+}
+
 /// (a) Throughput per flow, the top flows on their own, the rest summed.
 pub fn throughput<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> DrawResult {
     let title = PlotKind::Throughput.title();
@@ -304,7 +348,9 @@ pub fn throughput<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotDat
         .flat_map(|f| f.bins.iter().map(|b| gbps(b, d.bin_ns)))
         .chain(rest.iter().copied())
         .fold(0.0, f64::max)
-        .max(1e-6);
+        .max(1e-9);
+    let (unit, per_gbps) = rate_unit(max);
+    let rate = |b: &Bin| gbps(b, d.bin_ns) * per_gbps;
     let mut keys: Vec<Key> = top
         .iter()
         .map(|f| Key {
@@ -320,21 +366,21 @@ pub fn throughput<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotDat
         });
     }
     root.fill(&WHITE).map_err(err)?;
-    let (area, key_area) = split_for_key(root, keys.len());
+    let (area, key_area) = split_for_key(root, &keys);
     let mut chart = time_chart(
         &area,
         format!("{title} (bins of {})", duration_ns(d.bin_ns)),
         t,
-        0.0..max * 1.1,
+        0.0..max * per_gbps * 1.1,
         70,
-        "Gb/s",
+        unit,
     )?;
     for f in &top {
         let points: Vec<(f64, f64)> = f
             .bins
             .iter()
             .enumerate()
-            .map(|(i, b)| (bin_x(d, &t, i), gbps(b, d.bin_ns)))
+            .map(|(i, b)| (bin_x(d, &t, i), rate(b)))
             .collect();
         line(&mut chart, points, flow_color(f.id))?;
     }
@@ -342,7 +388,7 @@ pub fn throughput<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotDat
         let points: Vec<(f64, f64)> = rest
             .iter()
             .enumerate()
-            .map(|(i, &v)| (bin_x(d, &t, i), v))
+            .map(|(i, &v)| (bin_x(d, &t, i), v * per_gbps))
             .collect();
         line(&mut chart, points, OTHER)?;
     }
@@ -421,7 +467,7 @@ fn psn_panel<DB: DrawingBackend>(
     let x_axis = if last { 55 } else { 8 };
     let mut chart = ChartBuilder::on(panel)
         .margin_left(12)
-        .margin_right(12)
+        .margin_right(RIGHT_MARGIN)
         .margin_top(24)
         .x_label_area_size(x_axis)
         .y_label_area_size(80)
@@ -522,6 +568,7 @@ pub fn ecn<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
             ("sans-serif", CAPTION_FONT),
         )
         .margin(12)
+        .margin_right(RIGHT_MARGIN)
         .x_label_area_size(55)
         .y_label_area_size(12)
         .build_cartesian_2d(t.range(), -0.5..rows as f64 - 0.5)
@@ -693,6 +740,7 @@ pub fn pfc<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
             ("sans-serif", CAPTION_FONT),
         )
         .margin(12)
+        .margin_right(RIGHT_MARGIN)
         .x_label_area_size(55)
         .y_label_area_size(gutter.min(WIDTH / 2))
         .build_cartesian_2d(t.range(), -0.5..rows as f64 - 0.5)
@@ -797,6 +845,7 @@ pub fn rtt<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
             ("sans-serif", CAPTION_FONT),
         )
         .margin(12)
+        .margin_right(RIGHT_MARGIN)
         .x_label_area_size(55)
         .y_label_area_size(70)
         .build_cartesian_2d(0.0..hi + width, 0.0..max * 1.15)
@@ -903,6 +952,15 @@ mod tests {
             super::opaque(red, 0.0),
             plotters::style::RGBColor(255, 255, 255)
         );
+    }
+
+    #[test]
+    fn a_rate_axis_reads_in_the_largest_unit_that_keeps_its_top_at_one_or_more() {
+        assert_eq!(super::rate_unit(0.4), ("Mb/s", 1e3));
+        assert_eq!(super::rate_unit(25.0), ("Gb/s", 1.0));
+        assert_eq!(super::rate_unit(0.0009), ("kb/s", 1e6));
+        assert_eq!(super::rate_unit(3e-6), ("kb/s", 1e6));
+        assert_eq!(super::rate_unit(3e-7), ("b/s", 1e9));
     }
 
     #[test]
