@@ -23,14 +23,34 @@ fn scaled(v: f64, unit: &str) -> String {
     format!("{} {prefix}{unit}", digits(v, prefix.is_empty()))
 }
 
+/// Prefixes from the largest, with what each stands for.
+const PREFIXES: [(f64, &str, &str); 5] = [
+    (1e12, "T", "Tb/s"),
+    (1e9, "G", "Gb/s"),
+    (1e6, "M", "Mb/s"),
+    (1e3, "k", "kb/s"),
+    (1.0, "", "b/s"),
+];
+
+/// The largest prefix that keeps `v` at 1 or more (none below 1000).
+fn prefix_for(v: f64) -> (f64, &'static str, &'static str) {
+    PREFIXES
+        .into_iter()
+        .find(|&(scale, _, _)| v >= scale)
+        .unwrap_or(PREFIXES[PREFIXES.len() - 1])
+}
+
 fn prefix_of(v: f64) -> (f64, &'static str) {
     let v = v.max(0.0);
-    for (scale, prefix) in [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")] {
-        if v >= scale {
-            return (v / scale, prefix);
-        }
-    }
-    (v, "")
+    let (scale, prefix, _) = prefix_for(v);
+    (v / scale, prefix)
+}
+
+/// The unit an axis of bit rates up to `max_bps` reads in, as `bit_rate` would write its top,
+/// and the bits per second one of it stands for: `("Mb/s", 1e6)` for 400 Mb/s.
+pub fn bit_rate_unit(max_bps: f64) -> (&'static str, f64) {
+    let (scale, _, unit) = prefix_for(max_bps.max(0.0));
+    (unit, scale)
 }
 
 fn digits(v: f64, whole: bool) -> String {
@@ -97,6 +117,15 @@ mod tests {
         assert_eq!(gbit_rate(0.000706), "706 kb/s");
         assert_eq!(frame_rate(12_345.0), "12.3k/s");
         assert_eq!(frame_rate(950.0), "950/s");
+    }
+
+    #[test]
+    fn a_rate_axis_reads_in_the_largest_unit_that_keeps_its_top_at_one_or_more() {
+        assert_eq!(bit_rate_unit(0.4e9), ("Mb/s", 1e6));
+        assert_eq!(bit_rate_unit(25e9), ("Gb/s", 1e9));
+        assert_eq!(bit_rate_unit(0.0009e9), ("kb/s", 1e3));
+        assert_eq!(bit_rate_unit(3e-6 * 1e9), ("kb/s", 1e3));
+        assert_eq!(bit_rate_unit(3e-7 * 1e9), ("b/s", 1.0));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
 
-use crate::common::units::{duration_ns, duration_us};
+use crate::common::units::{bit_rate_unit, duration_ns, duration_us};
 use crate::model::{Bin, FlowSeries, PlotData, PlotKind};
 
 pub const WIDTH: u32 = 1200;
@@ -154,15 +154,20 @@ fn key_column_px() -> i32 {
     (WIDTH as i32 - KEY_LEFT_PX - 10) / KEY_COLUMNS as i32
 }
 
+/// The width and height `text` takes written at the labels' size, in pixels.
+fn label_size<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, text: &str) -> (i32, i32) {
+    let font = TextStyle::from(("sans-serif", LABEL_FONT).into_font());
+    root.estimate_text_size(text, &font)
+        .map_or((0, 0), |(w, h)| (w as i32, h as i32))
+}
+
 /// How many key entries a row holds: two, unless a name would run into the next column or
 /// off the drawing (IPv6 flows' names).
 fn key_columns<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, keys: &[Key]) -> usize {
     let column_px = key_column_px();
-    let font = TextStyle::from(("sans-serif", LABEL_FONT).into_font());
-    let fits = keys.iter().all(|k| {
-        root.estimate_text_size(&k.name, &font)
-            .is_ok_and(|(w, _)| KEY_NAME_OFFSET_PX + (w as i32) < column_px - 10)
-    });
+    let fits = keys
+        .iter()
+        .all(|k| KEY_NAME_OFFSET_PX + label_size(root, &k.name).0 < column_px - 10);
     if fits {
         KEY_COLUMNS
     } else {
@@ -313,16 +318,6 @@ fn gbps(b: &Bin, bin_ns: u64) -> f64 {
     b.bytes as f64 * 8.0 / bin_ns as f64
 }
 
-/// The unit a rate axis reaching `max_gbps` reads in, and what a Gb/s is in it: the largest
-/// that keeps the top at 1 or more (a trickle of ACKs read "0.00090" Gb/s, too wide for the
-/// axis's labels).
-fn rate_unit(max_gbps: f64) -> (&'static str, f64) {
-    [("Gb/s", 1.0), ("Mb/s", 1e3), ("kb/s", 1e6)]
-        .into_iter()
-        .find(|&(_, per_gbps)| max_gbps * per_gbps >= 1.0)
-        .unwrap_or(("b/s", 1e9))
-}
-
 /// (a) Throughput per flow, the top flows on their own, the rest summed.
 pub fn throughput<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> DrawResult {
     let title = PlotKind::Throughput.title();
@@ -349,7 +344,10 @@ pub fn throughput<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotDat
         .chain(rest.iter().copied())
         .fold(0.0, f64::max)
         .max(1e-9);
-    let (unit, per_gbps) = rate_unit(max);
+    // The axis reads in the unit the text gives rates in (a trickle read "0.00090" Gb/s,
+    // labels too wide for the axis).
+    let (unit, bps_per_unit) = bit_rate_unit(max * 1e9);
+    let per_gbps = 1e9 / bps_per_unit;
     let rate = |b: &Bin| gbps(b, d.bin_ns) * per_gbps;
     let mut keys: Vec<Key> = top
         .iter()
@@ -593,8 +591,7 @@ pub fn ecn<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
         let name = format!("{}: CE {ce}, CNP {cnps}", f.name);
         let font = ("sans-serif", LABEL_FONT).into_font().color(&color);
         // On white, so that the grid does not run through the name.
-        let (w, h) = root.estimate_text_size(&name, &font).map_err(err)?;
-        let (w, h) = (w as i32, h as i32);
+        let (w, h) = label_size(root, &name);
         chart
             .draw_series(std::iter::once(
                 EmptyElement::at((start, lane + 0.5))
@@ -726,12 +723,8 @@ pub fn pfc<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &PlotData) -> D
     root.fill(&WHITE).map_err(err)?;
     // The lanes' names in a gutter as wide as the longest (at 250 px, a RoCE priority's name
     // ran off the drawing's left edge).
-    let font = TextStyle::from(("sans-serif", LABEL_FONT).into_font());
-    let mut gutter = 80;
-    for label in &labels {
-        let (w, _) = root.estimate_text_size(label, &font).map_err(err)?;
-        gutter = gutter.max(w + 20);
-    }
+    let longest = labels.iter().map(|l| label_size(root, l).0).max();
+    let gutter = (longest.unwrap_or(0) as u32 + 20).max(80);
     let mut chart = ChartBuilder::on(root)
         .caption(
             format!(
@@ -952,15 +945,6 @@ mod tests {
             super::opaque(red, 0.0),
             plotters::style::RGBColor(255, 255, 255)
         );
-    }
-
-    #[test]
-    fn a_rate_axis_reads_in_the_largest_unit_that_keeps_its_top_at_one_or_more() {
-        assert_eq!(super::rate_unit(0.4), ("Mb/s", 1e3));
-        assert_eq!(super::rate_unit(25.0), ("Gb/s", 1.0));
-        assert_eq!(super::rate_unit(0.0009), ("kb/s", 1e6));
-        assert_eq!(super::rate_unit(3e-6), ("kb/s", 1e6));
-        assert_eq!(super::rate_unit(3e-7), ("b/s", 1e9));
     }
 
     #[test]
