@@ -599,6 +599,36 @@ fn a_nak_the_capture_missed_still_makes_the_go_back_a_replay() {
     assert!(!of_flow("out_of_order") && !of_flow("duplicates"));
 }
 
+/// sample.pcap without frame 4881, the first copy of PSN 1963 on qp 0x000213 that made the
+/// responder NAK: the NAK names 1960 before the capture saw it. 1960 is lost (and recovered),
+/// the trigger was missed by the capture, and 1960 and 1961 come again as retransmissions.
+#[test]
+fn a_nak_whose_trigger_the_capture_missed_proves_its_loss() {
+    let path = capture_without(&testdata("sample.pcap"), &[4881], "nak-trigger-missed");
+    let r = report(&path, &[]);
+    let f = flow(&r, "10.0.0.5", 0x213);
+    assert_eq!(psn(f), (1, 0, 0, 0, 2));
+    assert_eq!(f["psn"]["recovered"], 1);
+    assert_eq!(f["psn"]["capture_missed"], 1);
+    assert_eq!(f["naks"]["psn_sequence_error"], 1);
+    let label = "10.0.0.5 > 10.0.0.2 qp 0x000213 vlan 100";
+    for code in ["psn_loss", "retransmissions", "capture_missed"] {
+        let names = |x: &&Value| {
+            let worst = x["group"]["worst"].as_array();
+            x["flow"] == label || worst.is_some_and(|w| w.iter().any(|g| g["flow"] == label))
+        };
+        assert!(
+            findings_of(&r, code).iter().any(names),
+            "no {code} on {label}"
+        );
+    }
+    // The NAK (frame 4882, now 4881) is the loss's evidence; the resends of 1960 and 1961
+    // (frames 4887 and 4892, now one less) are the retransmissions.
+    assert_eq!(f["loss_frames"], serde_json::json!([4881]));
+    assert_eq!(f["retransmit_frames"], serde_json::json!([4886, 4891]));
+    assert_eq!(r["capture"]["missed"]["psns"], 1);
+}
+
 /// A one-way mirror proves nothing either way: the gap stays loss, and the message says no
 /// ACKs were seen.
 #[test]

@@ -765,6 +765,7 @@ impl Analyzer {
             }
         };
         self.late_resends(fi);
+        let unseen_gap = self.unseen_loss(fi);
         // A READ sent again: the responses the capture saw a gap in were lost, not missed.
         if op.operation() == Operation::ReadRequest
             && matches!(
@@ -832,7 +833,7 @@ impl Analyzer {
                 fi,
                 p.ts_ns,
                 Event {
-                    psn_gaps: u64::from(matches!(arrival, Arrival::Gap(_))),
+                    psn_gaps: u64::from(matches!(arrival, Arrival::Gap(_)) || unseen_gap),
                     retransmissions: u64::from(arrival == Arrival::Retransmitted),
                     psn_progress: Some(position),
                     ..Event::default()
@@ -848,6 +849,18 @@ impl Analyzer {
         if let Some(late) = self.flows[fi].req.take_late_resends() {
             self.count_late_resends(fi, late);
         }
+    }
+
+    /// A resend of a PSN that a NAK named before the capture saw it: a gap the capture could
+    /// not see open, with the NAK as its evidence. Whether the latest request was one.
+    #[inline]
+    fn unseen_loss(&mut self, fi: usize) -> bool {
+        let Some(nak_frame) = self.flows[fi].req.take_unseen_loss() else {
+            return false;
+        };
+        self.totals.psn_gaps += 1;
+        self.flows[fi].loss.add(nak_frame);
+        true
     }
 
     #[cold]
@@ -1012,9 +1025,9 @@ impl Analyzer {
                 AethKind::Ack => d.req.acknowledged(r.psn, p.ts_ns),
                 AethKind::Nak => {
                     let sequence = NakCode::from_value(aeth.value()) == NakCode::PsnSequenceError;
-                    d.req.nak_evidence(r.psn, p.ts_ns, sequence)
+                    d.req.nak_evidence(r.psn, p.ts_ns, sequence, p.frame_no)
                 }
-                AethKind::RnrNak => d.req.nak_evidence(r.psn, p.ts_ns, false),
+                AethKind::RnrNak => d.req.nak_evidence(r.psn, p.ts_ns, false, p.frame_no),
                 AethKind::Reserved => 0,
             };
             self.note_missed_gaps(di);
@@ -1048,7 +1061,7 @@ impl Analyzer {
                         if d.req.saw(r.psn) {
                             d.nak_without_gap.add(p.frame_no);
                         }
-                        let highest = d.req.expected().map(Psn::prev);
+                        let highest = d.req.highest_sent_before_nak(r.psn);
                         d.nic.sequence_nak(r.psn, p.ts_ns, p.frame_no, highest);
                         d.req.nak(r.psn);
                         d.recovery.nak(p.ts_ns, false);

@@ -27,6 +27,12 @@
 //! A go-back replay whose NAK the capture missed is still a replay: hole fillers followed by a
 //! PSN seen before are resends, not reordering and duplicates.
 //!
+//! A sequence NAK naming a PSN E the capture has not seen yet is evidence on its own: the
+//! responder received every PSN before E (those the capture did not see it missed), lost E,
+//! and received at least one request after E (its trigger, which the capture missed too). When
+//! E's resend comes next, E counts as a gap lost and recovered, the trigger as missed, and the
+//! PSN after E, which the requester had sent before the NAK, as resent when it comes again.
+//!
 //! A READ request consumes as many PSNs as responses it asks for: exactly ceil(len/MTU) when the
 //! path MTU is known, otherwise the next request may be anywhere from 1 to ceil(len/256) PSNs on.
 
@@ -142,6 +148,13 @@ impl Lateness {
     }
 }
 
+/// A sequence NAK that named a PSN the capture had not seen yet.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct NakAhead {
+    psn: Psn,
+    frame: u64,
+}
+
 /// What a stream rarely needs: the holes and what became of them, damaged PSNs, fillers.
 #[derive(Debug, Clone, Default, PartialEq)]
 struct Skipped {
@@ -163,6 +176,11 @@ struct Skipped {
     reordered: Lateness,
     /// Fillers just found to be resends, for the caller (`take_late_resends`).
     late: Option<Fillers>,
+    /// A sequence NAK ahead of the sequence, until the next request at or past its PSN.
+    nak_ahead: Option<NakAhead>,
+    /// The frame of the NAK whose PSN the latest request resent, lost before the capture saw
+    /// it (`take_unseen_loss`).
+    unseen_loss: Option<u64>,
     /// Frames of the gaps whose PSNs were judged lost or missing, and missed by the capture.
     lost_at: Evidence,
     missed_at: Evidence,
@@ -261,6 +279,7 @@ impl PsnTracker {
             s.damaged_ahead.clear();
             s.damaged_taken.clear();
             s.fillers = None;
+            s.nak_ahead = None;
         }
         *self = PsnTracker {
             counts: std::mem::take(&mut self.counts),
@@ -323,6 +342,11 @@ impl PsnTracker {
             }
         }
         let d = psn - expected;
+        if let Some(ahead) = self.skipped.get_mut().and_then(|s| s.nak_ahead.take()) {
+            if let Some(a) = self.after_nak_ahead(ahead, psn, consumes, expected) {
+                return a;
+            }
+        }
         if d >= 0 && self.skipped.is_set() {
             if let Some(s) = self.skipped.get_mut() {
                 // A new request after fillers: they were reordered.
@@ -360,9 +384,79 @@ impl PsnTracker {
             };
             self.add_hole(hole);
             self.advance(psn, consumes, read_len);
+            if let Some(ahead) = self.skipped.get_mut().and_then(|s| s.nak_ahead.take()) {
+                self.nak_evidence(ahead.psn, ts, true, ahead.frame);
+            }
             return Arrival::Gap(d as u32);
         }
         self.behind(psn, ts, frame, reliable, expected, idle_ns, idle)
+    }
+
+    /// The first request at or past the PSN E of a sequence NAK that came before the capture
+    /// saw E (`ahead`). E itself: its resend (see the module's doc), the arrival. Past E: an
+    /// ordinary gap, whose hole the NAK then judges as it would have (None).
+    #[cold]
+    fn after_nak_ahead(
+        &mut self,
+        ahead: NakAhead,
+        psn: Psn,
+        consumes: u32,
+        expected: Psn,
+    ) -> Option<Arrival> {
+        let before = ahead.psn - expected;
+        let d = psn - expected;
+        if before < 0 {
+            return None;
+        }
+        if d < before {
+            self.skipped.nak_ahead = Some(ahead);
+            return None;
+        }
+        if d > before {
+            // Judged once the gap is open (`request`).
+            self.skipped.nak_ahead = Some(ahead);
+            return None;
+        }
+        // Received by the responder unseen: the PSNs before E and the NAK's trigger.
+        let missed = before as u64 + 1;
+        let c = &mut *self.counts;
+        c.gaps += 1;
+        c.capture_missed += missed;
+        c.retransmitted += 1;
+        c.recovered += 1;
+        let s = &mut *self.skipped;
+        s.lost_at.add_once(ahead.frame);
+        s.missed_at.add_once(ahead.frame);
+        s.unseen_loss = Some(ahead.frame);
+        self.advance(psn, consumes, None);
+        let trigger = psn + consumes.max(1);
+        self.expected = Some(trigger + 1);
+        self.start_replay(
+            trigger + 1,
+            ResendCause::Nak {
+                from_psn: psn.value(),
+            },
+        );
+        Some(Arrival::Retransmitted)
+    }
+
+    /// The frame of the NAK whose PSN the latest request resent, when the capture had not seen
+    /// that PSN before (a gap it could not see open): the NAK is the gap's evidence.
+    #[inline]
+    pub fn take_unseen_loss(&mut self) -> Option<u64> {
+        self.skipped.get_mut().and_then(|s| s.unseen_loss.take())
+    }
+
+    /// The highest PSN the requester had sent when the responder NAKed `naked`: the highest
+    /// seen, or, when the NAK names a PSN not seen yet, the one after it (the NAK's trigger,
+    /// which the capture missed).
+    pub fn highest_sent_before_nak(&self, naked: Psn) -> Option<Psn> {
+        let highest = self.expected?.prev();
+        Some(if highest - naked < 0 {
+            naked + 1
+        } else {
+            highest
+        })
     }
 
     /// A request behind the expected PSN: a resend, a filler, or a duplicate.
@@ -543,13 +637,18 @@ impl PsnTracker {
         self.received_before(psn + 1, ts)
     }
 
-    /// A NAK at `psn` at `ts` from a responder paired for certain: a sequence NAK
-    /// (`sequence`) says every PSN before it was received and names it lost (with the rest of
-    /// its hole, which the requester resends with it); an RNR or error NAK says it was received
-    /// too. The PSNs newly judged missed.
-    pub fn nak_evidence(&mut self, psn: Psn, ts: u64, sequence: bool) -> u64 {
+    /// A NAK at `psn` at `ts` (frame `frame`) from a responder paired for certain: a sequence
+    /// NAK (`sequence`) says every PSN before it was received and names it lost (with the rest
+    /// of its hole, which the requester resends with it); one naming a PSN not seen yet is
+    /// judged at the next request (see the module's doc). An RNR or error NAK says `psn` was
+    /// received too. The PSNs newly judged missed.
+    pub fn nak_evidence(&mut self, psn: Psn, ts: u64, sequence: bool, frame: u64) -> u64 {
         if !sequence {
             return self.received_before(psn + 1, ts);
+        }
+        if self.expected.is_some_and(|e| psn - e >= 0) {
+            self.skipped.nak_ahead = Some(NakAhead { psn, frame });
+            return 0;
         }
         let missed = self.received_before(psn, ts);
         if let Some(s) = self.skipped.get_mut() {
@@ -1077,14 +1176,14 @@ mod tests {
     fn a_nak_judges_the_psns_before_it_received_and_names_its_own_lost() {
         let mut t = PsnTracker::default();
         feed(&mut t, &[1, 4, 5]);
-        assert_eq!(t.nak_evidence(Psn::new(3), 1_100, true), 1);
+        assert_eq!(t.nak_evidence(Psn::new(3), 1_100, true, 0), 1);
         t.nak(Psn::new(3));
         assert_eq!(req(&mut t, 3, 2_000), Arrival::Retransmitted);
         let c = t.finish(None);
         assert_eq!((c.capture_missed, c.recovered, c.missing), (1, 1, 0));
         let mut r = PsnTracker::default();
         feed(&mut r, &[1, 4, 5]);
-        assert_eq!(r.nak_evidence(Psn::new(3), 1_100, false), 2);
+        assert_eq!(r.nak_evidence(Psn::new(3), 1_100, false, 0), 2);
         assert_eq!(r.finish(None).missing, 0);
     }
 
@@ -1134,6 +1233,45 @@ mod tests {
     /// A hole settles as missing once the allowance ran out after a request asked for an ACK:
     /// an ACK after that does not take the verdict back. While the capture runs, a younger
     /// hole is pending: not missing yet.
+    /// A sequence NAK naming `naked` before the capture saw it, then `after` and an ACK of
+    /// `acked`: the counts.
+    fn nak_ahead_of(seen: &[u32], naked: u32, after: &[u32], acked: u32) -> PsnCounts {
+        let mut t = PsnTracker::default();
+        feed(&mut t, seen);
+        assert_eq!(t.nak_evidence(Psn::new(naked), 1_000_000, true, 99), 0);
+        t.nak(Psn::new(naked));
+        for (i, &p) in after.iter().enumerate() {
+            req(&mut t, p, 1_000_100 + i as u64);
+        }
+        t.acknowledged(Psn::new(acked), 1_010_000);
+        t.finish(None)
+    }
+
+    #[test]
+    fn a_nak_ahead_of_the_capture_proves_its_psn_lost_and_its_trigger_missed() {
+        // Go-back-N from 3: 3 lost, 4 (sent before the NAK) resent, 5 and 6 new.
+        let c = nak_ahead_of(&[0, 1, 2], 3, &[3, 4, 5, 6], 6);
+        assert_eq!((c.gaps, c.recovered, c.capture_missed), (1, 1, 1));
+        assert_eq!((c.retransmitted, c.missing, c.duplicates), (2, 0, 0));
+        // The NAK names 3 with 2 unseen: 2 was received (missed), and so was the trigger.
+        let c = nak_ahead_of(&[0, 1], 3, &[3, 4, 5], 5);
+        assert_eq!((c.gaps, c.recovered, c.capture_missed), (1, 1, 2));
+        assert_eq!(c.retransmitted, 2);
+        // Selective repeat: 3 alone, then 8. 4 to 7 were sent before the NAK and received:
+        // the ACK past them says the capture missed them (the trigger among them).
+        let c = nak_ahead_of(&[0, 1, 2], 3, &[3, 8], 8);
+        assert_eq!((c.gaps, c.recovered, c.capture_missed), (2, 1, 4));
+        assert_eq!((c.retransmitted, c.missing), (1, 0));
+    }
+
+    #[test]
+    fn a_nak_ahead_then_a_later_psn_is_an_ordinary_gap_with_its_psn_named() {
+        // The mirror put the NAK before 4 and 5: the gap opened by 4 holds 3, named lost.
+        let c = nak_ahead_of(&[0, 1, 2], 3, &[4, 5, 3], 5);
+        assert_eq!((c.gaps, c.recovered, c.capture_missed), (1, 1, 0));
+        assert_eq!((c.retransmitted, c.missing, c.out_of_order), (1, 0, 0));
+    }
+
     #[test]
     fn a_hole_past_its_allowance_is_missing_for_good() {
         let mut t = PsnTracker::default();
