@@ -302,6 +302,54 @@ fn marking_scenario_finds_each_mistake() {
     assert_eq!(r["capture"]["icrc_bad"], 1);
 }
 
+/// A pcapng with analysis_marking.pcap on an Ethernet interface, and every frame again, a second
+/// later, without its link header on a raw-IP interface (link type 101): the raw-IP flows show
+/// no tag because none can show there, so only the one untagged Ethernet flow is raised.
+#[test]
+fn untagged_roce_compares_only_flows_whose_tags_could_show() {
+    use roce_parsers::capture::{CaptureParser, Next};
+    use roce_testgen::writer::PcapngWriter;
+    let data = std::fs::read(testdata("analysis_marking.pcap")).unwrap();
+    let (mut parser, mut at) = CaptureParser::new(&data).unwrap();
+    let mut frames = Vec::new();
+    loop {
+        match parser.next(&data[at..], at as u64).unwrap() {
+            Next::Record(r, used) => {
+                frames.push((r.ts_ns, r.data.to_vec()));
+                at += used;
+            }
+            Next::Skip(used) => at += used,
+            Next::Incomplete { .. } => break,
+        }
+    }
+    let mut w = PcapngWriter::new(Vec::new()).unwrap();
+    let ethernet = w.add_interface(1, 65535, 9).unwrap();
+    let raw_ip = w.add_interface(101, 65535, 9).unwrap();
+    for (ts, f) in &frames {
+        w.write(ethernet, *ts, f).unwrap();
+    }
+    for (ts, f) in &frames {
+        // Past the MAC addresses, any 802.1Q tags, and the ethertype.
+        let mut l3 = 12;
+        while f[l3..l3 + 2] == [0x81, 0x00] {
+            l3 += 4;
+        }
+        w.write(raw_ip, ts + 1_000_000_000, &f[l3 + 2..]).unwrap();
+    }
+    let path = Scratch::file("untagged-raw-ip", "ethernet_and_raw_ip.pcapng");
+    std::fs::write(&path, w.into_inner()).unwrap();
+    let r = report(&path, &[]);
+    assert_eq!(
+        r["capture"]["link_types"].as_object().unwrap().len(),
+        2,
+        "{}",
+        r["capture"]["link_types"]
+    );
+    let untagged: Vec<&Value> = findings_of(&r, "untagged_roce");
+    assert_eq!(untagged.len(), 1, "{untagged:?}");
+    assert_eq!(untagged[0]["flow"], "10.0.0.3 > 10.0.0.2 qp 0x000121");
+}
+
 #[test]
 fn sample_tells_its_story() {
     // See sample() in testgen/src/testdata.rs.
@@ -533,28 +581,36 @@ fn psns_the_other_end_acknowledged_were_missed_by_the_capture_not_lost() {
     assert_eq!(f["frames"], a["loss_frames"]);
     assert_eq!(f["frames"].as_array().unwrap().len(), 3);
     let message = f["message"].as_str().unwrap();
+    // The share is of the data PSNs of the two flows: 16 requests and 4 missed on one, 11
+    // READ responses and 1 missed on the other (not of every RoCE frame, ACKs included).
     assert!(
-        message.contains("the capture missed 5 PSNs of"),
+        message.contains("the capture missed 5 of the 32 data PSNs (15.62%) of 2 flows"),
         "{message}"
     );
+    assert_eq!(r["capture"]["missed"]["data_psns"], 32);
     assert!(message.contains("lower bound"), "{message}");
     let cause = f["cause"].as_str().unwrap();
     for want in ["-B", "--capture-thread", "mirror session", "sprayed"] {
         assert!(cause.contains(want), "{want}: {cause}");
     }
-    // The loss the same capture shows is told with its caveat: the capture is incomplete.
-    assert!(findings_of(&r, "psn_loss")[0]["cause"]
-        .as_str()
-        .unwrap()
-        .contains("the capture itself is incomplete"));
+    // The loss the same capture shows is told with its caveat, the capture is incomplete,
+    // where PSNs were never seen again; a gap a resend proves never carries it.
+    for loss in findings_of(&r, "psn_loss") {
+        let cause = loss["cause"].as_str().unwrap();
+        let hedged = cause.contains("the capture itself is incomplete");
+        let never_seen = loss["message"]
+            .as_str()
+            .unwrap()
+            .contains(", 1 never seen)");
+        assert_eq!(hedged, never_seen, "{loss}");
+    }
+    assert_eq!(findings_of(&r, "psn_loss").len(), 3);
     // The text report says it before anything else.
     let text = stdout(&run_path(&path, &[]));
     let head: Vec<&str> = text.lines().take(6).collect();
     assert!(
-        head.iter().any(|l| l.contains(&format!(
-            "the capture missed 5 PSNs of {}: figures are lower bounds",
-            r["capture"]["roce_packets"].as_u64().unwrap() + 5
-        ))),
+        head.iter()
+            .any(|l| l.contains("the capture missed 5 of the 32 data PSNs of 2 flows")),
         "{text}"
     );
     // --finding capture_missed keeps the connections of the flows it names.
@@ -627,6 +683,19 @@ fn a_nak_whose_trigger_the_capture_missed_proves_its_loss() {
     assert_eq!(f["loss_frames"], serde_json::json!([4881]));
     assert_eq!(f["retransmit_frames"], serde_json::json!([4886, 4891]));
     assert_eq!(r["capture"]["missed"]["psns"], 1);
+    // The NAK proves the loss: no "may be capture drops" although the capture missed a PSN.
+    let cause = finding(&r, "psn_loss")["cause"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(!cause.contains("capture itself is incomplete"), "{cause}");
+    assert!(cause.contains("going back (go-back-N)"), "{cause}");
+    // The text's flow line shows what the capture missed beside the gaps.
+    let text = stdout(&run_path(&path, &[]));
+    assert!(
+        text.contains("gaps 1  missing 0  missed 1  retx 2  dup 0  ooo 0  NAK 1"),
+        "{text}"
+    );
 }
 
 /// A one-way mirror proves nothing either way: the gap stays loss, and the message says no

@@ -93,6 +93,19 @@ fn a_senders_resends_are_told_go_back_n_or_selective() {
         near(scenario, &s["nak_to_retransmit_us"]["p50"], 2.0);
         assert_eq!(count(&s["rnr_wait_us"]), 0);
         assert_eq!(count(&s["timeout_resend_us"]), 0);
+        // The loss's cause says how it was recovered as the NICs row does.
+        let loss = finding(&r, "psn_loss")["cause"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let (said, not_said) = match policy {
+            "selective" => ("selective repeat", "going back"),
+            _ => ("going back (go-back-N)", "selective"),
+        };
+        assert!(
+            loss.contains(said) && !loss.contains(not_said),
+            "{scenario}: {loss}"
+        );
     }
 }
 

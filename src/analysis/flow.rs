@@ -438,6 +438,8 @@ impl AckAllowance {
 pub struct FlowEvidence {
     /// The link the flow was seen on: VLANs are compared only within one.
     pub link: u64,
+    /// VLAN tags would show on its frames (`Flow::tags_visible`).
+    pub tags_visible: bool,
     /// RC, XRC or RD: lost packets are resent.
     pub reliable: bool,
     pub first_ts_ns: u64,
@@ -464,6 +466,8 @@ pub struct FlowEvidence {
     pub path: Option<PathKey>,
     /// How its sender's rate went after CNPs, once 10 came (`cnp_without_slowdown`).
     pub cnp_response: Option<Box<super::nic::CnpResponse>>,
+    /// How its sender resent after sequence NAKs (`hosts[].as_sender.resend_policy`'s names).
+    pub resend_policy: Option<&'static str>,
 }
 
 impl FlowEvidence {
@@ -502,6 +506,9 @@ pub struct Flow {
     pub key: FlowKey,
     /// The link the flow was first seen on (`PacketSummary::link`).
     pub link: u64,
+    /// Its first frame had an Ethernet header: VLAN tags would show (not on raw IP or a
+    /// cooked capture, whose tags the capture cannot see).
+    pub tags_visible: bool,
     pub transport: Option<Transport>,
     pub first_frame: u64,
     pub first_ts: u64,
@@ -624,6 +631,7 @@ impl Flow {
             id,
             key,
             link: 0,
+            tags_visible: true,
             transport: None,
             first_frame: frame_no,
             first_ts: ts,
@@ -944,6 +952,12 @@ impl Flow {
         self.req.capture_missed() + self.read_resp.judged(now, end).1
     }
 
+    /// The data PSNs of the flow a capture that missed `missed` of them should have held: the
+    /// requests and READ responses it carried, and those missed.
+    pub fn data_psns(&self, missed: u64) -> u64 {
+        self.requests + self.read_resp.carried + missed
+    }
+
     /// What findings need of the flow at the capture's end, or once it ended.
     pub fn evidence(&self, capture_end: u64) -> FlowEvidence {
         self.evidence_with(self.unacknowledged(capture_end), None)
@@ -961,6 +975,7 @@ impl Flow {
         let (lost, missed) = self.req.verdict_frames(now);
         FlowEvidence {
             link: self.link,
+            tags_visible: self.tags_visible,
             reliable: self.transport.is_some_and(Transport::is_reliable),
             first_ts_ns: self.first_ts,
             last_ts_ns: self.last_ts,
@@ -988,6 +1003,10 @@ impl Flow {
             longest_gap_ns: self.longest_gap_ns,
             cm: self.cm.clone(),
             cnp_response: self.nic.get().and_then(|n| n.cnp_response()).map(Box::new),
+            resend_policy: self
+                .nic
+                .get()
+                .and_then(|n| super::nic::resend_policy(n.go_back_n, n.selective)),
             path_mtu_seen: self.path_mtu,
             max_payload: self.max_payload,
             path: (!self.rocev1 && !self.native_ib)

@@ -13,7 +13,7 @@ use rustc_hash::FxHashMap;
 use super::cm::CmSetup;
 use super::flow::Flow;
 use super::latency::Samples;
-use super::nic::RATIO_UNIT;
+use super::nic::{resend_policy, RATIO_UNIT};
 use crate::common::rare::Rare;
 use crate::model::{CmReport, HostReport, ReceiverReport, ResendPolicyCounts, SenderReport};
 
@@ -216,17 +216,11 @@ fn receiver_report(r: &Receiver) -> ReceiverReport {
 }
 
 fn sender_report(s: &Sender) -> SenderReport {
-    let policy = match (s.go_back_n, s.selective) {
-        (0, 0) => None,
-        (_, 0) => Some("go_back_n"),
-        (0, _) => Some("selective"),
-        _ => Some("mixed"),
-    };
     SenderReport {
         nak_to_retransmit_us: s.nak_to_retransmit.summary(),
         rnr_wait_us: s.rnr_wait.summary(),
         timeout_resend_us: s.timeout_resend.summary(),
-        resend_policy: policy,
+        resend_policy: resend_policy(s.go_back_n, s.selective),
         resend_policy_counts: ResendPolicyCounts {
             go_back_n: s.go_back_n,
             selective: s.selective,

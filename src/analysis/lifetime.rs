@@ -305,8 +305,9 @@ impl Analyzer {
     pub(super) fn fold_ended_samples(&mut self, flow: &Flow, end: u64) {
         let missed = flow.capture_missed(None, end);
         if missed > 0 {
-            self.state.missed_psns += missed;
-            self.state.missed_flows += 1;
+            self.state.missed.psns += missed;
+            self.state.missed.flows += 1;
+            self.state.missed.data_psns += flow.data_psns(missed);
         }
         self.hosts.fold(flow, end);
         if self.timelines.is_some() {

@@ -171,6 +171,14 @@ fn cnp_below(pcp: Option<u8>, dscp: Option<u8>, data: (Option<u8>, u8)) -> bool 
 
 /// Capture-wide state of the analysis (the frames themselves are counted once, by the
 /// pipeline's `FrameCounts`).
+/// PSNs the capture missed, on how many flows, and the data PSNs of those flows.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MissedTally {
+    pub psns: u64,
+    pub flows: u64,
+    pub data_psns: u64,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct CaptureState {
     /// Time of the latest frame: where CE windows and timelines end.
@@ -181,9 +189,8 @@ pub struct CaptureState {
     pub flows_untracked_packets: u64,
     /// RoCE frames captured twice (the same identity close in time on one flow).
     pub capture_duplicates: u64,
-    /// PSNs the capture missed on the flows that ended, and on how many of them.
-    pub missed_psns: u64,
-    pub missed_flows: u64,
+    /// What the capture missed on the flows that ended.
+    pub missed: MissedTally,
     /// Frames that are not RoCE, by PCP (tagged) and by DSCP (IP): what shares RoCE's class.
     pub other_by_pcp: [flow::Evidence; 8],
     pub other_by_dscp: BTreeMap<u8, flow::Evidence>,
@@ -490,6 +497,7 @@ impl Analyzer {
         let mut flow = Flow::new(self.next_flow_id, key, p.frame_no, p.ts_ns);
         self.next_flow_id += 1;
         flow.link = p.link;
+        flow.tags_visible = p.dst_mac.is_some();
         self.hosts
             .saw_macs([(key.src, p.src_mac), (key.dst, p.dst_mac)]);
         // A pair learned from RDMA-CM before the flow's first packet.

@@ -10,6 +10,17 @@ use roce_parsers::Psn;
 
 use super::latency::Samples;
 
+/// The resend policy that NAK episodes showed: `go_back_n`, `selective` or `mixed`, None when
+/// none could tell (the names of `hosts[].as_sender.resend_policy`).
+pub fn resend_policy(go_back_n: u64, selective: u64) -> Option<&'static str> {
+    match (go_back_n, selective) {
+        (0, 0) => None,
+        (_, 0) => Some("go_back_n"),
+        (0, _) => Some("selective"),
+        _ => Some("mixed"),
+    }
+}
+
 /// The window a rate is measured over, before and after a CNP.
 pub const RATE_WINDOW_NS: u64 = 100_000;
 /// Ratios are kept in `Samples` (integers) in millionths.

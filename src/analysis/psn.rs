@@ -924,6 +924,8 @@ pub struct ResponseTracker {
     pub missing: u64,
     /// PSNs judged missed by the capture.
     pub missed: u64,
+    /// READ responses the flow carried.
+    pub carried: u64,
     pending: Vec<ResponseGap>,
 }
 
@@ -949,6 +951,7 @@ impl ResponseTracker {
         judged: Option<u64>,
     ) -> u64 {
         let missed = self.settle(ts);
+        self.carried += 1;
         if !first {
             if let Some(n) = self.next {
                 let d = psn - n;

@@ -11,7 +11,7 @@ use super::findings::{self, CaptureFacts};
 use super::flow::{Flow, FlowEvidence};
 use super::lifetime::KeptFlows;
 use super::pfc::PauseTracker;
-use super::{Analyzer, CNP_WINDOW_NS};
+use super::{Analyzer, MissedTally, CNP_WINDOW_NS};
 use crate::common::rare::Rare;
 use crate::decode::FrameCounts;
 use crate::model::{
@@ -496,8 +496,8 @@ impl Analyzer {
             cnps_unattributed: self.state.cnps_unattributed,
             capture_duplicates: self.state.capture_duplicates,
             missed: {
-                let (psns, flows) = self.missed_so_far();
-                CaptureMissed::of(psns, flows, c.roce)
+                let m = self.missed_so_far();
+                CaptureMissed::of(m.psns, m.flows, m.data_psns, c.roce)
             },
             warnings: meta.warnings.clone(),
             live: None,
@@ -528,7 +528,7 @@ impl Analyzer {
             flows_ended: self.flows_ended,
             pfc,
             totals: self.totals,
-            capture_missed: self.missed_so_far().0,
+            capture_missed: self.missed_so_far().psns,
         }
     }
 
@@ -548,16 +548,18 @@ impl Analyzer {
 
     /// PSNs the capture point missed so far, and on how many flows: of the flows that ended,
     /// and of those still open as judged now (PSNs within their ACK allowance pending).
-    pub fn missed_so_far(&self) -> (u64, u64) {
+    pub fn missed_so_far(&self) -> MissedTally {
         let now = self.state.last_ts;
-        self.flows
-            .iter()
-            .map(|f| f.capture_missed(Some(now), now))
-            .filter(|&m| m > 0)
-            .fold(
-                (self.state.missed_psns, self.state.missed_flows),
-                |(psns, flows), m| (psns + m, flows + 1),
-            )
+        let mut tally = self.state.missed;
+        for f in &self.flows {
+            let missed = f.capture_missed(Some(now), now);
+            if missed > 0 {
+                tally.psns += missed;
+                tally.flows += 1;
+                tally.data_psns += f.data_psns(missed);
+            }
+        }
+        tally
     }
 
     /// Ends the analysis and builds the report.

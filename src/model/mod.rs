@@ -836,30 +836,47 @@ pub struct Bin {
     pub psn_progress: Option<i64>,
 }
 
-/// Frames shorter than on the wire, by why: the capture's snap length, a mirror that says so
-/// (ERSPAN T bit), or IP/UDP lengths longer than the frame while the record is complete.
 /// What the capture point missed over the capture: skipped PSNs the other end acknowledged
-/// (request PSNs and READ responses), on how many flows, and their share of what the capture
-/// should have held (psns / (RoCE packets + psns)).
+/// (request PSNs and READ responses), on how many flows, their share of what the capture
+/// should have held (psns / (RoCE packets + psns)), and the data PSNs of those flows (their
+/// requests and READ responses, with those missed).
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
 pub struct CaptureMissed {
     pub psns: u64,
     pub flows: u64,
     pub share: f64,
+    pub data_psns: u64,
 }
 
 impl CaptureMissed {
-    /// `psns` missed on `flows` flows of a capture that holds `roce_packets` RoCE frames.
-    pub fn of(psns: u64, flows: u64, roce_packets: u64) -> Self {
+    /// `psns` missed on `flows` flows holding `data_psns` data PSNs, of a capture that holds
+    /// `roce_packets` RoCE frames.
+    pub fn of(psns: u64, flows: u64, data_psns: u64, roce_packets: u64) -> Self {
         let share = if psns == 0 {
             0.0
         } else {
             psns as f64 / (roce_packets + psns) as f64
         };
-        CaptureMissed { psns, flows, share }
+        CaptureMissed {
+            psns,
+            flows,
+            share,
+            data_psns,
+        }
+    }
+
+    /// The share of the data PSNs of the flows concerned that the capture missed.
+    pub fn data_share(&self) -> f64 {
+        if self.data_psns == 0 {
+            0.0
+        } else {
+            self.psns as f64 / self.data_psns as f64
+        }
     }
 }
 
+/// Frames shorter than on the wire, by why: the capture's snap length, a mirror that says so
+/// (ERSPAN T bit), or IP/UDP lengths longer than the frame while the record is complete.
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
 pub struct TruncatedBy {
     pub snaplen: u64,

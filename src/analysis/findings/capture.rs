@@ -58,7 +58,6 @@ pub(super) fn capture_missed(
         })
         .collect();
     let frames = worst.first().map_or(Vec::new(), |w| w.frames.clone());
-    let total = capture.roce_packets + m.psns;
     let mut cause = "the capture point did not see every packet the network delivered: the kernel's capture buffer overflowed (raise tcpdump's -B, or use roce-sniff's --capture-thread), a mirror session is oversubscribed by its sources, or packets were sprayed around the capture point (ECMP, a LAG member not mirrored)".to_string();
     let counters = drop_counters(capture);
     if !counters.is_empty() {
@@ -77,9 +76,10 @@ pub(super) fn capture_missed(
             Severity::Warning,
             FindingCode::CaptureMissed,
             format!(
-                "the capture missed {} of {total} ({:.2}%) on {}: the other end acknowledged them, so the network delivered them; every figure of those flows is a lower bound",
-                plural(m.psns, "PSN"),
-                m.share * 100.0,
+                "the capture missed {} of the {} data PSNs ({:.2}%) of {}: the other end acknowledged them, so the network delivered them; every figure of those flows is a lower bound",
+                m.psns,
+                m.data_psns,
+                m.data_share() * 100.0,
                 plural(m.flows, "flow")
             ),
             &cause,

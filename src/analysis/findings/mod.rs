@@ -154,6 +154,24 @@ fn ranges(r: &FlowReport) -> String {
     shown.join(", ")
 }
 
+/// What the resends of a flow followed: its sequence and RNR NAKs, and its timeouts.
+fn resend_causes(r: &FlowReport) -> String {
+    let naks = &r.feedback.naks;
+    let causes: Vec<String> = [
+        (naks.psn_sequence_error, "PSN-sequence NAK"),
+        (naks.rnr, "RNR NAK"),
+        (r.recovery.timeout_resends, "timeout"),
+    ]
+    .into_iter()
+    .filter(|&(n, _)| n > 0)
+    .map(|(n, what)| plural(n, what))
+    .collect();
+    if causes.is_empty() {
+        return "no NAK or timeout seen: after a NAK the capture missed".to_string();
+    }
+    causes.join(", ")
+}
+
 /// Every finding of a report, most severe first; a code shown by more than 5 flows is one
 /// grouped finding.
 pub fn find(
@@ -261,22 +279,32 @@ fn loss_findings(
             {
                 msg.push_str("; no ACKs were seen for this flow (its reverse direction is not in the capture), so the capture's own misses cannot be told from the network's loss");
             }
-            let cause = if !reliable {
-                "packets were dropped on the path and UC/UD never resend: the loss reached the application"
+            let recovered = match f.resend_policy {
+                Some("go_back_n") => "RC recovered by going back (go-back-N)",
+                Some("selective") => {
+                    "RC recovered by resending the lost PSNs alone (selective repeat)"
+                }
+                Some(_) => {
+                    "RC recovered by going back and by resending lost PSNs alone (both seen)"
+                }
+                None => "RC recovered by resending",
+            };
+            let mut cause = if !reliable {
+                "packets were dropped on the path and UC/UD never resend: the loss reached the application".to_string()
             } else if r.psn.missing > 0 {
                 "packets were dropped on the path and not all were resent before the capture ended"
+                    .to_string()
             } else if lossless {
-                "packets were dropped on the path although PFC protects this priority (headroom too small, or a hop without PFC); RC recovered by going back, at the cost of throughput"
+                format!("packets were dropped on the path although PFC protects this priority (headroom too small, or a hop without PFC); {recovered}, at the cost of throughput")
             } else {
-                "packets were dropped on the path (a full buffer on a lossy priority, or link errors); RC recovered by going back, at the cost of throughput"
+                format!("packets were dropped on the path (a full buffer on a lossy priority, or link errors); {recovered}, at the cost of throughput")
             };
-            let cause = if capture_lossy {
-                format!(
-                    "{cause}; the capture itself is incomplete, so some gaps may be capture drops"
-                )
-            } else {
-                cause.to_string()
-            };
+            // A NAK or a resend proves its gap; only PSNs never seen again may be capture drops.
+            if capture_lossy && r.psn.missing > 0 {
+                cause.push_str(
+                    "; the capture itself is incomplete, so some gaps may be capture drops",
+                );
+            }
             out.push(finding(
                 Severity::Critical,
                 FindingCode::PsnLoss,
@@ -303,11 +331,10 @@ fn loss_findings(
                 Severity::Warning,
                 FindingCode::Retransmissions,
                 format!(
-                    "{} on {} ({}, {})",
+                    "{} on {} ({})",
                     plural(r.psn.retransmitted, "retransmitted packet"),
                     r.label(),
-                    plural(r.feedback.naks.psn_sequence_error, "PSN-sequence NAK"),
-                    plural(r.feedback.naks.rnr, "RNR NAK")
+                    resend_causes(r)
                 ),
                 "after a NAK or a timeout the requester resent from the first unacknowledged PSN (go-back-N) or the lost PSNs alone (selective repeat; hosts[].as_sender.resend_policy says which)",
                 flow(),
@@ -504,13 +531,14 @@ fn untagged_findings(
     out: &mut Vec<Finding>,
 ) {
     if facts.link_types.contains_key(&LINKTYPE_ETHERNET) {
+        // Only flows whose tags would show: a raw-IP or cooked interface's never do.
         let data: Vec<&FlowReport> = flows
             .iter()
-            .copied()
-            .filter(|r| r.role == FlowRole::Data)
+            .zip(evidence)
+            .filter(|(r, e)| r.role == FlowRole::Data && e.tags_visible)
+            .map(|(r, _)| *r)
             .collect();
         let untagged: Vec<&&FlowReport> = data.iter().filter(|r| r.vlan.is_none()).collect();
-        let _ = evidence;
         if !untagged.is_empty() && untagged.len() < data.len() {
             for r in untagged {
                 out.push(finding(

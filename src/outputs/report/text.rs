@@ -129,12 +129,13 @@ fn capture_summary(o: &mut String, c: &CaptureReport) {
     wrap_into(o, "  ", "    ", &integrity);
     if c.missed.psns > 0 {
         // Before any loss figure: what the capture point itself did not see.
-        let _ = writeln!(
-            o,
-            "  the capture missed {} of {}: figures are lower bounds (capture_missed)",
-            plural(c.missed.psns, "PSN"),
-            c.roce_packets + c.missed.psns
+        let missed = format!(
+            "the capture missed {} of the {} data PSNs of {}: figures are lower bounds (capture_missed)",
+            c.missed.psns,
+            c.missed.data_psns,
+            plural(c.missed.flows, "flow")
         );
+        wrap_into(o, "  ", "    ", &missed);
     }
     if c.live.is_some() && c.flows_ended > 0 {
         // A live capture frees ended flows: say where they went, or the flows listed below
@@ -313,6 +314,7 @@ fn flows(o: &mut String, flows: &[FlowReport]) {
         let trouble = [
             format!("gaps {}", f.psn.gaps),
             format!("missing {}", f.psn.missing),
+            format!("missed {}", f.psn.capture_missed),
             format!("retx {}", f.psn.retransmitted),
             format!("dup {}", f.psn.duplicates),
             format!("ooo {}", f.psn.out_of_order),
