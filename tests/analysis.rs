@@ -698,6 +698,84 @@ fn a_nak_whose_trigger_the_capture_missed_proves_its_loss() {
     );
 }
 
+/// A capture that ends right after a gap cannot tell the fate of its PSNs: sample.pcap up to
+/// frame 4881, where PSNs 1960 to 1962 of qp 0x000213 were skipped, before any ACK or NAK was
+/// due. They are unsettled (an info), never a critical psn_loss.
+#[test]
+fn a_gap_the_capture_ended_on_is_unsettled_not_lost() {
+    let path = capture_keeping(&testdata("sample.pcap"), |n| n <= 4881, "ends-on-a-gap");
+    let r = report(&path, &[]);
+    let f = flow(&r, "10.0.0.5", 0x213);
+    assert_eq!(psn(f), (1, 0, 0, 0, 0));
+    assert_eq!(
+        (
+            f["psn"]["unsettled"].as_u64(),
+            f["psn"]["recovered"].as_u64()
+        ),
+        (Some(3), Some(0))
+    );
+    assert_eq!(r["capture"]["unsettled"], 3);
+    assert!(findings_of(&r, "psn_loss").is_empty(), "{}", r["findings"]);
+    let u = finding(&r, "psn_unsettled");
+    assert_eq!(
+        (u["severity"].as_str(), u["count"].as_u64()),
+        (Some("info"), Some(3))
+    );
+    assert_eq!(u["flow"], "10.0.0.5 > 10.0.0.2 qp 0x000213 vlan 100");
+    let message = u["message"].as_str().unwrap();
+    assert!(
+        message.contains("before its acknowledgement was due"),
+        "{message}"
+    );
+    assert!(findings_of(&r, "psn_unsettled")
+        .iter()
+        .all(|x| x["severity"] == "info"));
+}
+
+/// analysis_psn.pcap without five READ RESPONSE MIDDLE frames (56 to 60) and cut 14 us after
+/// them: the requester had no time to re-issue the READ, so the gap is unsettled, not a
+/// read_response_loss. Read on to the end, the same gap is missed by the capture.
+#[test]
+fn a_read_response_gap_the_capture_ended_on_is_unsettled() {
+    let cut = capture_keeping(
+        &testdata("analysis_psn.pcap"),
+        |n| !(56..=60).contains(&n) && n <= 66,
+        "read-gap-at-the-end",
+    );
+    let r = report(&cut, &[]);
+    let responses = flow(&r, "10.0.0.2", 0x205);
+    assert_eq!(responses["psn"]["unsettled"], 5);
+    assert_eq!(responses["psn"]["capture_missed"], 0);
+    assert!(
+        findings_of(&r, "read_response_loss").is_empty(),
+        "{}",
+        r["findings"]
+    );
+    let u = findings_of(&r, "psn_unsettled");
+    assert!(
+        u.iter()
+            .any(|f| f["flow"] == "10.0.0.2 > 10.0.0.1 qp 0x000205 vlan 100"),
+        "{u:?}"
+    );
+    // UC never resends: its gap at the end stays missing, as before.
+    assert_eq!(flow(&r, "10.0.0.5", 0x103)["psn"]["unsettled"], 0);
+    let whole = capture_without(
+        &testdata("analysis_psn.pcap"),
+        &[56, 57, 58, 59, 60],
+        "read-gap",
+    );
+    let r = report(&whole, &[]);
+    let responses = flow(&r, "10.0.0.2", 0x205);
+    assert_eq!(
+        (
+            responses["psn"]["unsettled"].as_u64(),
+            responses["psn"]["capture_missed"].as_u64()
+        ),
+        (Some(0), Some(5))
+    );
+    assert_eq!(r["capture"]["unsettled"], 0);
+}
+
 /// A one-way mirror proves nothing either way: the gap stays loss, and the message says no
 /// ACKs were seen.
 #[test]

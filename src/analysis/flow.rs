@@ -13,7 +13,7 @@ use crate::model::{FlowCounters, FlowLabel, PairingMethod, PsnCounts, RecoveryRe
 
 use super::latency::Samples;
 use super::notes::{NoteKind, Notes};
-use super::psn::{PsnTracker, ResponseTracker};
+use super::psn::{At, PsnTracker, ResponseTracker};
 use super::ACK_GRACE_NS;
 
 /// Most frame numbers kept as evidence per kind of event.
@@ -495,9 +495,19 @@ pub struct FlowTroubles {
     pub read_range_violation: Rare<Evidence>,
     pub icrc_bad: Rare<Evidence>,
     pub oversize: Rare<Evidence>,
+    pub unsettled: Option<Unsettled>,
 }
 
 crate::empty!(FlowTroubles);
+
+/// Skipped PSNs whose fate the capture cannot tell: it ended `after_ns` after the latest gap
+/// (`frame`: the request frame that opened it), before their acknowledgement was due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unsettled {
+    pub psns: u64,
+    pub after_ns: u64,
+    pub frame: Option<u64>,
+}
 
 #[derive(Debug, Clone)]
 pub struct Flow {
@@ -909,13 +919,14 @@ impl Flow {
     }
 
     /// The flow's counters: the one projection of them the metrics and the live view read,
-    /// PSNs judged lost at `now` (`None`: the flow ended; every skipped PSN is judged).
-    pub fn counters(&self, now: Option<u64>) -> FlowCounters {
+    /// PSNs judged lost `at` (running: those past their allowance; at its end, every skipped
+    /// PSN but the unsettled).
+    pub fn counters(&self, at: At) -> FlowCounters {
         let n = &self.naks;
-        let lost = match now {
-            Some(t) => self.req.lost_by(t),
-            None => {
-                let c = self.req.finish(None);
+        let lost = match at {
+            At::Running(t) => self.req.lost_by(t),
+            At::End(_) => {
+                let c = self.req.finish(self.verdicts_at(at));
                 c.recovered + c.missing
             }
         };
@@ -946,10 +957,38 @@ impl Flow {
         }
     }
 
-    /// PSNs (requests and READ responses) the capture missed on this flow, as judged at `now`
-    /// (`None`: at its end, or the capture's, `end`).
-    pub fn capture_missed(&self, now: Option<u64>, end: u64) -> u64 {
-        self.req.capture_missed() + self.read_resp.judged(now, end).1
+    /// When the flow's request gaps are judged for a report made `at`: at the end, a flow
+    /// whose other direction the capture never showed (a one-way mirror) has every gap
+    /// judged, as at an end long after them: no acknowledgement could have settled one.
+    pub fn verdicts_at(&self, at: At) -> At {
+        let feedback =
+            self.peer.is_some() || self.acks > 0 || self.naks.is_set() || self.read_responses > 0;
+        match at {
+            At::End(_) if !feedback => At::End(u64::MAX),
+            _ => at,
+        }
+    }
+
+    /// PSNs (requests and READ responses) the capture missed on this flow, as judged `at`.
+    pub fn capture_missed(&self, at: At) -> u64 {
+        self.req.capture_missed() + self.read_resp.judged(at).missed
+    }
+
+    /// What a report at its end, or the capture's, cannot judge: skipped PSNs (requests and
+    /// READ responses) whose acknowledgement was not due yet.
+    pub fn unsettled(&self, end: u64) -> Option<Unsettled> {
+        let requests = self.req.unsettled(self.verdicts_at(At::End(end)).time());
+        let responses = self.read_resp.judged(At::End(end));
+        let psns = requests.map_or(0, |r| r.0) + responses.unsettled;
+        (psns > 0).then(|| Unsettled {
+            psns,
+            after_ns: [requests.map(|r| r.1), responses.unsettled_after_ns]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or(0),
+            frame: requests.map(|r| r.2),
+        })
     }
 
     /// The data PSNs of the flow a capture that missed `missed` of them should have held: the
@@ -960,7 +999,7 @@ impl Flow {
 
     /// What findings need of the flow at the capture's end, or once it ended.
     pub fn evidence(&self, capture_end: u64) -> FlowEvidence {
-        self.evidence_with(self.unacknowledged(capture_end), None)
+        self.evidence_with(self.unacknowledged(capture_end), At::End(capture_end))
     }
 
     /// What findings need of the flow while it and the capture run (at `now`): its requests
@@ -968,11 +1007,11 @@ impl Flow {
     /// told is not taken back), and so are PSNs skipped within the flow's ACK allowance;
     /// they count when the flow ends or the capture does.
     pub fn evidence_while_open(&self, now: u64) -> FlowEvidence {
-        self.evidence_with(Unacknowledged::default(), Some(now))
+        self.evidence_with(Unacknowledged::default(), At::Running(now))
     }
 
-    fn evidence_with(&self, unacknowledged: Unacknowledged, now: Option<u64>) -> FlowEvidence {
-        let (lost, missed) = self.req.verdict_frames(now);
+    fn evidence_with(&self, unacknowledged: Unacknowledged, at: At) -> FlowEvidence {
+        let (lost, missed) = self.req.verdict_frames(self.verdicts_at(at));
         FlowEvidence {
             link: self.link,
             tags_visible: self.tags_visible,
@@ -993,6 +1032,10 @@ impl Flow {
                 read_range_violation: self.read_range_violation.clone(),
                 icrc_bad: self.icrc_bad.clone(),
                 oversize: self.oversize.clone(),
+                unsettled: match at {
+                    At::End(end) => self.unsettled(end),
+                    At::Running(_) => None,
+                },
             }),
             not_ect: self.not_ect.clone(),
             dscp0_with_pcp: self.dscp0_with_pcp.clone(),

@@ -262,7 +262,7 @@ impl Analyzer {
                 id: flow.id,
                 ended_ns: now,
                 report: report.map(Arc::new),
-                counters: parts.counters.then(|| flow.counters(None)),
+                counters: parts.counters.then(|| flow.counters(At::End(now))),
             });
         }
     }
@@ -301,9 +301,10 @@ impl Analyzer {
 
     /// The plots' RTT distribution keeps the samples of flows that ended.
     /// What the capture-wide figures keep of a flow that ended at `end`: the PSNs the capture
-    /// missed on it, and its ACK RTT samples for the plots.
+    /// missed on it and those left unsettled, and its ACK RTT samples for the plots.
     pub(super) fn fold_ended_samples(&mut self, flow: &Flow, end: u64) {
-        let missed = flow.capture_missed(None, end);
+        self.state.unsettled += flow.unsettled(end).map_or(0, |u| u.psns);
+        let missed = flow.capture_missed(At::End(end));
         if missed > 0 {
             self.state.missed.psns += missed;
             self.state.missed.flows += 1;

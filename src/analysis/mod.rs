@@ -191,6 +191,8 @@ pub struct CaptureState {
     pub capture_duplicates: u64,
     /// What the capture missed on the flows that ended.
     pub missed: MissedTally,
+    /// PSNs of the flows that ended whose fate the capture could not tell.
+    pub unsettled: u64,
     /// Frames that are not RoCE, by PCP (tagged) and by DSCP (IP): what shares RoCE's class.
     pub other_by_pcp: [flow::Evidence; 8],
     pub other_by_dscp: BTreeMap<u8, flow::Evidence>,

@@ -59,6 +59,31 @@ const DAMAGED_KEPT: usize = 8;
 /// within a few round trips).
 const SETTLED_KEPT: usize = 64;
 
+/// When a verdict is made: while the flow and the capture run, at the capture's time (PSNs
+/// within their ACK allowance are pending), or at the end of the flow or the capture (at its
+/// time: a PSN still within its allowance then is unsettled, neither lost nor missed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum At {
+    Running(u64),
+    End(u64),
+}
+
+impl At {
+    pub fn time(self) -> u64 {
+        match self {
+            At::Running(t) | At::End(t) => t,
+        }
+    }
+
+    /// The time a running judgement is made at; None at the end.
+    pub fn running(self) -> Option<u64> {
+        match self {
+            At::Running(t) => Some(t),
+            At::End(_) => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Arrival {
     InOrder,
@@ -86,6 +111,9 @@ struct Hole {
     frame: u64,
     /// A sequence NAK named its first PSN: lost (a resend fills it, or it stays missing).
     named: bool,
+    /// RC, XRC or RD: an acknowledgement or a resend may still tell its fate. UC and UD
+    /// gaps stay missing once the capture ends.
+    reliable: bool,
     /// When the first request asking for an ACK went by after the gap: the flow's ACK
     /// allowance runs from then.
     asked_at: Option<u64>,
@@ -110,6 +138,23 @@ impl Hole {
             && self
                 .asked_at
                 .is_some_and(|t| now > t.saturating_add(self.allowance_ns))
+    }
+
+    /// Whether its fate is told `at`: a NAK named it, or its allowance ran out (at the end,
+    /// counted from the gap where no request asked for an ACK after it). Otherwise it is
+    /// pending while the capture runs, and unsettled at the end.
+    fn judged(&self, at: At) -> bool {
+        self.named
+            || match at {
+                At::Running(now) => self.settles_by(now),
+                At::End(_) if !self.reliable => true,
+                At::End(end) => {
+                    end > self
+                        .asked_at
+                        .unwrap_or(self.at)
+                        .saturating_add(self.allowance_ns)
+                }
+            }
     }
 }
 
@@ -378,6 +423,7 @@ impl PsnTracker {
                 len: d as u32,
                 frame,
                 named: false,
+                reliable,
                 asked_at: ack_req.then_some(ts),
                 allowance_ns: allowance(),
                 at: ts,
@@ -818,32 +864,49 @@ impl PsnTracker {
         Some(h.frame)
     }
 
-    /// Holes judged missing in a report made at `now`: every one at the end (`None`), else
-    /// those named by a NAK or past their allowance (the others are pending: the ACK that
-    /// shows the capture missed them may be on its way).
-    fn missing_holes(&self, now: Option<u64>) -> impl Iterator<Item = &Hole> + '_ {
+    /// Holes judged missing in a report made `at`: those named by a NAK or past their
+    /// allowance (the others are pending while the capture runs, the ACK that shows the
+    /// capture missed them may be on its way, and unsettled at the end).
+    fn missing_holes(&self, at: At) -> impl Iterator<Item = &Hole> + '_ {
+        self.skipped.holes.iter().filter(move |h| h.judged(at))
+    }
+
+    /// PSNs whose fate a report made at the end (`End`) cannot tell: skipped, and the capture
+    /// ended before their acknowledgement was due. None while the capture runs.
+    fn unsettled_holes(&self, at: At) -> impl Iterator<Item = &Hole> + '_ {
+        let end = matches!(at, At::End(_));
         self.skipped
             .holes
             .iter()
-            .filter(move |h| now.is_none_or(|t| h.named || h.settles_by(t)))
+            .filter(move |h| end && !h.judged(at))
     }
 
-    /// The counts in a report made at `now`, or at the end (`None`): holes not judged by
-    /// then are missing (see `missing_holes`).
-    pub fn finish(&self, now: Option<u64>) -> PsnCounts {
+    /// The PSNs a report made at the end cannot judge, and how long before `end` the gap
+    /// that skipped the latest of them came: (PSNs, ns, frame of that gap).
+    pub fn unsettled(&self, end: u64) -> Option<(u64, u64, u64)> {
+        let at = At::End(end);
+        let psns: u64 = self.unsettled_holes(at).map(|h| u64::from(h.len)).sum();
+        let latest = self.unsettled_holes(at).max_by_key(|h| h.at)?;
+        Some((psns, end.saturating_sub(latest.at), latest.frame))
+    }
+
+    /// The counts in a report made `at`: holes not judged by then are pending (running) or
+    /// unsettled (at the end), neither missing nor missed (see `missing_holes`).
+    pub fn finish(&self, at: At) -> PsnCounts {
         let mut c = (*self.counts).clone();
         let s = &*self.skipped;
         c.missing = s.untracked
             + s.settled
             + self
-                .missing_holes(now)
+                .missing_holes(at)
                 .map(|h| u64::from(h.len))
                 .sum::<u64>();
+        c.unsettled = self.unsettled_holes(at).map(|h| u64::from(h.len)).sum();
         c.missing_ranges = s
             .settled_ranges
             .iter()
             .copied()
-            .chain(self.missing_holes(now).map(Hole::range))
+            .chain(self.missing_holes(at).map(Hole::range))
             .take(MISSING_RANGES_SHOWN)
             .collect();
         // Fillers not settled yet count as reordered, as `out_of_order` counts them.
@@ -861,7 +924,7 @@ impl PsnTracker {
     pub fn lost_by(&self, now: u64) -> u64 {
         let s = &*self.skipped;
         let missing: u64 = self
-            .missing_holes(Some(now))
+            .missing_holes(At::Running(now))
             .map(|h| u64::from(h.len))
             .sum();
         self.counts.recovered + s.untracked + s.settled + missing
@@ -872,12 +935,12 @@ impl PsnTracker {
         self.counts.capture_missed
     }
 
-    /// The frames of the gaps judged lost or missing at `now` (`None`: the end), and of
-    /// those the capture missed: the evidence of `psn_loss` and `capture_missed`.
-    pub fn verdict_frames(&self, now: Option<u64>) -> (Evidence, Evidence) {
+    /// The frames of the gaps judged lost or missing `at`, and of those the capture missed:
+    /// the evidence of `psn_loss` and `capture_missed`.
+    pub fn verdict_frames(&self, at: At) -> (Evidence, Evidence) {
         let s = &*self.skipped;
         let mut lost = s.lost_at.clone();
-        for h in self.missing_holes(now) {
+        for h in self.missing_holes(at) {
             lost.add_once(h.frame);
         }
         (lost, s.missed_at.clone())
@@ -927,6 +990,17 @@ pub struct ResponseTracker {
     /// READ responses the flow carried.
     pub carried: u64,
     pending: Vec<ResponseGap>,
+}
+
+/// What a flow's READ response gaps were judged in a report: gaps lost, PSNs the capture
+/// missed, PSNs unsettled at the end, and how long before the end the latest of those gaps
+/// came.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ResponseVerdicts {
+    pub gaps: u64,
+    pub missed: u64,
+    pub unsettled: u64,
+    pub unsettled_after_ns: Option<u64>,
 }
 
 /// Response gaps waiting for their verdict at once (a capture missing many at once keeps the
@@ -1009,20 +1083,25 @@ impl ResponseTracker {
         self.missed - before
     }
 
-    /// (gaps lost, PSNs missed by the capture) in a report made at `now`, or at the end
-    /// (`None`, `end`: the capture's last time): a gap still pending at the end is lost
-    /// unless its allowance ran out by then; while the capture runs it is left out.
-    pub fn judged(&self, now: Option<u64>, end: u64) -> (u64, u64) {
-        let at = now.unwrap_or(end);
-        let (mut gaps, mut missed) = (self.gaps, self.missed);
+    /// (gaps lost, PSNs missed by the capture, PSNs unsettled) in a report made `at`: a gap
+    /// still pending is missed once its allowance ran out; before, it is left out while the
+    /// capture runs, and unsettled at the end (no re-issue was due yet).
+    pub fn judged(&self, at: At) -> ResponseVerdicts {
+        let mut v = ResponseVerdicts {
+            gaps: self.gaps,
+            missed: self.missed,
+            ..ResponseVerdicts::default()
+        };
         for g in &self.pending {
-            if at > g.ts.saturating_add(g.allowance_ns) {
-                missed += g.psns;
-            } else if now.is_none() {
-                gaps += 1;
+            if at.time() > g.ts.saturating_add(g.allowance_ns) {
+                v.missed += g.psns;
+            } else if let At::End(end) = at {
+                v.unsettled += g.psns;
+                let after = end.saturating_sub(g.ts);
+                v.unsettled_after_ns = Some(v.unsettled_after_ns.map_or(after, |a| a.min(after)));
             }
         }
-        (gaps, missed)
+        v
     }
 }
 
@@ -1031,6 +1110,8 @@ mod tests {
     use super::*;
 
     const ALLOWANCE: u64 = 50_000;
+    /// A capture end long after every test's gaps: each is judged.
+    const END: At = At::End(u64::MAX / 2);
 
     fn req(t: &mut PsnTracker, p: u32, ts: u64) -> Arrival {
         t.request(Psn::new(p), ts, 1, None, true, true, u64::from(p), || {
@@ -1050,7 +1131,7 @@ mod tests {
         let mut t = PsnTracker::default();
         let a = feed(&mut t, &[0xfffffd, 0xfffffe, 0xffffff, 0, 1]);
         assert!(a.iter().all(|&x| x == Arrival::InOrder));
-        assert_eq!(t.finish(None), PsnCounts::default());
+        assert_eq!(t.finish(END), PsnCounts::default());
     }
 
     #[test]
@@ -1071,7 +1152,7 @@ mod tests {
                 Arrival::InOrder
             ]
         );
-        let c = t.finish(None);
+        let c = t.finish(END);
         assert_eq!(
             (c.gaps, c.missing, c.retransmitted, c.duplicates),
             (1, 0, 3, 0)
@@ -1086,7 +1167,7 @@ mod tests {
         assert_eq!(a[3], Arrival::OutOfOrder);
         assert_eq!(a[5], Arrival::Duplicate);
         assert_eq!(a[6], Arrival::Gap(3));
-        let c = t.finish(None);
+        let c = t.finish(END);
         assert_eq!(
             (c.gaps, c.out_of_order, c.duplicates, c.missing),
             (2, 1, 1, 3)
@@ -1116,7 +1197,7 @@ mod tests {
                 Arrival::OutOfOrder
             )
         );
-        let c = t.finish(None);
+        let c = t.finish(END);
         assert_eq!((c.out_of_order, c.missing, c.retransmitted), (3, 0, 0));
         assert_eq!(c.out_of_order_depth_max, 3);
         assert!((c.out_of_order_delay_max_us - 0.03).abs() < 1e-9, "{c:?}");
@@ -1166,10 +1247,10 @@ mod tests {
         // An ACK beyond the highest PSN sent is no evidence.
         feed(&mut t, &[7, 9]);
         assert_eq!(t.acknowledged(Psn::new(20), 1_200), 0);
-        let c = t.finish(None);
+        let c = t.finish(END);
         assert_eq!((c.gaps, c.capture_missed, c.missing), (2, 2, 1));
         assert_eq!(c.missing_ranges, vec![[8, 8]]);
-        let (lost, missed) = t.verdict_frames(None);
+        let (lost, missed) = t.verdict_frames(END);
         assert_eq!((lost.frames, missed.frames), (vec![9], vec![5]));
     }
 
@@ -1182,12 +1263,12 @@ mod tests {
         assert_eq!(t.nak_evidence(Psn::new(3), 1_100, true, 0), 1);
         t.nak(Psn::new(3));
         assert_eq!(req(&mut t, 3, 2_000), Arrival::Retransmitted);
-        let c = t.finish(None);
+        let c = t.finish(END);
         assert_eq!((c.capture_missed, c.recovered, c.missing), (1, 1, 0));
         let mut r = PsnTracker::default();
         feed(&mut r, &[1, 4, 5]);
         assert_eq!(r.nak_evidence(Psn::new(3), 1_100, false, 0), 2);
-        assert_eq!(r.finish(None).missing, 0);
+        assert_eq!(r.finish(END).missing, 0);
     }
 
     /// Fillers followed by a PSN seen before: a go-back replay whose NAK was not captured.
@@ -1210,7 +1291,7 @@ mod tests {
             (late.first, late.count, late.frames.clone()),
             (Psn::new(3), 1, vec![3])
         );
-        let c = t.finish(None);
+        let c = t.finish(END);
         assert_eq!(
             (
                 c.out_of_order,
@@ -1230,7 +1311,7 @@ mod tests {
         let a = feed(&mut r, &[1, 2, 4, 3, 5, 6]);
         assert_eq!(a[3], Arrival::OutOfOrder);
         assert!(r.take_late_resends().is_none());
-        assert_eq!(r.finish(None).out_of_order, 1);
+        assert_eq!(r.finish(END).out_of_order, 1);
     }
 
     /// A hole settles as missing once the allowance ran out after a request asked for an ACK:
@@ -1247,7 +1328,7 @@ mod tests {
             req(&mut t, p, 1_000_100 + i as u64);
         }
         t.acknowledged(Psn::new(acked), 1_010_000);
-        t.finish(None)
+        t.finish(END)
     }
 
     #[test]
@@ -1276,16 +1357,39 @@ mod tests {
     }
 
     #[test]
+    fn a_hole_the_capture_ended_within_its_allowance_is_unsettled() {
+        let mut t = PsnTracker::default();
+        feed(&mut t, &[0, 1, 4]);
+        // The gap at 1_020 asked for an ACK: due by 1_020 + ALLOWANCE.
+        let c = t.finish(At::End(1_020 + ALLOWANCE));
+        assert_eq!((c.unsettled, c.missing), (2, 0));
+        assert_eq!(t.unsettled(1_020 + ALLOWANCE), Some((2, ALLOWANCE, 4)));
+        let c = t.finish(At::End(1_021 + ALLOWANCE));
+        assert_eq!((c.unsettled, c.missing), (0, 2));
+        assert_eq!(t.unsettled(1_021 + ALLOWANCE), None);
+        // While the capture runs it is pending: neither.
+        let c = t.finish(At::Running(1_020));
+        assert_eq!((c.unsettled, c.missing), (0, 0));
+        // Named by a NAK it is lost, whenever the capture ends.
+        t.nak_evidence(Psn::new(2), 1_030, true, 9);
+        assert_eq!(t.finish(At::End(1_030)).missing, 2);
+    }
+
+    #[test]
     fn a_hole_past_its_allowance_is_missing_for_good() {
         let mut t = PsnTracker::default();
         req(&mut t, 1, 1_000);
         req(&mut t, 3, 2_000);
-        assert_eq!(t.finish(Some(2_000 + ALLOWANCE)).missing, 0, "pending");
+        assert_eq!(
+            t.finish(At::Running(2_000 + ALLOWANCE)).missing,
+            0,
+            "pending"
+        );
         assert_eq!(t.lost_by(2_000 + ALLOWANCE), 0);
-        assert_eq!(t.finish(None).missing, 1, "at the end");
+        assert_eq!(t.finish(END).missing, 1, "at the end");
         assert_eq!(t.lost_by(2_001 + ALLOWANCE), 1);
         assert_eq!(t.acknowledged(Psn::new(3), 3_000 + ALLOWANCE), 0);
-        let c = t.finish(None);
+        let c = t.finish(END);
         assert_eq!((c.missing, c.capture_missed), (1, 0));
         assert_eq!(c.missing_ranges, vec![[2, 2]]);
     }
@@ -1301,11 +1405,11 @@ mod tests {
         let later = 3_000 + ALLOWANCE;
         req(&mut t, 7, later);
         assert_eq!(t.lost_by(later), 3, "settled");
-        assert_eq!(t.finish(Some(later)).missing_ranges, vec![[3, 5]]);
+        assert_eq!(t.finish(At::Running(later)).missing_ranges, vec![[3, 5]]);
         t.nak(Psn::new(3));
         assert_eq!(req(&mut t, 3, later + 10), Arrival::Retransmitted);
         assert_eq!(req(&mut t, 5, later + 20), Arrival::Retransmitted);
-        let c = t.finish(None);
+        let c = t.finish(END);
         assert_eq!((c.recovered, c.missing), (2, 1));
         assert_eq!(c.missing_ranges, vec![[4, 4]]);
         assert_eq!(t.lost_by(later + 20), 3, "the loss stands");
@@ -1335,7 +1439,7 @@ mod tests {
         assert_eq!(req(&mut t, 8, 2_000), Arrival::InOrder);
         assert!(!t.damaged(Psn::new(10), 1));
         assert_eq!(req(&mut t, 11, 2_100), Arrival::Gap(2));
-        let c = t.finish(None);
+        let c = t.finish(END);
         assert_eq!((c.gaps, c.damaged, c.missing), (1, 6, 1));
         assert_eq!(req(&mut t, 3, 2_200), Arrival::Retransmitted);
     }
@@ -1352,15 +1456,24 @@ mod tests {
         let mut m = ResponseTracker::default();
         m.response(Psn::new(10), true, false, 0, Some(100));
         m.response(Psn::new(12), false, true, 10, Some(100));
-        assert_eq!(m.judged(Some(50), 50), (0, 0), "pending");
-        assert_eq!(m.judged(None, 50), (1, 0), "lost at the end, unproven");
-        assert_eq!(m.judged(Some(200), 200), (0, 1));
+        let v = |gaps, missed, unsettled, unsettled_after_ns| ResponseVerdicts {
+            gaps,
+            missed,
+            unsettled,
+            unsettled_after_ns,
+        };
+        assert_eq!(m.judged(At::Running(50)), v(0, 0, 0, None), "pending");
+        // The capture ended 40 ns after the gap, before a re-issue was due: unsettled.
+        let at_end = v(0, 0, 1, Some(40));
+        assert_eq!(m.judged(At::End(50)), at_end, "unsettled at the end");
+        assert_eq!(m.judged(At::Running(200)), v(0, 1, 0, None));
+        assert_eq!(m.judged(At::End(200)), v(0, 1, 0, None));
         assert_eq!(m.response(Psn::new(20), true, true, 200, Some(100)), 1);
         // A re-issue within the allowance: lost.
         let mut l = ResponseTracker::default();
         l.response(Psn::new(10), true, false, 0, Some(100));
         l.response(Psn::new(12), false, true, 10, Some(100));
         l.reissued(60);
-        assert_eq!(l.judged(None, 500), (1, 0));
+        assert_eq!(l.judged(At::End(500)), v(1, 0, 0, None));
     }
 }

@@ -11,6 +11,7 @@ use super::findings::{self, CaptureFacts};
 use super::flow::{Flow, FlowEvidence};
 use super::lifetime::KeptFlows;
 use super::pfc::PauseTracker;
+pub use super::psn::At;
 use super::{Analyzer, MissedTally, CNP_WINDOW_NS};
 use crate::common::rare::Rare;
 use crate::decode::FrameCounts;
@@ -152,31 +153,6 @@ fn mtu_at_least(f: &Flow, known: bool) -> Option<u32> {
 /// the path MTU its packets show.
 type PeerFacts = Option<(super::flow::FlowKey, Option<u32>)>;
 
-/// When a flow's entry and evidence are made: while it and the capture run, at the capture's
-/// time (PSNs within their ACK allowance are pending), or at its end or the capture's (every
-/// PSN is judged).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum At {
-    Running(u64),
-    End(u64),
-}
-
-impl At {
-    fn time(self) -> u64 {
-        match self {
-            At::Running(t) | At::End(t) => t,
-        }
-    }
-
-    /// The time a running judgement is made at; None at the end.
-    fn running(self) -> Option<u64> {
-        match self {
-            At::Running(t) => Some(t),
-            At::End(_) => None,
-        }
-    }
-}
-
 /// The report entry of `f` made `at` (numbered 0).
 fn flow_entry(f: &Flow, at: At, peer: PeerFacts, hosts: &HostNames) -> FlowReport {
     let last_ts = at.time();
@@ -233,7 +209,7 @@ fn flow_entry(f: &Flow, at: At, peer: PeerFacts, hosts: &HostNames) -> FlowRepor
         psn: Rare::of(psn_counts(f, at)),
         loss_frames: Rare::of(f.loss.frames.clone()),
         retransmit_frames: Rare::of(f.retrans.frames.clone()),
-        read_response_gaps: f.read_resp.judged(at.running(), last_ts).0,
+        read_response_gaps: f.read_resp.judged(at).gaps,
         acks: f.acks,
         feedback: Rare::of(Feedback {
             naks: Rare::of(nak_report(f)),
@@ -264,9 +240,11 @@ fn psn_counts(f: &Flow, at: At) -> crate::model::PsnCounts {
     let mut c = if f.transport == Some(Transport::Ud) {
         (*f.ud_psn).clone()
     } else {
-        f.req.finish(at.running())
+        f.req.finish(f.verdicts_at(at))
     };
-    c.capture_missed += f.read_resp.judged(at.running(), at.time()).1;
+    let responses = f.read_resp.judged(at);
+    c.capture_missed += responses.missed;
+    c.unsettled += responses.unsettled;
     c
 }
 
@@ -445,7 +423,8 @@ impl Analyzer {
         }
     }
 
-    fn capture_report(&self, meta: &CaptureMeta) -> CaptureReport {
+    /// The capture's entry made `at`: at the end, the open flows' unsettled PSNs count.
+    fn capture_report(&self, meta: &CaptureMeta, at: At) -> CaptureReport {
         let c = &meta.counts;
         let duration_ns = c.first_ts.map_or(0, |f| c.last_ts - f);
         CaptureReport {
@@ -499,6 +478,16 @@ impl Analyzer {
                 let m = self.missed_so_far();
                 CaptureMissed::of(m.psns, m.flows, m.data_psns, c.roce)
             },
+            unsettled: self.state.unsettled
+                + match at {
+                    At::End(end) => self
+                        .flows
+                        .iter()
+                        .filter_map(|f| f.unsettled(end))
+                        .map(|u| u.psns)
+                        .sum(),
+                    At::Running(_) => 0,
+                },
             warnings: meta.warnings.clone(),
             live: None,
             selection: meta.selection.clone(),
@@ -523,7 +512,11 @@ impl Analyzer {
             .collect();
         Figures {
             now,
-            flows: self.flows.iter().map(|f| f.counters(Some(now))).collect(),
+            flows: self
+                .flows
+                .iter()
+                .map(|f| f.counters(At::Running(now)))
+                .collect(),
             flows_seen: self.next_flow_id,
             flows_ended: self.flows_ended,
             pfc,
@@ -552,7 +545,7 @@ impl Analyzer {
         let now = self.state.last_ts;
         let mut tally = self.state.missed;
         for f in &self.flows {
-            let missed = f.capture_missed(Some(now), now);
+            let missed = f.capture_missed(At::Running(now));
             if missed > 0 {
                 tally.psns += missed;
                 tally.flows += 1;
@@ -660,7 +653,7 @@ impl Analyzer {
         findings::find_each(
             &reports,
             &evidence,
-            &self.capture_report(meta),
+            &self.capture_report(meta, at),
             &self.pfc_report(&pfc, &pause),
             &self.facts(&mutual, meta, !at_end, &hosts),
         )
@@ -682,7 +675,7 @@ impl Analyzer {
     ) -> (Report, Vec<usize>) {
         let mut report = Report {
             schema: SCHEMA,
-            capture: self.capture_report(meta),
+            capture: self.capture_report(meta, At::End(self.state.last_ts)),
             flows,
             pfc: self.pfc_report(pfc, pause),
             hosts: self.hosts_now(),

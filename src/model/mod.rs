@@ -105,6 +105,9 @@ pub struct CaptureReport {
     pub capture_duplicates: u64,
     /// PSNs the capture point missed: skipped PSNs the other end acknowledged.
     pub missed: CaptureMissed,
+    /// Skipped PSNs whose fate the capture cannot tell (`flows[].psn.unsettled`, with the
+    /// flows that ended).
+    pub unsettled: u64,
     /// Problems with the file itself (cut short, corrupt), capture drops, and what else the
     /// capture point implies; in JSON, the messages.
     pub warnings: Vec<CaptureWarning>,
@@ -820,6 +823,9 @@ pub struct PsnCounts {
     pub capture_missed: u64,
     /// PSNs carried by frames with a bad ICRC (taken in the sequence, or skipped by a gap).
     pub damaged: u64,
+    /// Skipped PSNs whose fate the capture cannot tell: it ended before their
+    /// acknowledgement (or a READ re-issue) was due. Neither lost nor missed.
+    pub unsettled: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -1304,6 +1310,7 @@ pub enum FindingCode {
     ReadResponseLoss,
     Retransmissions,
     OutOfOrder,
+    PsnUnsettled,
     Duplicates,
     NakError,
     RnrNak,
@@ -1362,11 +1369,12 @@ pub enum FindingCode {
 
 impl FindingCode {
     /// Every code, for documentation checks.
-    pub const ALL: [FindingCode; 57] = [
+    pub const ALL: [FindingCode; 58] = [
         FindingCode::PsnLoss,
         FindingCode::ReadResponseLoss,
         FindingCode::Retransmissions,
         FindingCode::OutOfOrder,
+        FindingCode::PsnUnsettled,
         FindingCode::Duplicates,
         FindingCode::NakError,
         FindingCode::RnrNak,
@@ -1429,6 +1437,7 @@ impl FindingCode {
             FindingCode::ReadResponseLoss => "read_response_loss",
             FindingCode::Retransmissions => "retransmissions",
             FindingCode::OutOfOrder => "out_of_order",
+            FindingCode::PsnUnsettled => "psn_unsettled",
             FindingCode::Duplicates => "duplicates",
             FindingCode::NakError => "nak_error",
             FindingCode::RnrNak => "rnr_nak",

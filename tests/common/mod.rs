@@ -205,6 +205,12 @@ pub fn ndjson(path: &Path) -> Vec<Value> {
 /// A copy of the capture at `path` without the frames numbered in `drop` (from 1), as a
 /// capture that missed them holds it: the file `NAME` in a scratch directory tagged `tag`.
 pub fn capture_without(path: &Path, drop: &[u64], tag: &str) -> Scratch {
+    capture_keeping(path, |frame| !drop.contains(&frame), tag)
+}
+
+/// A copy of the capture at `path` with only the frames numbered (from 1) that `keep` takes:
+/// the file `NAME` in a scratch directory tagged `tag`.
+pub fn capture_keeping(path: &Path, keep: impl Fn(u64) -> bool, tag: &str) -> Scratch {
     use roce_parsers::capture::{CaptureParser, Next};
     let data = std::fs::read(path).unwrap();
     let (mut parser, mut at) = CaptureParser::new(&data).unwrap();
@@ -214,7 +220,7 @@ pub fn capture_without(path: &Path, drop: &[u64], tag: &str) -> Scratch {
         match parser.next(&data[at..], at as u64).unwrap() {
             Next::Record(_, used) => {
                 frame += 1;
-                if !drop.contains(&frame) {
+                if keep(frame) {
                     out.extend_from_slice(&data[at..at + used]);
                 }
                 at += used;

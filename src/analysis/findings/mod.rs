@@ -315,6 +315,25 @@ fn loss_findings(
                 f.troubles.loss.frames.clone(),
             ));
         }
+        if let Some(u) = f.troubles.unsettled {
+            out.push(finding(
+                Severity::Info,
+                FindingCode::PsnUnsettled,
+                format!(
+                    "{} on {} unsettled: the capture ended {}, before its acknowledgement was due",
+                    plural(u.psns, "skipped PSN"),
+                    r.label(),
+                    match u.after_ns {
+                        0 => "with the frame that showed the gap".to_string(),
+                        ns => format!("{} after the gap", duration_us(ns as f64 / 1e3)),
+                    }
+                ),
+                "the capture ended too soon after the gap to tell whether the packets were lost (a NAK or a resend would follow) or only missed by the capture (an ACK would cover them); capture a little longer past the traffic",
+                flow(),
+                u.psns,
+                u.frame.into_iter().collect(),
+            ));
+        }
         if r.read_response_gaps > 0 {
             out.push(finding(
                 Severity::Critical,

@@ -137,6 +137,13 @@ fn capture_summary(o: &mut String, c: &CaptureReport) {
         );
         wrap_into(o, "  ", "    ", &missed);
     }
+    if c.unsettled > 0 {
+        let unsettled = format!(
+            "the capture ended before {} could be judged lost or missed (psn_unsettled)",
+            plural(c.unsettled, "skipped PSN")
+        );
+        wrap_into(o, "  ", "    ", &unsettled);
+    }
     if c.live.is_some() && c.flows_ended > 0 {
         // A live capture frees ended flows: say where they went, or the flows listed below
         // (those still open) look like all there were.
@@ -315,14 +322,18 @@ fn flows(o: &mut String, flows: &[FlowReport]) {
             format!("gaps {}", f.psn.gaps),
             format!("missing {}", f.psn.missing),
             format!("missed {}", f.psn.capture_missed),
+        ]
+        .into_iter()
+        .chain((f.psn.unsettled > 0).then(|| format!("unsettled {}", f.psn.unsettled)))
+        .chain([
             format!("retx {}", f.psn.retransmitted),
             format!("dup {}", f.psn.duplicates),
             format!("ooo {}", f.psn.out_of_order),
             format!("NAK {}", f.feedback.naks.total()),
             format!("CE {}", f.feedback.ce),
             format!("CNP {}", f.feedback.cnps),
-        ];
-        wrap_items(o, INDENT, INDENT, trouble.into_iter());
+        ]);
+        wrap_items(o, INDENT, INDENT, trouble);
     }
     if flows.len() > TEXT_FLOWS {
         let _ = writeln!(
