@@ -1624,6 +1624,15 @@ mod tests {
         assert_eq!((r.offset, r.resynced_at), (starts[1] as u64, None));
         assert_eq!(r.bytes_skipped, (file.len() - starts[1]) as u64);
         assert_eq!(r.packets_skipped, 3);
+        // A packet block naming an interface never described, in a file with no other
+        // damage: skipped and counted, not a region.
+        let (mut file, starts) = pcapng_file(3);
+        file[starts[3] + 8] = 7;
+        let (got, damage) = read_whole(&file);
+        assert_eq!(secs(&got), [0, 2]);
+        assert_eq!((damage.region_count, damage.packets_skipped), (0, 1));
+        assert_eq!(damage.bytes_skipped, (starts[4] - starts[3]) as u64);
+        assert!(damage.packet_why.unwrap().contains("names interface 7"));
     }
 
     #[test]

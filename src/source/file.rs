@@ -255,7 +255,7 @@ pub fn decompressed(input: impl Read + Send + 'static) -> io::Result<(Box<dyn Re
         return Ok((Box::new(gz), true));
     }
     if head.starts_with(&ZSTD_MAGIC) {
-        let zst = ruzstd::decoding::StreamingDecoder::new(buffered)
+        let zst = zstd::stream::read::Decoder::with_buffer(buffered)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("zstd: {e}")))?;
         return Ok((Box::new(zst), true));
     }

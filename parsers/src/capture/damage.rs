@@ -188,20 +188,25 @@ pub struct DamagedRegion {
     pub bytes_skipped: u64,
     /// Where reading went on; None when nothing readable followed.
     pub resynced_at: Option<u64>,
-    /// pcapng packet blocks skipped whole: the interface they name was never described (its
-    /// description lost in damage before them).
+    /// pcapng packet blocks skipped whole right after the damage: the interface they name
+    /// was never described (its description lost in it).
     pub packets_skipped: u64,
     /// What was wrong where it starts.
     pub why: String,
 }
 
-/// Every damaged region of an input: the first `MAX_REGIONS` listed, all counted.
+/// Every damaged region of an input, the first `MAX_REGIONS` listed, all counted; and the
+/// pcapng packet blocks skipped for want of their interface's description.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DamageLog {
     pub regions: Vec<DamagedRegion>,
     pub region_count: u64,
+    /// Bytes skipped: the regions' and the packet blocks'.
     pub bytes_skipped: u64,
+    /// Packet blocks skipped, in regions or not.
     pub packets_skipped: u64,
+    /// Why the first packet block skipped outside a region was.
+    pub packet_why: Option<String>,
     /// The latest region while it goes on (nothing read after it yet): where it ends, and
     /// whether it is listed (the last of `regions`).
     open: Option<(u64, bool)>,
@@ -239,12 +244,22 @@ impl DamageLog {
         self.bytes_skipped += n;
     }
 
-    /// `skip` of a whole packet block, counted as a packet lost.
+    /// A whole packet block of `n` bytes at `offset` skipped, its interface never described:
+    /// counted, and part of the latest region when it goes on there (its description lost in
+    /// it), else counted alone.
     pub(super) fn skip_packet(&mut self, offset: u64, n: usize, why: impl FnOnce() -> String) {
-        self.skip(offset, n, why);
         self.packets_skipped += 1;
-        if let (Some((_, true)), Some(r)) = (self.open, self.regions.last_mut()) {
-            r.packets_skipped += 1;
+        match self.open {
+            Some((end, _)) if end == offset => {
+                self.skip(offset, n, why);
+                if let (Some((_, true)), Some(r)) = (self.open, self.regions.last_mut()) {
+                    r.packets_skipped += 1;
+                }
+            }
+            _ => {
+                self.bytes_skipped += n as u64;
+                self.packet_why.get_or_insert_with(why);
+            }
         }
     }
 
