@@ -428,3 +428,19 @@ fn damage_in_one_of_several_files_read_as_one_is_named_by_its_file() {
     assert_eq!(region["file"], d.path.to_str().unwrap());
     assert_eq!(region["offset"], d.at as u64);
 }
+
+#[test]
+fn an_annotated_copy_of_a_damaged_capture_holds_every_frame_read() {
+    // --annotate reads the file again to copy its frames by number: it must skip the damage
+    // as the first reading did.
+    let d = claiming("sample.pcap", 10, 0x7fff_ffff, |_, _| {});
+    let copy = Scratch::file("resync-annotate", "copy.pcapng");
+    let out = run_path(
+        &d.path,
+        &[&format!("--annotate={}", copy.to_str().unwrap()), "--json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = report(&copy, &[]);
+    assert_eq!(r["capture"]["packets"], (d.records - 1) as u64);
+    assert!(r["capture"].get("damaged").is_none());
+}

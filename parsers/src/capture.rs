@@ -6,7 +6,7 @@
 //! read from the file is checked before use; lengths beyond [`MAX_BLOCK_LEN`] are damage, so a
 //! hostile header never drives an allocation. A header that cannot be right is damage: the
 //! bytes up to the next place records can be trusted again are skipped and logged
-//! ([`damage`]), and reading goes on.
+//! (module `damage`), and reading goes on.
 
 mod damage;
 

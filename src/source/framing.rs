@@ -154,7 +154,7 @@ impl Framer {
         if head.is_empty() {
             return Err(capture_err(CaptureError::TooShort { len: 0 }));
         }
-        let (parser, header_len) = CaptureParser::new(&head).map_err(capture_err)?;
+        let (mut parser, header_len) = CaptureParser::new(&head).map_err(capture_err)?;
         if parser.format() == Format::Erf {
             // ERF has no magic number: its first records are read and checked before the
             // file is taken as ERF (a JSON report is not).
@@ -177,7 +177,6 @@ impl Framer {
             }
         }
         head.drain(..header_len);
-        let mut parser = parser;
         if eof {
             parser.input_ended();
         }
