@@ -118,25 +118,29 @@ fn pcapng_damage_is_reported_with_its_offset() {
         w.contains("impossible length 7") && w.contains("at byte"),
         "{w}"
     );
-    // Trailing length differs from the leading one.
+    // Trailing length differs from the leading one: reading goes on at the next block.
     let data = pcapng_with(|b| {
         let off = block_offset(b, 3);
         let len = u32::from_le_bytes(b[off + 4..off + 8].try_into().unwrap()) as usize;
         b[off + len - 4] ^= 0x40;
     });
     let r = analyze(&data);
-    assert_eq!(r["capture"]["packets"], 1);
+    assert_eq!(r["capture"]["packets"], 2);
     assert!(r["capture"]["warnings"][0]
         .as_str()
         .unwrap()
         .contains("trailing length"));
-    // A packet block naming an interface that was never described.
+    let region = &r["capture"]["damaged"]["regions"][0];
+    assert_eq!(region["offset"], block_offset(&data, 3));
+    assert_eq!(region["resynced_at"], block_offset(&data, 4));
+    // A packet block naming an interface that was never described: skipped and counted.
     let data = pcapng_with(|b| {
         let off = block_offset(b, 3);
         b[off + 8..off + 12].copy_from_slice(&5u32.to_le_bytes());
     });
     let r = analyze(&data);
-    assert_eq!(r["capture"]["packets"], 1);
+    assert_eq!(r["capture"]["packets"], 2);
+    assert_eq!(r["capture"]["damaged"]["packets_skipped"], 1);
     assert!(r["capture"]["warnings"][0]
         .as_str()
         .unwrap()
@@ -193,7 +197,8 @@ fn pcap_record_lengths_that_lie() {
         .as_str()
         .unwrap()
         .contains("116 of 5016 bytes present"));
-    // A record header claiming gigabytes: corrupt, reported with its byte offset.
+    // A record header claiming gigabytes: damage, reported with its byte offset, and the
+    // record after it read.
     let mut huge = good.clone();
     let at = huge.len();
     huge.extend(pcap_record(
@@ -209,7 +214,7 @@ fn pcap_record_lengths_that_lie() {
         &frames[3].1,
     ));
     let r = analyze(&huge);
-    assert_eq!(r["capture"]["packets"], 2);
+    assert_eq!(r["capture"]["packets"], 3);
     let w = r["capture"]["warnings"][0].as_str().unwrap();
     assert!(
         w.contains(&format!(

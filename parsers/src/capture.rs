@@ -3,10 +3,17 @@
 //! [`CaptureParser::next`] takes the unread part of the input and returns one record borrowing
 //! it, a block to skip, or [`Next::Incomplete`] with the number of bytes the next record needs:
 //! a mapped file ends there (a cut capture), a stream reads more and calls again. Every length
-//! read from the file is checked before use; lengths beyond [`MAX_BLOCK_LEN`] are errors, so a
-//! hostile header never drives an allocation.
+//! read from the file is checked before use; lengths beyond [`MAX_BLOCK_LEN`] are damage, so a
+//! hostile header never drives an allocation. A header that cannot be right is damage: the
+//! bytes up to the next place records can be trusted again are skipped and logged
+//! (module `damage`), and reading goes on.
+
+mod damage;
 
 use core::fmt;
+
+use damage::{erf_problem, erf_secs, Judged, PcapHeader, Sync, RESYNC_BLOCK_LEN};
+pub use damage::{DamageLog, DamagedRegion, Implausible, MAX_REGIONS, PLAUSIBLE_FRAME_LEN};
 
 use crate::link::LINKTYPE_ETHERNET;
 
@@ -67,7 +74,9 @@ pub enum CaptureError {
     NotACapture { magic: [u8; 4] },
     /// The input is shorter than a file header.
     TooShort { len: usize },
-    /// A length or header field that cannot be right; the rest of the input cannot be framed.
+    /// A header that cannot be right where no resynchronisation applies (a pcapng block
+    /// before any section header); the rest of the input cannot be framed. Damage past the
+    /// first header is skipped instead ([`CaptureParser::damage`]).
     Corrupt { what: String },
     /// No pcap or pcapng header, and the first records are not ERF's (`erf_verdict`).
     NotErf { magic: [u8; 4], why: &'static str },
@@ -286,6 +295,13 @@ pub struct CaptureParser {
     files: u32,
     /// Records returned so far: the number of the next one, less one.
     records: u64,
+    /// Seconds of the latest record read (pcap, ERF): a record far from it is suspect.
+    last_secs: Option<u64>,
+    /// Past damage, looking for the next place records can be trusted.
+    resyncing: bool,
+    /// What `next` is given from now on is all the rest of the input (`input_ended`).
+    input_ended: bool,
+    damage: DamageLog,
 }
 
 /// The ERF record header: timestamp (u64 little-endian, seconds . binary fraction), type (bit
@@ -414,46 +430,11 @@ pub fn erf_verdict(head: &[u8], whole: bool) -> Option<Result<(), CaptureError>>
     Some(Ok(()))
 }
 
-/// The next ERF record, whole (its header too: the ERF link type decodes it).
-fn next_erf(buf: &[u8], offset: u64) -> Result<(Next<'_>, RawPacket<'_>), CaptureError> {
-    if buf.len() < ERF_HEADER_LEN {
-        return Ok(no_packet(Next::Incomplete {
-            need: ERF_HEADER_LEN,
-        }));
-    }
-    let rlen = usize::from(u16::from_be_bytes([buf[10], buf[11]]));
-    if rlen < ERF_HEADER_LEN {
-        return Err(corrupt(format!(
-            "ERF record at byte {offset} has an impossible length {rlen}"
-        )));
-    }
-    if buf.len() < rlen {
-        return Ok(no_packet(Next::Incomplete { need: rlen }));
-    }
-    let ts = u64::from_le_bytes([
-        buf[0], buf[1], buf[2], buf[3], buf[4], buf[5], buf[6], buf[7],
-    ]);
-    let frac_ns = ((ts & 0xffff_ffff) * 1_000_000_000) >> 32;
-    let raw = RawPacket {
-        ts_units: ts,
-        options: PacketOptions::default(),
-    };
-    let record = Next::Record(
-        Record {
-            ts_ns: (ts >> 32) * 1_000_000_000 + frac_ns,
-            caplen: rlen as u32,
-            len: rlen as u32,
-            linktype: crate::link::LINKTYPE_ERF,
-            interface: 0,
-            input: 0,
-            point: 0,
-            frame: 0,
-            input_frame: 0,
-            data: &buf[..rlen],
-        },
-        rlen,
-    );
-    Ok((record, raw))
+/// What is wrong with a pcapng block that is framed (its lengths agree): only it is skipped.
+enum BlockFault {
+    Malformed(String),
+    /// A packet of an interface never described: its link type is not known.
+    NoInterface(String),
 }
 
 /// A step that is not a packet: it has no raw form.
@@ -499,6 +480,10 @@ impl CaptureParser {
             sections: 0,
             files: 1,
             records: 0,
+            last_secs: None,
+            resyncing: false,
+            input_ended: false,
+            damage: DamageLog::default(),
         };
         let (big_endian, nanos) = match magic_le {
             PCAP_MAGIC_MICRO => (false, false),
@@ -581,9 +566,21 @@ impl CaptureParser {
     }
 
     /// Decodes the next record from `buf` (the unread input). `offset` is `buf`'s position in
-    /// the file, used only in error messages.
+    /// the input, used in messages and in the damaged regions (`damage`).
     pub fn next<'a>(&mut self, buf: &'a [u8], offset: u64) -> Result<Next<'a>, CaptureError> {
         self.next_raw(buf, offset).map(|(next, _)| next)
+    }
+
+    /// Says that what `next` is given from now on is all the rest of the input: a suspect
+    /// record that ends it exactly is read, and damage that runs to its end is skipped to it.
+    /// Until then, a record that may be damage waits for the header after it.
+    pub fn input_ended(&mut self) {
+        self.input_ended = true;
+    }
+
+    /// The damaged regions skipped so far.
+    pub fn damage(&self) -> &DamageLog {
+        &self.damage
     }
 
     /// `next`, with how a record was written: its timestamp in its interface's units and its
@@ -593,11 +590,19 @@ impl CaptureParser {
         buf: &'a [u8],
         offset: u64,
     ) -> Result<(Next<'a>, RawPacket<'a>), CaptureError> {
-        let (next, raw) = match self.format {
-            Format::Pcap { nanos, .. } => self.next_pcap(buf, nanos, offset),
-            Format::Pcapng => self.next_pcapng(buf, offset),
-            Format::Erf => next_erf(buf, offset),
-        }?;
+        let skipped = self.damage.bytes_skipped;
+        let (next, raw) = match self.resync(buf, offset, 0) {
+            Some(step) => no_packet(step),
+            None => match self.format {
+                Format::Pcap { nanos, .. } => self.next_pcap(buf, nanos, offset),
+                Format::Pcapng => self.next_pcapng(buf, offset),
+                Format::Erf => self.next_erf(buf, offset),
+            }?,
+        };
+        if matches!(next, Next::Record(..) | Next::Skip(_)) && self.damage.bytes_skipped == skipped
+        {
+            self.damage.read_on(offset);
+        }
         let next = match next {
             Next::Record(r, used) => {
                 self.records += 1;
@@ -656,38 +661,37 @@ impl CaptureParser {
                     need: PCAP_HEADER_LEN,
                 }));
             }
-            let (next, _) = CaptureParser::new(&buf[..PCAP_HEADER_LEN])?;
-            let (files, records) = (self.files + 1, self.records);
-            *self = next;
-            self.files = files;
-            self.records = records;
+            self.next_pcap_file(&buf[..PCAP_HEADER_LEN])?;
             return Ok(no_packet(Next::Skip(PCAP_HEADER_LEN)));
         }
-        let be = self.big_endian;
-        let sec = u64::from(rd_u32(buf, 0, be));
-        let frac = u64::from(rd_u32(buf, 4, be));
-        let caplen = rd_u32(buf, 8, be);
-        let len = rd_u32(buf, 12, be);
-        if caplen as usize > MAX_BLOCK_LEN {
-            return Err(corrupt(format!(
-                "record header at byte {offset} claims {caplen} captured bytes (snap length {})",
-                self.snaplen
-            )));
+        let h = PcapHeader::read(buf, self.big_endian);
+        if let Some(problem) = h.problem(self.snaplen, nanos, self.last_secs) {
+            match self.suspect_pcap(buf, &h, nanos) {
+                Judged::Read => {}
+                Judged::Need(need) => return Ok(no_packet(Next::Incomplete { need })),
+                Judged::Damage => {
+                    let why = format!("record header at byte {offset} {problem}");
+                    return Ok(no_packet(self.damaged(buf, offset, why)));
+                }
+            }
         }
+        let caplen = h.caplen;
         let need = PCAP_RECORD_HEADER_LEN + caplen as usize;
         if buf.len() < need {
             return Ok(no_packet(Next::Incomplete { need }));
         }
+        let (sec, frac) = (h.secs, h.frac);
         let ts_ns = sec * 1_000_000_000 + if nanos { frac } else { frac * 1000 };
         let raw = RawPacket {
             ts_units: sec * if nanos { 1_000_000_000 } else { 1_000_000 } + frac,
             options: PacketOptions::default(),
         };
+        self.last_secs = Some(sec);
         let record = Next::Record(
             Record {
                 ts_ns,
                 caplen,
-                len: len.max(caplen),
+                len: h.len.max(caplen),
                 linktype: self.linktype,
                 interface: 0,
                 input: 0,
@@ -701,6 +705,274 @@ impl CaptureParser {
         Ok((record, raw))
     }
 
+    /// The file header of a pcap concatenated after this one: its byte order, time units,
+    /// link type and snap length from now on.
+    fn next_pcap_file(&mut self, header: &[u8]) -> Result<(), CaptureError> {
+        let (next, _) = CaptureParser::new(header)?;
+        self.format = next.format;
+        self.big_endian = next.big_endian;
+        self.snaplen = next.snaplen;
+        self.linktype = next.linktype;
+        self.files += 1;
+        self.last_secs = None;
+        Ok(())
+    }
+
+    /// A pcap record whose header `h` is implausible: read when the header after it is
+    /// plausible, damage when it is not. Beyond `MAX_BLOCK_LEN` nothing is waited for.
+    fn suspect_pcap(&self, buf: &[u8], h: &PcapHeader, nanos: bool) -> Judged {
+        if h.caplen as usize > MAX_BLOCK_LEN {
+            return Judged::Damage;
+        }
+        let len = PCAP_RECORD_HEADER_LEN + h.caplen as usize;
+        // The input cut inside the next header tells nothing against this record.
+        self.follows(buf, len, PCAP_RECORD_HEADER_LEN, Judged::Read, |next| {
+            self.pcap_after(next, nanos, h.secs)
+        })
+    }
+
+    /// Whether `next` starts as a pcap record does after one at `secs` (or a file header).
+    fn pcap_after(&self, next: &[u8], nanos: bool, secs: u64) -> bool {
+        Self::pcap_header_at(next)
+            || PcapHeader::read(next, self.big_endian)
+                .problem(self.snaplen, nanos, Some(secs))
+                .is_none()
+    }
+
+    /// What the bytes after a record of `len` bytes at the start of `b` say of it: it is read
+    /// when the next header (`header` bytes) is `plausible` or when the record ends the input
+    /// exactly; `cut` when the input ends inside the next header.
+    fn follows(
+        &self,
+        b: &[u8],
+        len: usize,
+        header: usize,
+        cut: Judged,
+        plausible: impl Fn(&[u8]) -> bool,
+    ) -> Judged {
+        match b.get(len..) {
+            Some(next) if next.len() >= header => {
+                if plausible(next) {
+                    Judged::Read
+                } else {
+                    Judged::Damage
+                }
+            }
+            Some([]) if self.input_ended => Judged::Read,
+            Some(_) if self.input_ended => cut,
+            None if self.input_ended => Judged::Damage,
+            _ => Judged::Need(len + header),
+        }
+    }
+
+    /// Damage at the start of `buf`, for reason `why`: a region starts, and the bytes up to
+    /// the next place records can be trusted are skipped (at least one, so reading moves).
+    fn damaged<'a>(&mut self, buf: &[u8], offset: u64, why: String) -> Next<'a> {
+        self.damage.skip(offset, 0, || why);
+        self.resyncing = true;
+        match self.resync(buf, offset, 1) {
+            Some(step) => step,
+            None => Next::Skip(1),
+        }
+    }
+
+    /// While past damage: skips to the next place records can be trusted, looking from
+    /// `from`. None when not past damage, or when such a place starts `buf`: read there.
+    fn resync<'a>(&mut self, buf: &[u8], offset: u64, from: usize) -> Option<Next<'a>> {
+        if !self.resyncing {
+            return None;
+        }
+        // pcapng blocks start 4-aligned in the file.
+        let (mut at, step) = match self.format {
+            Format::Pcapng => ((offset + from as u64).next_multiple_of(4) - offset, 4),
+            _ => (from as u64, 1),
+        };
+        let mut found = false;
+        while (at as usize) < buf.len() {
+            match self.sync_at(&buf[at as usize..]) {
+                Sync::Yes => {
+                    found = true;
+                    break;
+                }
+                Sync::No => at += step,
+                Sync::Need(need) if at == 0 => return Some(Next::Incomplete { need }),
+                Sync::Need(_) => break,
+            }
+        }
+        let at = (at as usize).min(buf.len());
+        self.resyncing = !found;
+        if at == 0 {
+            return (!found).then_some(Next::Incomplete {
+                need: PCAP_RECORD_HEADER_LEN,
+            });
+        }
+        self.damage
+            .skip(offset, at, || format!("damage at byte {offset}"));
+        Some(Next::Skip(at))
+    }
+
+    /// Whether records can be trusted again from the start of `b` (`resync`).
+    fn sync_at(&self, b: &[u8]) -> Sync {
+        match self.format {
+            Format::Pcap { nanos, .. } => self.pcap_sync_at(b, nanos),
+            Format::Pcapng => self.pcapng_sync_at(b),
+            Format::Erf => self.erf_sync_at(b),
+        }
+    }
+
+    /// Not known until `n` bytes are there; no, if the input ends before.
+    fn need(&self, n: usize) -> Sync {
+        if self.input_ended {
+            Sync::No
+        } else {
+            Sync::Need(n)
+        }
+    }
+
+    /// The judgement of a record that would start here, as a place to read on from: two
+    /// plausible headers in a row, or one that ends the input exactly.
+    fn sync_of(judged: Judged) -> Sync {
+        match judged {
+            Judged::Read => Sync::Yes,
+            Judged::Damage => Sync::No,
+            Judged::Need(n) => Sync::Need(n),
+        }
+    }
+
+    fn pcap_sync_at(&self, b: &[u8], nanos: bool) -> Sync {
+        if b.len() < PCAP_RECORD_HEADER_LEN {
+            return self.need(PCAP_RECORD_HEADER_LEN);
+        }
+        if Self::pcap_header_at(b) {
+            return if b.len() >= PCAP_HEADER_LEN {
+                Sync::Yes
+            } else {
+                self.need(PCAP_HEADER_LEN)
+            };
+        }
+        let h = PcapHeader::read(b, self.big_endian);
+        if h.problem(self.snaplen, nanos, self.last_secs).is_some() {
+            return Sync::No;
+        }
+        let len = PCAP_RECORD_HEADER_LEN + h.caplen as usize;
+        Self::sync_of(
+            self.follows(b, len, PCAP_RECORD_HEADER_LEN, Judged::Damage, |next| {
+                self.pcap_after(next, nanos, h.secs)
+            }),
+        )
+    }
+
+    /// A 4-aligned block whose two length fields agree, of any type (a section header read
+    /// in its own byte order).
+    fn pcapng_sync_at(&self, b: &[u8]) -> Sync {
+        if b.len() < 12 {
+            return self.need(12);
+        }
+        let be = if rd_u32(b, 0, false) == PCAPNG_SHB {
+            match rd_u32(b, 8, false) {
+                PCAPNG_BYTE_ORDER_MAGIC => false,
+                m if m == PCAPNG_BYTE_ORDER_MAGIC.swap_bytes() => true,
+                _ => return Sync::No,
+            }
+        } else {
+            self.big_endian
+        };
+        let total = rd_u32(b, 4, be) as usize;
+        if total < 12 || !total.is_multiple_of(4) || total > RESYNC_BLOCK_LEN {
+            return Sync::No;
+        }
+        if b.len() < total {
+            return self.need(total);
+        }
+        if rd_u32(b, total - 4, be) as usize == total {
+            Sync::Yes
+        } else {
+            Sync::No
+        }
+    }
+
+    /// A plausible ERF record (not padding, whose time says nothing) followed by another, or
+    /// ending the input exactly.
+    fn erf_sync_at(&self, b: &[u8]) -> Sync {
+        if b.len() < ERF_HEADER_LEN {
+            return self.need(ERF_HEADER_LEN);
+        }
+        let Some(secs) = erf_secs(b) else {
+            return Sync::No;
+        };
+        if erf_problem(b, self.last_secs).is_some() {
+            return Sync::No;
+        }
+        let rlen = usize::from(u16::from_be_bytes([b[10], b[11]]));
+        Self::sync_of(
+            self.follows(b, rlen, ERF_HEADER_LEN, Judged::Damage, |next| {
+                erf_problem(next, Some(secs)).is_none()
+            }),
+        )
+    }
+
+    /// The next ERF record, whole (its header too: the ERF link type decodes it).
+    fn next_erf<'a>(
+        &mut self,
+        buf: &'a [u8],
+        offset: u64,
+    ) -> Result<(Next<'a>, RawPacket<'a>), CaptureError> {
+        if buf.len() < ERF_HEADER_LEN {
+            return Ok(no_packet(Next::Incomplete {
+                need: ERF_HEADER_LEN,
+            }));
+        }
+        let rlen = usize::from(u16::from_be_bytes([buf[10], buf[11]]));
+        if let Some(problem) = erf_problem(buf, self.last_secs) {
+            let judged = if rlen < ERF_HEADER_LEN {
+                Judged::Damage
+            } else {
+                let before = erf_secs(buf).or(self.last_secs);
+                self.follows(buf, rlen, ERF_HEADER_LEN, Judged::Read, |next| {
+                    erf_problem(next, before).is_none()
+                })
+            };
+            match judged {
+                Judged::Read => {}
+                Judged::Need(need) => return Ok(no_packet(Next::Incomplete { need })),
+                Judged::Damage => {
+                    let why = format!("ERF record at byte {offset} {problem}");
+                    return Ok(no_packet(self.damaged(buf, offset, why)));
+                }
+            }
+        }
+        if buf.len() < rlen {
+            return Ok(no_packet(Next::Incomplete { need: rlen }));
+        }
+        if let Some(secs) = erf_secs(buf) {
+            self.last_secs = Some(secs);
+        }
+        let ts = u64::from_le_bytes([
+            buf[0], buf[1], buf[2], buf[3], buf[4], buf[5], buf[6], buf[7],
+        ]);
+        let frac_ns = ((ts & 0xffff_ffff) * 1_000_000_000) >> 32;
+        let raw = RawPacket {
+            ts_units: ts,
+            options: PacketOptions::default(),
+        };
+        let record = Next::Record(
+            Record {
+                ts_ns: (ts >> 32) * 1_000_000_000 + frac_ns,
+                caplen: rlen as u32,
+                len: rlen as u32,
+                linktype: crate::link::LINKTYPE_ERF,
+                interface: 0,
+                input: 0,
+                point: 0,
+                frame: 0,
+                input_frame: 0,
+                data: &buf[..rlen],
+            },
+            rlen,
+        );
+        Ok((record, raw))
+    }
+
     fn next_pcapng<'a>(
         &mut self,
         buf: &'a [u8],
@@ -710,7 +982,9 @@ impl CaptureParser {
             return Ok(no_packet(Next::Incomplete { need: 12 }));
         }
         if rd_u32(buf, 0, false) == PCAPNG_SHB {
-            self.section_header(buf, offset)?;
+            if let Err(e) = self.section_header(buf, offset) {
+                return Ok(no_packet(self.damaged(buf, offset, e.to_string())));
+            }
         } else if self.sections == 0 {
             return Err(corrupt(format!(
                 "pcapng block at byte {offset} comes before any section header"
@@ -720,34 +994,57 @@ impl CaptureParser {
         let block_type = rd_u32(buf, 0, be);
         let total = rd_u32(buf, 4, be) as usize;
         if total < 12 || !total.is_multiple_of(4) || total > MAX_BLOCK_LEN {
-            return Err(corrupt(format!(
+            let why = format!(
                 "pcapng block at byte {offset} (type {block_type:#x}) has an impossible length {total}"
-            )));
+            );
+            return Ok(no_packet(self.damaged(buf, offset, why)));
         }
         if buf.len() < total {
+            if self.input_ended && total > RESYNC_BLOCK_LEN {
+                // Longer than any block a capture holds, and past the end: a damaged length.
+                let why = format!(
+                    "pcapng block at byte {offset} (type {block_type:#x}) claims {total} bytes, past the end of the input"
+                );
+                return Ok(no_packet(self.damaged(buf, offset, why)));
+            }
             return Ok(no_packet(Next::Incomplete { need: total }));
         }
         if rd_u32(buf, total - 4, be) as usize != total {
-            return Err(corrupt(format!(
+            let why = format!(
                 "pcapng block at byte {offset} (type {block_type:#x}): trailing length differs from leading length {total}"
-            )));
+            );
+            return Ok(no_packet(self.damaged(buf, offset, why)));
         }
         let body = &buf[8..total - 4];
-        match block_type {
-            PCAPNG_SHB => Ok(no_packet(Next::Skip(total))),
-            PCAPNG_IDB => {
-                self.add_interface(body, be, offset)?;
-                Ok(no_packet(Next::Skip(total)))
+        let fault = match block_type {
+            PCAPNG_SHB => return Ok(no_packet(Next::Skip(total))),
+            PCAPNG_IDB => match self.add_interface(body, be, offset) {
+                Ok(()) => return Ok(no_packet(Next::Skip(total))),
+                Err(e) => BlockFault::Malformed(e.to_string()),
+            },
+            PCAPNG_EPB | PCAPNG_OBSOLETE_PB => {
+                match self.packet_block(block_type, body, offset, total) {
+                    Ok(record) => return Ok(record),
+                    Err(fault) => fault,
+                }
             }
-            PCAPNG_EPB | PCAPNG_OBSOLETE_PB => self.packet_block(block_type, body, offset, total),
-            PCAPNG_SPB => Ok(no_packet(self.simple_packet_block(body, offset, total)?)),
+            PCAPNG_SPB => match self.simple_packet_block(body, offset, total) {
+                Ok(record) => return Ok(no_packet(record)),
+                Err(fault) => fault,
+            },
             PCAPNG_ISB => {
                 self.interface_statistics(body, be);
-                Ok(no_packet(Next::Skip(total)))
+                return Ok(no_packet(Next::Skip(total)));
             }
             // Name resolution, statistics, custom and unknown blocks carry no packet.
-            _ => Ok(no_packet(Next::Skip(total))),
+            _ => return Ok(no_packet(Next::Skip(total))),
+        };
+        // The block is framed (its lengths agree): only it is skipped.
+        match fault {
+            BlockFault::Malformed(why) => self.damage.skip(offset, total, || why),
+            BlockFault::NoInterface(why) => self.damage.skip_packet(offset, total, || why),
         }
+        Ok(no_packet(Next::Skip(total)))
     }
 
     /// An enhanced (or obsolete) packet block: a record of the interface it names.
@@ -757,10 +1054,10 @@ impl CaptureParser {
         body: &'a [u8],
         offset: u64,
         total: usize,
-    ) -> Result<(Next<'a>, RawPacket<'a>), CaptureError> {
+    ) -> Result<(Next<'a>, RawPacket<'a>), BlockFault> {
         let be = self.big_endian;
         if body.len() < 20 {
-            return Err(corrupt(format!(
+            return Err(BlockFault::Malformed(format!(
                 "packet block at byte {offset} is too short ({total} bytes)"
             )));
         }
@@ -774,12 +1071,12 @@ impl CaptureParser {
         let len = rd_u32(body, 16, be);
         let data = &body[20..];
         if caplen as usize > data.len() {
-            return Err(corrupt(format!(
+            return Err(BlockFault::Malformed(format!(
                 "packet block at byte {offset} claims {caplen} captured bytes in a {total}-byte block"
             )));
         }
         let Some(iface) = self.interfaces.get(interface as usize) else {
-            return Err(corrupt(format!(
+            return Err(BlockFault::NoInterface(format!(
                 "packet block at byte {offset} names interface {interface}, which has no description"
             )));
         };
@@ -815,15 +1112,15 @@ impl CaptureParser {
         body: &'a [u8],
         offset: u64,
         total: usize,
-    ) -> Result<Next<'a>, CaptureError> {
+    ) -> Result<Next<'a>, BlockFault> {
         let be = self.big_endian;
         let Some(iface) = self.interfaces.first() else {
-            return Err(corrupt(format!(
+            return Err(BlockFault::NoInterface(format!(
                 "simple packet block at byte {offset} with no interface description"
             )));
         };
         if body.len() < 4 {
-            return Err(corrupt(format!(
+            return Err(BlockFault::Malformed(format!(
                 "simple packet block at byte {offset} is too short"
             )));
         }
@@ -1053,17 +1350,337 @@ mod tests {
         );
     }
 
-    #[test]
-    fn hostile_record_length_is_an_error() {
-        let mut file = pcap_header(PCAP_MAGIC_MICRO, false, 1);
-        for v in [0u32, 0, 0xffff_fff0, 0xffff_fff0] {
-            file.extend_from_slice(&v.to_le_bytes());
+    /// A pcap record at `sec` seconds with `n` bytes of frame.
+    fn pcap_record(sec: u32, caplen: u32, len: u32, n: usize) -> Vec<u8> {
+        let mut r = Vec::new();
+        for v in [sec, 1000, caplen, len] {
+            r.extend_from_slice(&v.to_le_bytes());
         }
-        let (mut p, used) = CaptureParser::new(&file).unwrap();
-        assert!(matches!(
-            p.next(&file[used..], 24),
-            Err(CaptureError::Corrupt { .. })
-        ));
+        r.extend((0..n).map(|i| (i * 7) as u8));
+        r
+    }
+
+    /// A little-endian microsecond pcap of snap length `snaplen` holding `records`.
+    fn pcap_file(snaplen: u32, records: &[Vec<u8>]) -> Vec<u8> {
+        let mut file = pcap_header(PCAP_MAGIC_MICRO, false, 1);
+        file[16..20].copy_from_slice(&snaplen.to_le_bytes());
+        records.iter().for_each(|r| file.extend(r));
+        file
+    }
+
+    /// `count` good 60-byte records, a second apart from 1,700,000,000 s.
+    fn good_records(count: u32) -> Vec<Vec<u8>> {
+        (0..count)
+            .map(|i| pcap_record(1_700_000_000 + i, 60, 60, 60))
+            .collect()
+    }
+
+    /// Every record of a whole input (frame number, seconds) and the damage log.
+    fn read_whole(file: &[u8]) -> (Vec<(u64, u64)>, DamageLog) {
+        let (mut p, mut at) = CaptureParser::new(file).unwrap();
+        p.input_ended();
+        let mut got = Vec::new();
+        loop {
+            match p.next(&file[at..], at as u64).unwrap() {
+                Next::Record(r, used) => {
+                    got.push((r.frame, r.ts_ns / 1_000_000_000));
+                    at += used;
+                }
+                Next::Skip(used) => at += used,
+                Next::Incomplete { .. } => break,
+            }
+        }
+        (got, p.damage().clone())
+    }
+
+    /// The same input handed over `step` bytes at a time, as a stream is read: records,
+    /// damage and numbering as when it is whole.
+    fn read_streamed(file: &[u8], step: usize) -> (Vec<(u64, u64)>, DamageLog) {
+        let (mut p, mut at) = CaptureParser::new(file).unwrap();
+        let mut have = at;
+        let mut got = Vec::new();
+        loop {
+            match p.next(&file[at..have], at as u64).unwrap() {
+                Next::Record(r, used) => {
+                    got.push((r.frame, r.ts_ns / 1_000_000_000));
+                    at += used;
+                }
+                Next::Skip(used) => at += used,
+                Next::Incomplete { need } => {
+                    if have == file.len() {
+                        break;
+                    }
+                    have = (have + step).max(at + need).min(file.len());
+                    if have == file.len() {
+                        p.input_ended();
+                    }
+                }
+            }
+        }
+        (got, p.damage().clone())
+    }
+
+    fn secs(got: &[(u64, u64)]) -> Vec<u64> {
+        got.iter().map(|&(_, s)| s - 1_700_000_000).collect()
+    }
+
+    #[test]
+    fn a_hostile_record_length_is_skipped_and_reading_goes_on() {
+        let mut records = good_records(6);
+        // Record 3's header claims 0x7fffffff bytes; its 60 bytes of frame are still there.
+        records[3][8..12].copy_from_slice(&0x7fff_ffffu32.to_le_bytes());
+        let file = pcap_file(65535, &records);
+        let (got, damage) = read_whole(&file);
+        assert_eq!(secs(&got), [0, 1, 2, 4, 5]);
+        // Frames are numbered as they are read.
+        assert_eq!(got.iter().map(|g| g.0).collect::<Vec<_>>(), [1, 2, 3, 4, 5]);
+        let at = 24 + 3 * 76;
+        assert_eq!(damage.region_count, 1);
+        let r = &damage.regions[0];
+        assert_eq!(
+            (r.offset, r.bytes_skipped, r.resynced_at),
+            (at as u64, 76, Some(at as u64 + 76))
+        );
+        assert!(
+            r.why.starts_with(&format!(
+                "record header at byte {at} claims 2147483647 captured bytes"
+            )),
+            "{}",
+            r.why
+        );
+        for step in [1, 7, 64, 100] {
+            assert_eq!(
+                read_streamed(&file, step),
+                (got.clone(), damage.clone()),
+                "{step}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_caplen_above_the_snap_length_is_damage_only_when_the_next_header_is_implausible_too() {
+        // Snap length 128: record 2 claims 5,000 bytes; it would swallow the records after it.
+        // (Records of 77 bytes: 5,016 bytes on, no record starts.)
+        let mut records: Vec<Vec<u8>> = (0..80)
+            .map(|i| pcap_record(1_700_000_000 + i, 61, 61, 61))
+            .collect();
+        records[2][8..12].copy_from_slice(&5000u32.to_le_bytes());
+        let (got, damage) = read_whole(&pcap_file(128, &records));
+        assert_eq!(got.len(), 79);
+        assert!(!secs(&got).contains(&2));
+        assert_eq!(damage.regions[0].bytes_skipped, 77);
+        assert!(
+            damage.regions[0]
+                .why
+                .contains("claims 5000 captured bytes, above the snap length 128"),
+            "{}",
+            damage.regions[0].why
+        );
+        // A writer that records more than its snap length, with plausible records after:
+        // read as it is, as is one that ends the file.
+        let mut odd = good_records(4);
+        odd[1] = pcap_record(1_700_000_001, 200, 200, 200);
+        odd.push(pcap_record(1_700_000_004, 300, 300, 300));
+        let (got, damage) = read_whole(&pcap_file(128, &odd));
+        assert_eq!(secs(&got), [0, 1, 2, 3, 4]);
+        assert_eq!(damage, DamageLog::default());
+        // Read the same way when only part of it is there at a time.
+        assert_eq!(read_streamed(&pcap_file(128, &odd), 50).0, got);
+    }
+
+    #[test]
+    fn zeroed_bytes_and_noise_are_skipped_to_two_plausible_headers() {
+        let mut file = pcap_file(65535, &good_records(3));
+        let at = file.len();
+        file.extend([0u8; 1000]);
+        let mut x: u32 = 99;
+        file.extend((0..3000).map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        }));
+        let resync = file.len();
+        for r in (3..6).map(|i| pcap_record(1_700_000_000 + i, 60, 60, 60)) {
+            file.extend(r);
+        }
+        let (got, damage) = read_whole(&file);
+        assert_eq!(secs(&got), [0, 1, 2, 3, 4, 5]);
+        assert_eq!(damage.regions.len(), 1);
+        let r = &damage.regions[0];
+        assert_eq!(r.offset, at as u64);
+        assert_eq!(r.resynced_at, Some(resync as u64));
+        assert_eq!(r.bytes_skipped, (resync - at) as u64);
+        assert_eq!(read_streamed(&file, 333), (got, damage));
+    }
+
+    #[test]
+    fn damage_with_nothing_readable_after_it_runs_to_the_end() {
+        let mut records = good_records(3);
+        records[2][4..8].copy_from_slice(&2_000_000u32.to_le_bytes());
+        records[2][12..16].copy_from_slice(&10u32.to_le_bytes());
+        let mut file = pcap_file(65535, &records);
+        // Ending the file exactly, it would be read; bytes after it show it is damage.
+        assert_eq!(read_whole(&file).0.len(), 3);
+        file.extend([0xee; 20]);
+        let (got, damage) = read_whole(&file);
+        assert_eq!(secs(&got), [0, 1]);
+        let r = &damage.regions[0];
+        assert_eq!((r.bytes_skipped, r.resynced_at), (96, None));
+        assert!(
+            r.why
+                .contains("claims 60 captured bytes of a 10-byte frame"),
+            "{}",
+            r.why
+        );
+        // Not at the end yet: the record waits for the header after it.
+        let (mut p, at) = CaptureParser::new(&file).unwrap();
+        let last = at + 2 * 76;
+        assert_eq!(
+            p.next(&file[last..last + 76], last as u64).unwrap(),
+            Next::Incomplete { need: 92 }
+        );
+    }
+
+    #[test]
+    fn a_clock_that_jumps_by_days_is_read_as_it_is() {
+        let mut records = good_records(2);
+        records.extend((0..3).map(|i| pcap_record(1_800_000_000 + i, 60, 60, 60)));
+        let (got, damage) = read_whole(&pcap_file(65535, &records));
+        assert_eq!(got.len(), 5);
+        assert_eq!(damage, DamageLog::default());
+    }
+
+    #[test]
+    fn concatenated_pcaps_after_damage_are_found() {
+        let mut records = good_records(2);
+        records[1][8..12].copy_from_slice(&0xffff_0000u32.to_le_bytes());
+        let mut file = pcap_file(65535, &records);
+        let second = file.len();
+        file.extend(pcap_file(65535, &good_records(2)));
+        let (got, damage) = read_whole(&file);
+        assert_eq!(secs(&got), [0, 0, 1]);
+        assert_eq!(damage.regions[0].resynced_at, Some(second as u64));
+    }
+
+    /// A pcapng of one Ethernet interface and `n` packet blocks of 60 bytes, a second apart;
+    /// with the offset of each block.
+    fn pcapng_file(n: u32) -> (Vec<u8>, Vec<usize>) {
+        let mut f = Vec::new();
+        let mut starts = Vec::new();
+        let mut block = |f: &mut Vec<u8>, ty: u32, body: &[u8]| {
+            starts.push(f.len());
+            let total = (12 + body.len()) as u32;
+            f.extend(ty.to_le_bytes());
+            f.extend(total.to_le_bytes());
+            f.extend(body);
+            f.extend(total.to_le_bytes());
+        };
+        let shb = [
+            &PCAPNG_BYTE_ORDER_MAGIC.to_le_bytes()[..],
+            &[1, 0, 0, 0],
+            &[0xff; 8],
+        ]
+        .concat();
+        block(&mut f, PCAPNG_SHB, &shb);
+        block(&mut f, PCAPNG_IDB, &[1, 0, 0, 0, 0, 0, 4, 0]);
+        for i in 0..n {
+            let us = u64::from(1_700_000_000 + i) * 1_000_000;
+            let mut epb = Vec::new();
+            for v in [0, (us >> 32) as u32, us as u32, 60, 60] {
+                epb.extend(v.to_le_bytes());
+            }
+            epb.extend([0x5a; 60]);
+            block(&mut f, PCAPNG_EPB, &epb);
+        }
+        (f, starts)
+    }
+
+    #[test]
+    fn pcapng_resyncs_at_the_next_block_whose_lengths_agree() {
+        let (mut file, starts) = pcapng_file(5);
+        // The third packet block's leading length is damaged.
+        file[starts[4] + 4..starts[4] + 8].copy_from_slice(&0x0100_0000u32.to_le_bytes());
+        let (got, damage) = read_whole(&file);
+        assert_eq!(secs(&got), [0, 1, 3, 4]);
+        let r = &damage.regions[0];
+        assert_eq!(r.offset, starts[4] as u64);
+        assert_eq!(r.resynced_at, Some(starts[5] as u64));
+        assert_eq!(r.bytes_skipped, (starts[5] - starts[4]) as u64);
+        assert!(r.why.contains("claims 16777216 bytes"), "{}", r.why);
+        assert_eq!(read_streamed(&file, 40), (got, damage));
+    }
+
+    #[test]
+    fn pcapng_packets_whose_interface_was_lost_are_skipped_and_counted() {
+        let (mut file, starts) = pcapng_file(3);
+        // The interface description is damaged: every packet after it names a lost one.
+        file[starts[1] + 4] ^= 0x01;
+        let (got, damage) = read_whole(&file);
+        assert!(got.is_empty());
+        assert_eq!(damage.packets_skipped, 3);
+        assert_eq!(damage.region_count, 1, "{damage:?}");
+        let r = &damage.regions[0];
+        assert_eq!((r.offset, r.resynced_at), (starts[1] as u64, None));
+        assert_eq!(r.bytes_skipped, (file.len() - starts[1]) as u64);
+        assert_eq!(r.packets_skipped, 3);
+        // A packet block naming an interface never described, in a file with no other
+        // damage: skipped and counted, not a region.
+        let (mut file, starts) = pcapng_file(3);
+        file[starts[3] + 8] = 7;
+        let (got, damage) = read_whole(&file);
+        assert_eq!(secs(&got), [0, 2]);
+        assert_eq!((damage.region_count, damage.packets_skipped), (0, 1));
+        assert_eq!(damage.bytes_skipped, (starts[4] - starts[3]) as u64);
+        assert!(damage.packet_why.unwrap().contains("names interface 7"));
+    }
+
+    #[test]
+    fn erf_resyncs_at_a_plausible_record() {
+        let mut file: Vec<u8> = (0..6)
+            .flat_map(|i| erf_record(1_700_000_000 + i, 64))
+            .collect();
+        // Record 3's length is damaged, with an unknown type.
+        let at = 3 * 82;
+        file[at + 8] = 0x7e;
+        file[at + 10..at + 12].copy_from_slice(&4u16.to_be_bytes());
+        let (mut p, _) = CaptureParser::new(&file).unwrap();
+        assert_eq!(p.format(), Format::Erf);
+        p.input_ended();
+        let (mut got, mut off) = (Vec::new(), 0);
+        while let Ok(next) = p.next(&file[off..], off as u64) {
+            match next {
+                Next::Record(r, used) => {
+                    got.push(r.ts_ns / 1_000_000_000 - 1_700_000_000);
+                    off += used;
+                }
+                Next::Skip(used) => off += used,
+                Next::Incomplete { .. } => break,
+            }
+        }
+        assert_eq!(got, [0, 1, 2, 4, 5]);
+        let r = &p.damage().regions[0];
+        assert_eq!(
+            (r.offset, r.bytes_skipped, r.resynced_at),
+            (246, 82, Some(328))
+        );
+        assert!(r.why.contains("an unknown record type"), "{}", r.why);
+    }
+
+    #[test]
+    fn damaged_regions_beyond_the_listed_ones_are_counted() {
+        let mut log = DamageLog::default();
+        for i in 0..(MAX_REGIONS as u64 + 5) {
+            log.skip(i * 100, 10, || format!("r{i}"));
+            log.read_on(i * 100 + 10);
+        }
+        assert_eq!(log.regions.len(), MAX_REGIONS);
+        assert_eq!(log.region_count, MAX_REGIONS as u64 + 5);
+        assert_eq!(log.bytes_skipped, 10 * (MAX_REGIONS as u64 + 5));
+        assert!(log
+            .regions
+            .iter()
+            .all(|r| r.resynced_at == Some(r.offset + 10)));
     }
 
     /// An ERF record of type Ethernet (2), variable length, `payload` bytes of frame after the

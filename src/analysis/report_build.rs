@@ -491,6 +491,7 @@ impl Analyzer {
             warnings: meta.warnings.clone(),
             live: None,
             selection: meta.selection.clone(),
+            damaged: None,
         }
     }
 

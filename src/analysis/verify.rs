@@ -206,6 +206,7 @@ impl Verifier {
             violating,
             unverifiable,
             flows,
+            damaged: None,
         }
     }
 }

@@ -118,6 +118,52 @@ pub struct CaptureReport {
     /// `packets` were kept.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub selection: Option<SelectionStats>,
+    /// Parts of the input that could not be read as records (a corrupt header, a compressed
+    /// stream cut short): present only when there are some.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub damaged: Option<CaptureDamage>,
+}
+
+/// The damaged parts of the input: each skipped to the next place records can be trusted
+/// (`roce_parsers::capture::damage`), or where reading stopped.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct CaptureDamage {
+    /// Bytes skipped, over every region and packet block skipped.
+    pub bytes_skipped: u64,
+    /// Regions, of which `regions` lists the first 100 of each file.
+    pub region_count: u64,
+    /// pcapng packet blocks skipped whole, in regions or not: the interface they name was
+    /// never described (its description lost to damage).
+    pub packets_skipped: u64,
+    pub regions: Vec<DamagedRegion>,
+}
+
+impl CaptureDamage {
+    pub fn is_empty(&self) -> bool {
+        self.region_count == 0 && self.packets_skipped == 0
+    }
+
+    /// Another input's damage beside this one's (files read as one).
+    pub fn add(&mut self, other: CaptureDamage) {
+        self.bytes_skipped += other.bytes_skipped;
+        self.region_count += other.region_count;
+        self.packets_skipped += other.packets_skipped;
+        self.regions.extend(other.regions);
+    }
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct DamagedRegion {
+    pub file: String,
+    /// Byte offset where it starts (of the inflated stream, for a compressed file).
+    pub offset: u64,
+    pub bytes_skipped: u64,
+    /// Where reading went on; None when nothing readable followed.
+    pub resynced_at: Option<u64>,
+    /// pcapng packet blocks skipped whole in it (their interface never described).
+    pub packets_skipped: u64,
+    /// What was wrong where it starts.
+    pub why: String,
 }
 
 /// What a selection kept of a file.
@@ -1056,6 +1102,10 @@ pub struct VerifyReport {
     pub violating: u64,
     pub unverifiable: Vec<Unverifiable>,
     pub flows: Vec<FlowVerify>,
+    /// The capture is damaged: the regions whose frames could not be checked, in words
+    /// (`capture.damaged` has them one by one). Never a PASS then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub damaged: Option<String>,
 }
 
 /// A warning about a capture, with what kind of trouble it is (which decides the finding).

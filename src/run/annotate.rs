@@ -139,6 +139,8 @@ struct RawReader {
     start: usize,
     end: usize,
     eof: bool,
+    /// The parser was told that the input ended.
+    ended: bool,
     /// Input bytes before `buf[start]`, for error messages.
     offset: u64,
     parser: Option<CaptureParser>,
@@ -162,6 +164,7 @@ impl RawReader {
             start: 0,
             end: 0,
             eof: false,
+            ended: false,
             offset: 0,
             parser: None,
         })
@@ -190,8 +193,14 @@ impl RawReader {
                 }
                 Ok((Next::Skip(used), _)) => self.consume(used),
                 Ok((Next::Incomplete { need }, _)) => {
-                    if self.eof {
+                    if self.eof && self.ended {
                         return Ok(false);
+                    }
+                    if self.eof {
+                        // What is buffered is the rest: judged as the first pass judged it.
+                        self.ended = true;
+                        parser.input_ended();
+                        continue;
                     }
                     self.fill(need.max(READ_BLOCK))?;
                 }

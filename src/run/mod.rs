@@ -314,6 +314,7 @@ fn finish_report(
         l.records_dropped = finished.sink.dropped().by_output();
     }
     let selection = end.selection.take();
+    let damaged = std::mem::take(&mut end.damaged);
     let (format, snaplen) = (end.format, end.snaplen);
     record_problems(&mut diagnostics, end);
     if let Some(w) = finished.sink.dropped().warning() {
@@ -338,7 +339,24 @@ fn finish_report(
     };
     let mut end = finished.sink.finish(meta, ctx, origins, &source)?;
     end.report.capture.live = live;
+    if !damaged.is_empty() {
+        if let Some(v) = end.report.verify.as_mut() {
+            over_damage(v, &damaged);
+        }
+        end.report.capture.damaged = Some(damaged);
+    }
     Ok(end)
+}
+
+/// A verification over a damaged capture: the frames in the damage were never checked, so
+/// it is UNVERIFIABLE, never PASS; a violation among the frames read is still a FAIL.
+fn over_damage(v: &mut crate::model::VerifyReport, damaged: &crate::model::CaptureDamage) {
+    use crate::model::Verdict;
+    if v.verdict == Verdict::Pass {
+        v.verdict = Verdict::Unverifiable;
+    }
+    v.passed = false;
+    v.damaged = Some(crate::outputs::report::verify::damage_text(damaged));
 }
 
 /// Writes the report directory, then the JSON report, the verification table or the text

@@ -4,7 +4,9 @@
 //! threads for a quarter of an offline analysis.
 //!
 //! A block's records are sent with the block, by their place in it; a record that straddles
-//! two blocks is copied and sent alone.
+//! two blocks is copied and sent alone. Damage is skipped by the parser, which is told when the
+//! input has ended (a suspect last record is judged then); what it skipped, and where a read
+//! failed (a compressed stream cut short), are the damaged regions of the read's end.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
@@ -17,7 +19,7 @@ use super::blocks::{BlockReader, Bytes, Feed};
 use super::mapped::{prefetch, PREFETCH_AHEAD};
 use super::{SourceEnd, SourceProblem};
 use crate::common::error::Error;
-use crate::model::WarningKind;
+use crate::model::{CaptureDamage, DamagedRegion, WarningKind};
 
 /// Record lists kept for reuse: as many as blocks can be in flight.
 const SPARE_LISTS: usize = 4;
@@ -114,8 +116,12 @@ struct Framer {
     /// length.
     pending: Option<(Bytes, usize, usize)>,
     eof: bool,
+    /// The last pass over `carry`, at the end of the input, is done.
+    final_pass: bool,
     /// Why framing broke down, if it did.
     stop: Option<String>,
+    /// Why reading failed, if it did (a compressed stream cut short): the input ends there.
+    read_failed: Option<String>,
     records: u64,
     /// Record lists given back, to be filled again.
     spare: Vec<Vec<Placed>>,
@@ -148,7 +154,7 @@ impl Framer {
         if head.is_empty() {
             return Err(capture_err(CaptureError::TooShort { len: 0 }));
         }
-        let (parser, header_len) = CaptureParser::new(&head).map_err(capture_err)?;
+        let (mut parser, header_len) = CaptureParser::new(&head).map_err(capture_err)?;
         if parser.format() == Format::Erf {
             // ERF has no magic number: its first records are read and checked before the
             // file is taken as ERF (a JSON report is not).
@@ -171,6 +177,9 @@ impl Framer {
             }
         }
         head.drain(..header_len);
+        if eof {
+            parser.input_ended();
+        }
         Ok(Framer {
             name: input.name,
             blocks,
@@ -181,7 +190,9 @@ impl Framer {
             offset: header_len as u64,
             pending,
             eof,
+            final_pass: false,
             stop: None,
+            read_failed: None,
             records: 0,
             interrupted: false,
             stop_flag: input.stop,
@@ -256,35 +267,38 @@ impl Framer {
         if let Some(p) = self.pending.take() {
             return Ok(Some(p));
         }
-        if self.eof {
-            // One last pass with no new bytes, so that a header-only carry is framed.
-            return Ok(
-                (!self.carry.is_empty() && self.need == 0).then(|| (Bytes::Read(Vec::new()), 0, 0))
-            );
-        }
-        let next = match self.blocks.next(&self.name, self.stop_flag) {
-            Ok(next) => next,
-            // A read error past the header (a damaged compressed stream, a failing disk) ends
-            // the read like damage: what came before it is reported.
-            Err(Error::Input { source, .. }) => {
-                self.stop = Some(format!(
-                    "reading failed after {} bytes: {}",
-                    self.offset,
-                    crate::common::error::describe(&source)
-                ));
+        if !self.eof {
+            let next = match self.blocks.next(&self.name, self.stop_flag) {
+                Ok(next) => next,
+                // A read error past the header (a damaged compressed stream, a failing disk)
+                // ends the input there: what came before it is framed and reported.
+                Err(Error::Input { source, .. }) => {
+                    self.read_failed = Some(format!(
+                        "reading failed after {} bytes: {}",
+                        self.offset + self.carry.len() as u64,
+                        crate::common::error::describe(&source)
+                    ));
+                    Some((Bytes::Read(Vec::new()), 0))
+                }
+                Err(e) => return Err(e),
+            };
+            let Some((block, n)) = next else {
+                self.interrupted = true;
                 return Ok(None);
+            };
+            if n > 0 {
+                return Ok(Some((block, 0, n)));
             }
-            Err(e) => return Err(e),
-        };
-        let Some((block, n)) = next else {
-            self.interrupted = true;
-            return Ok(None);
-        };
-        self.eof = n == 0;
-        if self.eof && (self.carry.is_empty() || self.need > 0) {
+            self.eof = true;
+            self.parser.input_ended();
+        }
+        // One last pass with no new bytes, so that what is carried is framed knowing that
+        // nothing follows it.
+        if self.final_pass || self.carry.is_empty() {
             return Ok(None);
         }
-        Ok(Some((block, 0, n)))
+        self.final_pass = true;
+        Ok(Some((Bytes::Read(Vec::new()), 0, 0)))
     }
 
     /// Completes the records in `carry` from `data[pos..]`, copied together into a block of
@@ -292,36 +306,41 @@ impl Framer {
     fn complete_carry(&mut self, data: &[u8], mut pos: usize) -> (usize, Option<Framed>) {
         let mut copied: Vec<u8> = Vec::new();
         let mut records = Vec::new();
-        while !self.carry.is_empty() && self.stop.is_none() {
-            match self.parser.next(&self.carry, self.offset) {
+        // Where the unread bytes of `carry` start: they are drained once, at the end (damage
+        // skipped in the carry is many steps).
+        let mut at = 0;
+        while at < self.carry.len() && self.stop.is_none() {
+            match self.parser.next(&self.carry[at..], self.offset) {
                 Ok(Next::Incomplete { need }) => {
                     self.need = need;
-                    let take = need.saturating_sub(self.carry.len()).min(data.len() - pos);
+                    let have = self.carry.len() - at;
+                    let take = need.saturating_sub(have).min(data.len() - pos);
                     self.carry.extend_from_slice(&data[pos..pos + take]);
                     pos += take;
-                    if self.carry.len() < need {
+                    if self.carry.len() - at < need {
                         break;
                     }
                 }
                 Ok(Next::Record(rec, used)) => {
-                    let mut placed = Placed::of(&rec, &self.carry);
+                    let mut placed = Placed::of(&rec, &self.carry[at..]);
                     placed.start += copied.len();
                     placed.end += copied.len();
                     records.push(placed);
-                    copied.extend_from_slice(&self.carry[..used]);
+                    copied.extend_from_slice(&self.carry[at..at + used]);
                     self.records += 1;
-                    self.carry.drain(..used);
+                    at += used;
                     self.offset += used as u64;
                     self.need = 0;
                 }
                 Ok(Next::Skip(used)) => {
-                    self.carry.drain(..used);
+                    at += used;
                     self.offset += used as u64;
                     self.need = 0;
                 }
                 Err(e) => self.stop = Some(e.to_string()),
             }
         }
+        self.carry.drain(..at);
         let carried = (!records.is_empty()).then(|| self.framed(Bytes::Read(copied), records));
         (pos, carried)
     }
@@ -379,7 +398,27 @@ impl Framer {
                 ),
                 hint: "the report covers what was read".into(),
             });
-        } else if let Some(msg) = self.stop {
+        }
+        let mut damaged = self.damage();
+        problems.extend(damage_problems(
+            &damaged,
+            self.parser.damage().packet_why.as_deref(),
+        ));
+        let stopped = self.stop.as_ref().or(self.read_failed.as_ref());
+        if self.interrupted {
+            // Not damage: the rest was not read.
+        } else if let Some(msg) = stopped {
+            // Nothing after it was read: a region that runs on to the end.
+            damaged.region_count += 1;
+            damaged.bytes_skipped += self.carry.len() as u64;
+            damaged.regions.push(DamagedRegion {
+                file: self.name.clone(),
+                offset: self.offset,
+                bytes_skipped: self.carry.len() as u64,
+                resynced_at: None,
+                packets_skipped: 0,
+                why: msg.clone(),
+            });
             problems.push(SourceProblem {
                 kind: WarningKind::FileDamaged,
                 message: format!("{msg}; reading stopped there"),
@@ -419,7 +458,98 @@ impl Framer {
             format: Some(self.parser.format().name()),
             snaplen: self.parser.snaplen(),
             problems,
+            damaged,
             ..SourceEnd::default()
         }
+    }
+
+    /// The regions the parser skipped, named by the input.
+    fn damage(&self) -> CaptureDamage {
+        let log = self.parser.damage();
+        CaptureDamage {
+            bytes_skipped: log.bytes_skipped,
+            region_count: log.region_count,
+            packets_skipped: log.packets_skipped,
+            regions: log
+                .regions
+                .iter()
+                .map(|r| DamagedRegion {
+                    file: self.name.clone(),
+                    offset: r.offset,
+                    bytes_skipped: r.bytes_skipped,
+                    resynced_at: r.resynced_at,
+                    packets_skipped: r.packets_skipped,
+                    why: r.why.clone(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Damaged regions told one by one, up to this many; the rest in one line.
+const REGIONS_TOLD: usize = 5;
+
+/// A warning for each of the first damaged regions, and one for the rest.
+fn damage_problems(d: &CaptureDamage, packet_why: Option<&str>) -> Vec<SourceProblem> {
+    let mut problems: Vec<SourceProblem> = d
+        .regions
+        .iter()
+        .take(REGIONS_TOLD)
+        .map(|r| SourceProblem {
+            kind: WarningKind::FileDamaged,
+            message: region_text(r),
+            hint: "the frames after it are numbered on from the last one before it".into(),
+        })
+        .collect();
+    let told = problems.len() as u64;
+    let in_regions: u64 = d.regions.iter().map(|r| r.packets_skipped).sum();
+    if let Some(first) = packet_why.filter(|_| d.packets_skipped > in_regions) {
+        problems.push(SourceProblem {
+            kind: WarningKind::FileDamaged,
+            message: format!(
+                "{} skipped: the interface they name was never described (the first: {first})",
+                crate::common::words::plural(d.packets_skipped - in_regions, "packet block")
+            ),
+            hint: "their interface description was lost, or never written".into(),
+        });
+    }
+    if d.region_count > told {
+        let shown: u64 = d
+            .regions
+            .iter()
+            .take(REGIONS_TOLD)
+            .map(|r| r.bytes_skipped)
+            .sum();
+        problems.push(SourceProblem {
+            kind: WarningKind::FileDamaged,
+            message: format!(
+                "{} more damaged regions, {} bytes skipped in them",
+                d.region_count - told,
+                d.bytes_skipped - shown
+            ),
+            hint: "the JSON report lists them (capture.damaged)".into(),
+        });
+    }
+    problems
+}
+
+/// A damaged region in words: what was wrong, what was skipped, where reading went on.
+pub fn region_text(r: &DamagedRegion) -> String {
+    let lost = match r.packets_skipped {
+        0 => String::new(),
+        n => format!(
+            ", {} whose interface description was lost",
+            crate::common::words::plural(n, "packet block")
+        ),
+    };
+    match r.resynced_at {
+        Some(at) => format!(
+            "{}: {} bytes skipped{lost}, read on at byte {at}",
+            r.why, r.bytes_skipped
+        ),
+        None => format!(
+            "{}: {} bytes skipped{lost}, nothing readable after it",
+            r.why, r.bytes_skipped
+        ),
     }
 }

@@ -500,6 +500,7 @@ impl LiveSource {
             live,
             origins: None,
             selection: None,
+            damaged: Default::default(),
         }
     }
 }

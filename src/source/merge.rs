@@ -21,7 +21,8 @@ use crate::common::error::Error;
 
 enum Message {
     Batch(CopiedBatch, SourceStatus),
-    End(Result<SourceEnd, Error>),
+    /// Boxed: sent once, and larger than a batch's message.
+    End(Box<Result<SourceEnd, Error>>),
 }
 
 /// One input being merged: its channel and the batch being taken from.
@@ -52,7 +53,7 @@ impl Cursor {
                     self.status = status;
                 }
                 Ok(Message::End(end)) => {
-                    self.end = Some(end);
+                    self.end = Some(*end);
                     // Done: give back the batch's memory.
                     self.batch = CopiedBatch::default();
                     self.at = 0;
@@ -246,7 +247,7 @@ fn spawn_reader(file: FileSource) -> Cursor {
         });
         let _ = tx.send(Message::Batch(batch, last_status));
         // Its consumer fails only when the merge is gone: no one to tell.
-        let _ = tx.send(Message::End(end.map(|(end, _)| end)));
+        let _ = tx.send(Message::End(Box::new(end.map(|(end, _)| end))));
     });
     Cursor {
         rx,
@@ -269,6 +270,7 @@ fn combine(cursors: Vec<Option<Cursor>>, names: &[String]) -> Result<SourceEnd, 
             .unwrap_or_else(|| Ok(SourceEnd::default()))?;
         all.format = all.format.or(end.format);
         all.snaplen = all.snaplen.max(end.snaplen);
+        all.damaged.add(end.damaged);
         all.problems
             .extend(end.problems.into_iter().map(|p| SourceProblem {
                 message: format!("{}: {}", crate::common::error::shown(name), p.message),

@@ -140,6 +140,8 @@ pub struct SourceEnd {
     pub origins: Option<origins::FrameOrigins>,
     /// A selection on a file: what it read.
     pub selection: Option<crate::model::SelectionStats>,
+    /// The regions of the input that could not be read as records.
+    pub damaged: crate::model::CaptureDamage,
 }
 
 impl SourceEnd {

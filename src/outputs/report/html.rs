@@ -107,6 +107,13 @@ fn head(o: &mut String, c: &CaptureReport, d: &PlotData) {
         dur = c.duration_s,
         bin = duration_ns(d.bin_ns),
     );
+    if let Some(d) = &c.damaged {
+        let _ = writeln!(
+            o,
+            "<div class=\"finding crit\"><span class=\"sev\">damaged</span>{}</div>",
+            esc(&super::damage_summary(d))
+        );
+    }
 }
 
 /// The style sheet of every page roce-sniff writes (the report and the correlation page).
@@ -308,6 +315,13 @@ fn verification(o: &mut String, r: &Report) {
             u.field.name().to_uppercase(),
             esc(&u.reason)
         );
+    }
+    if let Some(d) = v
+        .damaged
+        .as_ref()
+        .filter(|_| !super::verify::verdict_names_damage(v))
+    {
+        let _ = writeln!(o, "<p>Cannot verify every frame: {}</p>", esc(d));
     }
     o.push_str("<table><tr><th>flow</th><th>kind</th><th>checked</th><th>violating</th><th>DSCP</th><th>PCP</th><th>VLAN</th><th>ECN</th><th>first violating frames</th></tr>\n");
     for f in &v.flows {

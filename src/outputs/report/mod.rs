@@ -33,3 +33,49 @@ pub fn frame_list(frames: &[u64]) -> String {
         .collect::<Vec<_>>()
         .join(", ")
 }
+
+/// Damaged regions named in full up to this many; the rest are counted.
+const REGIONS_NAMED: usize = 3;
+
+/// The damaged regions of a capture in one phrase, as the report's header and the verdict
+/// say them: "1 region unread (a.pcap: 76 bytes from byte 2152, read on at byte 2228); 76
+/// bytes in all".
+pub fn damage_summary(d: &crate::model::CaptureDamage) -> String {
+    let shown = crate::common::error::shown;
+    let mut named: Vec<String> = d
+        .regions
+        .iter()
+        .take(REGIONS_NAMED)
+        .map(|r| {
+            let after = match r.resynced_at {
+                Some(at) => format!("read on at byte {at}"),
+                None => "nothing readable after it".into(),
+            };
+            format!(
+                "{}: {} bytes from byte {}, {after}",
+                shown(&r.file),
+                r.bytes_skipped,
+                r.offset
+            )
+        })
+        .collect();
+    let more = d.region_count.saturating_sub(named.len() as u64);
+    if more > 0 {
+        named.push(format!("{more} more"));
+    }
+    let mut parts = Vec::new();
+    if d.region_count > 0 {
+        parts.push(format!(
+            "{} unread ({})",
+            crate::common::words::plural(d.region_count, "region"),
+            named.join("; ")
+        ));
+    }
+    if d.packets_skipped > 0 {
+        parts.push(format!(
+            "{} of an interface never described skipped",
+            crate::common::words::plural(d.packets_skipped, "packet block")
+        ));
+    }
+    format!("{}; {} bytes in all", parts.join(", "), d.bytes_skipped)
+}

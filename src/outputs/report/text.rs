@@ -92,6 +92,11 @@ fn nics(o: &mut String, hosts: &[HostReport]) {
 
 fn capture_summary(o: &mut String, c: &CaptureReport) {
     let _ = writeln!(o, "roce-sniff report: {}", shown(&c.file));
+    if let Some(d) = &c.damaged {
+        // Before any figure: they leave out what the damage held.
+        let line = format!("DAMAGED: {}", super::damage_summary(d));
+        wrap_into(o, "  ", "    ", &line);
+    }
     let lts: Vec<String> = c.link_types.keys().cloned().collect();
     // A selection says what it kept of what it read.
     let of_read = c.selection.as_ref().map_or(String::new(), |s| {

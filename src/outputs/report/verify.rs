@@ -6,7 +6,7 @@ use super::text::{counts, wrap_into, wrap_items};
 use crate::common::error::shown;
 use crate::common::paint::{AnsiColor, Paint, Style};
 use crate::common::words::plural;
-use crate::model::{EcnExpect, Expectations, Verdict, VerifyKind, VerifyReport};
+use crate::model::{CaptureDamage, EcnExpect, Expectations, Verdict, VerifyKind, VerifyReport};
 
 fn expectations_text(e: &Expectations) -> String {
     let mut parts = Vec::new();
@@ -100,6 +100,14 @@ pub fn render(v: &VerifyReport, file: &str, paint: Paint) -> String {
         );
         wrap_into(&mut o, "  ", "    ", &line);
     }
+    if let Some(d) = v.damaged.as_ref().filter(|_| !verdict_names_damage(v)) {
+        wrap_into(
+            &mut o,
+            "  ",
+            "    ",
+            &format!("cannot verify every frame: {d}"),
+        );
+    }
     let start = o.len();
     wrap_into(&mut o, "", "  ", &verdict_line(v));
     let word = match v.verdict {
@@ -121,11 +129,37 @@ pub fn verdict_line(v: &VerifyReport) -> String {
             v.violating, v.checked
         ),
         Verdict::NoRoce => "FAIL: no RoCE frames in this capture, nothing was verified (did the traffic run? A hardware RDMA NIC bypasses the kernel: capture on a mirror port, with ibdump, or with a libpcap that can open the RDMA device; Soft-RoCE shows on its netdev)".into(),
-        Verdict::Unverifiable => format!(
-            "UNVERIFIABLE: {} RoCE frames checked, no mismatch, but not every expectation can be checked from this capture",
-            v.checked
-        ),
+        Verdict::Unverifiable => match v.damaged.as_ref().filter(|_| verdict_names_damage(v)) {
+            Some(d) => format!(
+                "UNVERIFIABLE: {} RoCE frames checked, no mismatch, but {d}",
+                v.checked
+            ),
+            None => unverifiable(v),
+        },
     }
+}
+
+/// Whether the verdict line is UNVERIFIABLE for the damage alone, and says so.
+pub fn verdict_names_damage(v: &VerifyReport) -> bool {
+    v.verdict == Verdict::Unverifiable
+        && v.damaged.is_some()
+        && v.unverifiable.is_empty()
+        && v.checked > 0
+}
+
+fn unverifiable(v: &VerifyReport) -> String {
+    format!(
+        "UNVERIFIABLE: {} RoCE frames checked, no mismatch, but not every expectation can be checked from this capture",
+        v.checked
+    )
+}
+
+/// What a damaged capture leaves unchecked, naming its regions.
+pub fn damage_text(d: &CaptureDamage) -> String {
+    format!(
+        "the capture is damaged: {}; frames there were not checked",
+        super::damage_summary(d)
+    )
 }
 
 /// The expectations in words, for the HTML page.
