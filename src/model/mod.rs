@@ -1123,7 +1123,8 @@ impl Serialize for CaptureWarning {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WarningKind {
-    /// The file is cut short or corrupt: everything before the damage was read.
+    /// The file is cut short or corrupt: every record before the damage was read, and after
+    /// it where reading resynchronised.
     FileDamaged,
     /// A live capture stopped on an error.
     CaptureStopped,

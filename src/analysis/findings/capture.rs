@@ -266,7 +266,7 @@ pub(super) fn capture_findings(
 fn damage_findings(capture: &CaptureReport, malformed_frames: &[u64], out: &mut Vec<Finding>) {
     for w in &capture.warnings {
         let cause = match w.kind {
-            WarningKind::FileDamaged => "the capture file is incomplete (a tcpdump that was killed, a full disk, or a damaged copy); everything before the damage was analysed",
+            WarningKind::FileDamaged => "the capture file is incomplete (a tcpdump that was killed, a full disk, or a damaged copy); every record that could be read was analysed: before the damage, and after it where reading found its way back to whole records (capture.damaged)",
             WarningKind::CaptureDrops => "the capture did not keep up: the kernel or the interface dropped frames before they were captured (a small capture buffer, or a busy CPU); PSN gaps at the same time may be these drops",
             WarningKind::CaptureStopped => "the live capture ended on an error of the capture device; everything captured before it was analysed",
             // Not the capture's: the run fails naming the output, or the outputs lack records
