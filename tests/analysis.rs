@@ -776,6 +776,87 @@ fn a_read_response_gap_the_capture_ended_on_is_unsettled() {
     assert_eq!(r["capture"]["unsettled"], 0);
 }
 
+/// The report of `bytes` read from stdin (`-r -`).
+fn report_of_stdin(bytes: &[u8]) -> Value {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(bin())
+        .args(["-r", "-", "--json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(bytes).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    serde_json::from_str(&stdout(&out)).expect("one JSON document")
+}
+
+/// `cat sample.pcap sample.pcap | roce-sniff -r -`: the second copy's time goes back to the
+/// first's start, a new segment. Its PSNs start flows of their own: each copy of qp 0x000213
+/// has its 4 resends, none of the 2,714 replayed PSNs is a retransmission.
+#[test]
+fn captures_run_together_are_segments_whose_flows_are_their_own() {
+    let one = std::fs::read(testdata("sample.pcap")).unwrap();
+    let r = report_of_stdin(&[one.as_slice(), one.as_slice()].concat());
+    let single = report(&testdata("sample.pcap"), &[]);
+    let c = &r["capture"];
+    assert_eq!(c["segments"], 2);
+    assert_eq!(c["time_jumps"][0]["frame"], 14_624);
+    assert_eq!(c["flows"], 2 * single["capture"]["flows"].as_u64().unwrap());
+    let copies: Vec<&Value> = r["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["src"] == "10.0.0.5" && f["dqpn"] == 0x213)
+        .collect();
+    assert_eq!(copies.len(), 2);
+    for f in copies {
+        assert_eq!(psn(f), (1, 0, 0, 0, 4), "{}", f["psn"]);
+    }
+    let t = finding(&r, "time_backwards");
+    assert_eq!(
+        (t["severity"].as_str(), t["frames"].clone()),
+        (Some("warning"), json!([14_624]))
+    );
+    assert!(
+        t["message"].as_str().unwrap().contains("at frame 14624"),
+        "{t}"
+    );
+    // Nothing of the sort in one copy.
+    assert_eq!(single["capture"]["segments"], 1);
+    assert!(findings_of(&single, "time_backwards").is_empty());
+}
+
+/// A mirror's reordering within microseconds is no new segment: two records of
+/// analysis_psn.pcap swapped (the later frame first) read as one segment, and so do the same
+/// file read twice and merged by time (`-r a -r a`: capture copies).
+#[test]
+fn small_jitters_and_merged_copies_stay_one_segment() {
+    use roce_parsers::capture::{CaptureParser, Next};
+    let data = std::fs::read(testdata("analysis_psn.pcap")).unwrap();
+    let (mut parser, mut at) = CaptureParser::new(&data).unwrap();
+    let mut records = Vec::new();
+    let head = data[..at].to_vec();
+    while let Next::Record(_, used) = parser.next(&data[at..], at as u64).unwrap() {
+        records.push(data[at..at + used].to_vec());
+        at += used;
+    }
+    records.swap(30, 31);
+    let swapped = Scratch::file("jitter", "swapped.pcap");
+    std::fs::write(&swapped, [head, records.concat()].concat()).unwrap();
+    let r = report(&swapped, &[]);
+    assert_eq!(r["capture"]["segments"], 1);
+    assert!(findings_of(&r, "time_backwards").is_empty());
+    let a = testdata("analysis_psn.pcap");
+    let a = a.to_str().unwrap();
+    let out = run(&["-r", a, "-r", a, "--json"]);
+    let twice: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(twice["capture"]["segments"], 1);
+    assert!(twice["capture"]["capture_duplicates"].as_u64().unwrap() > 0);
+}
+
 /// A one-way mirror proves nothing either way: the gap stays loss, and the message says no
 /// ACKs were seen.
 #[test]

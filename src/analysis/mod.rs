@@ -171,6 +171,43 @@ fn cnp_below(pcp: Option<u8>, dscp: Option<u8>, data: (Option<u8>, u8)) -> bool 
 
 /// Capture-wide state of the analysis (the frames themselves are counted once, by the
 /// pipeline's `FrameCounts`).
+/// A frame this far behind the latest time begins a new segment, wherever it lands.
+const SEGMENT_JUMP_NS: u64 = 1_000_000_000;
+/// Jumps back listed in the report.
+const TIME_JUMPS_KEPT: usize = 5;
+
+/// Captures run together (`cat a.pcap a.pcap`, a stream of several captures): a new segment
+/// begins at a frame whose time goes back to the current segment's first time or before, or
+/// back by more than a second. A mirror's reordering within microseconds does neither.
+#[derive(Debug, Clone, Default)]
+struct Segments {
+    first_ts: Option<u64>,
+    /// Segments after the first.
+    count: u64,
+    jumps: Vec<crate::model::TimeJump>,
+}
+
+impl Segments {
+    /// Whether `p` begins a new segment, the latest time so far being `latest`.
+    #[inline]
+    fn begins_at(&mut self, p: &PacketSummary, latest: u64) -> bool {
+        let first = *self.first_ts.get_or_insert(p.ts_ns);
+        let ts = p.ts_ns;
+        if ts >= latest || (ts > first && latest - ts <= SEGMENT_JUMP_NS) {
+            return false;
+        }
+        self.first_ts = Some(ts);
+        self.count += 1;
+        if self.jumps.len() < TIME_JUMPS_KEPT {
+            self.jumps.push(crate::model::TimeJump {
+                frame: p.frame_no,
+                back_s: (latest - ts) as f64 / 1e9,
+            });
+        }
+        true
+    }
+}
+
 /// PSNs the capture missed, on how many flows, and the data PSNs of those flows.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct MissedTally {
@@ -287,6 +324,8 @@ pub struct Analyzer {
     data_by_hosts: FxHashMap<(IpAddr, IpAddr), flow_table::FlowsInOrder>,
     /// UD senders' PSN sequences, per (source address, source QP), and when each last sent.
     ud_senders: FxHashMap<(IpAddr, Qpn), (psn::PsnTracker, u64)>,
+    /// Where the capture's time went back: captures run together.
+    segments: Segments,
     /// Frames seen at several capture points (with `several_points`).
     point_copies: Option<copies::PointCopies>,
     /// What the latest frame fed did: its flow and its PSN event.
@@ -323,6 +362,7 @@ impl Analyzer {
             pause: BTreeMap::new(),
             state: CaptureState::default(),
             ud_senders: FxHashMap::default(),
+            segments: Segments::default(),
             data_by_hosts: FxHashMap::default(),
             point_copies: cfg.several_points.then(Default::default),
             last: Outcome::default(),
@@ -429,11 +469,32 @@ impl Analyzer {
         }
     }
 
+    /// The capture's time went back to `ts`: captures run together. Every flow ends, as a
+    /// timeout would end it, so that the next segment's PSNs start flows of their own and are
+    /// never taken for resends; its clock starts again.
+    #[cold]
+    fn new_segment(&mut self, ts: u64) {
+        let end = self.state.last_ts;
+        while !self.flows.is_empty() {
+            self.end_connection(0, end);
+        }
+        self.ud_senders.clear();
+        self.state.last_ts = ts;
+    }
+
+    /// How many segments the capture's time showed, and the first jumps back.
+    pub fn segments(&self) -> (u64, &[crate::model::TimeJump]) {
+        (self.segments.count + 1, &self.segments.jumps)
+    }
+
     /// Feeds one packet. Packets must come in capture order.
     pub fn feed(&mut self, p: &PacketSummary) {
         self.last = Outcome::default();
         if let Some(t) = self.timelines.as_mut() {
             t.start(p.ts_ns);
+        }
+        if self.segments.begins_at(p, self.state.last_ts) {
+            self.new_segment(p.ts_ns);
         }
         self.state.last_ts = self.state.last_ts.max(p.ts_ns);
         self.sweep(p.ts_ns);

@@ -474,6 +474,8 @@ impl Analyzer {
             flows_untracked_packets: self.state.flows_untracked_packets,
             cnps_unattributed: self.state.cnps_unattributed,
             capture_duplicates: self.state.capture_duplicates,
+            segments: self.segments().0,
+            time_jumps: self.segments().1.to_vec(),
             missed: {
                 let m = self.missed_so_far();
                 CaptureMissed::of(m.psns, m.flows, m.data_psns, c.roce)

@@ -105,6 +105,10 @@ pub struct CaptureReport {
     pub capture_duplicates: u64,
     /// PSNs the capture point missed: skipped PSNs the other end acknowledged.
     pub missed: CaptureMissed,
+    /// Captures run together (`cat a.pcap a.pcap`): how many segments the capture's time
+    /// showed (1 when it never went back), and the first jumps back.
+    pub segments: u64,
+    pub time_jumps: Vec<TimeJump>,
     /// Skipped PSNs whose fate the capture cannot tell (`flows[].psn.unsettled`, with the
     /// flows that ended).
     pub unsettled: u64,
@@ -888,6 +892,13 @@ pub struct Bin {
     pub psn_progress: Option<i64>,
 }
 
+/// Where the capture's time went back and a new segment began: the frame, and how far back.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct TimeJump {
+    pub frame: u64,
+    pub back_s: f64,
+}
+
 /// What the capture point missed over the capture: skipped PSNs the other end acknowledged
 /// (request PSNs and READ responses), on how many flows, their share of what the capture
 /// should have held (psns / (RoCE packets + psns)), and the data PSNs of those flows (their
@@ -1388,6 +1399,7 @@ pub enum FindingCode {
     MirrorDrops,
     CaptureDuplicates,
     CaptureMissed,
+    TimeBackwards,
     Pcp0WithDscp,
     DscpMismatch,
     CnpMarking,
@@ -1420,7 +1432,7 @@ pub enum FindingCode {
 
 impl FindingCode {
     /// Every code, for documentation checks.
-    pub const ALL: [FindingCode; 58] = [
+    pub const ALL: [FindingCode; 59] = [
         FindingCode::PsnLoss,
         FindingCode::ReadResponseLoss,
         FindingCode::Retransmissions,
@@ -1451,6 +1463,7 @@ impl FindingCode {
         FindingCode::MirrorDrops,
         FindingCode::CaptureDuplicates,
         FindingCode::CaptureMissed,
+        FindingCode::TimeBackwards,
         FindingCode::Pcp0WithDscp,
         FindingCode::DscpMismatch,
         FindingCode::CnpMarking,
@@ -1514,6 +1527,7 @@ impl FindingCode {
             FindingCode::MirrorDrops => "mirror_drops",
             FindingCode::CaptureDuplicates => "capture_duplicates",
             FindingCode::CaptureMissed => "capture_missed",
+            FindingCode::TimeBackwards => "time_backwards",
             FindingCode::Pcp0WithDscp => "pcp0_with_dscp",
             FindingCode::DscpMismatch => "dscp_mismatch",
             FindingCode::CnpMarking => "cnp_marking",

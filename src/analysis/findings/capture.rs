@@ -228,6 +228,22 @@ pub(super) fn capture_findings(
             vec![],
         ));
     }
+    if let Some(first) = c.time_jumps.first() {
+        out.push(finding(
+            Severity::Warning,
+            FindingCode::TimeBackwards,
+            format!(
+                "the capture's time went back {} at frame {}: read as {} captures run together, every flow ended at each jump and began anew after it",
+                crate::common::units::duration_ns((first.back_s * 1e9) as u64),
+                first.frame,
+                c.segments
+            ),
+            "captures joined end to end (`cat a.pcap a.pcap`, a stream of several captures), or a capture host's clock stepped back; the PSNs after a jump are not resends of those before it",
+            None,
+            c.segments - 1,
+            c.time_jumps.iter().map(|j| j.frame).collect(),
+        ));
+    }
     if c.capture_duplicates > 0 {
         out.push(finding(
             Severity::Info,

@@ -142,6 +142,13 @@ fn capture_summary(o: &mut String, c: &CaptureReport) {
         );
         wrap_into(o, "  ", "    ", &missed);
     }
+    if c.segments > 1 {
+        let segments = format!(
+            "{} segments: the capture's time went back, each segment's flows are its own (time_backwards)",
+            c.segments
+        );
+        wrap_into(o, "  ", "    ", &segments);
+    }
     if c.unsettled > 0 {
         let unsettled = format!(
             "the capture ended before {} could be judged lost or missed (psn_unsettled)",
