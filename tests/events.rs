@@ -146,6 +146,88 @@ fn a_finding_is_told_when_it_first_holds_not_at_the_end() {
         .all(|x| x["ts_ns"].as_u64().unwrap() - start > 2_000_000_000));
 }
 
+/// An incast of four senders, none marked at first; 1.5 s later one of them is CE-marked
+/// (diagnose/incast_turns_troubled.pcap). Evaluated every second of capture time, the incast
+/// is told as information, then its rise to a warning as a `finding_escalated` event, counted
+/// once in `roce_sniff_finding_escalations_total` while `roce_sniff_findings_total` keeps it at
+/// the severity first told; the report's incast is the last event's. Before, the rise was never
+/// told: the events and the metrics said information, the report a warning.
+#[test]
+fn a_finding_whose_severity_rises_is_told_again_and_counted_at_its_first_severity() {
+    let capture = testdata("diagnose/incast_turns_troubled.pcap");
+    let file = Scratch::file("events-rise", "events.ndjson");
+    let port = free_port();
+    let sniff = Running(
+        std::process::Command::new(bin())
+            .args(["-r", capture.to_str().unwrap(), "--json=/dev/null"])
+            .arg(format!("--events={}", file.display()))
+            .arg(format!("--metrics=127.0.0.1:{port}"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    // A file's metrics are published once, at its end, after its events are written.
+    let started = std::time::Instant::now();
+    let metrics = loop {
+        match http_get(port, "/metrics") {
+            Some(text) if text.contains("roce_sniff_finding_escalations_total") => break text,
+            _ => assert!(started.elapsed().as_secs() < 30, "no metrics served"),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    drop(sniff);
+    let told: Vec<Value> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["event"] != "flow_end")
+        .collect();
+    assert_eq!(told.len(), 2, "{told:?}");
+    assert_eq!(told[0]["event"], "finding");
+    assert_eq!(told[0]["finding"]["code"], "incast");
+    assert_eq!(told[0]["finding"]["severity"], "info");
+    let rise = &told[1];
+    assert_eq!(rise["event"], "finding_escalated");
+    assert_eq!(
+        (&rise["from"], &rise["to"]),
+        (&"info".into(), &"warning".into())
+    );
+    assert_eq!(rise["finding"]["severity"], "warning");
+    assert!(rise["ts_ns"].as_u64() > told[0]["ts_ns"].as_u64());
+    // Told first within the capture's first 1.5 s, before the marks came.
+    let r = report("diagnose/incast_turns_troubled.pcap");
+    let start = r["capture"]["first_ts_ns"].as_u64().unwrap();
+    assert!(told[0]["ts_ns"].as_u64().unwrap() - start < 1_500_000_000);
+    assert_eq!(&rise["finding"], finding(&r, "incast"));
+    let value = |labels: &str| {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(labels)?.strip_prefix(' '))
+            .and_then(|v| v.parse::<f64>().ok())
+    };
+    for (series, n) in [
+        (
+            "roce_sniff_findings_total{code=\"incast\",severity=\"info\"}",
+            1.0,
+        ),
+        (
+            "roce_sniff_findings_total{code=\"incast\",severity=\"warning\"}",
+            0.0,
+        ),
+        (
+            "roce_sniff_finding_escalations_total{code=\"incast\",from=\"info\",to=\"warning\"}",
+            1.0,
+        ),
+        (
+            "roce_sniff_finding_escalations_total{code=\"incast\",from=\"info\",to=\"critical\"}",
+            0.0,
+        ),
+    ] {
+        assert_eq!(value(series), Some(n), "{series}");
+    }
+}
+
 /// Long-lived QPs whose ACKs take tens of milliseconds (coalesced over several WRITEs, at
 /// 5,000 frames a second: a paused path, or a replay that stretched the capture), evaluated
 /// every second: a request still waiting for its ACK is pending, not unanswered. Each second
