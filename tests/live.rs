@@ -1040,6 +1040,102 @@ fn a_monitor_feeds_prometheus_and_a_rolling_dataset_as_the_offline_report_tells(
     assert!(left.is_empty(), "left behind: {left:?}");
 }
 
+/// diagnose/incast_turns_troubled.pcap replayed into the veth, scraped by Prometheus: four
+/// senders at once, unmarked, then 1.5 s later one of them CE-marked. The incast is told as
+/// information, and its rise to a warning is told while the capture runs (at the next second,
+/// the link idle): a `finding_escalated` event, and the rise counted in
+/// roce_sniff_finding_escalations_total while roce_sniff_findings_total keeps it at
+/// information. The alert docs/monitor.md gives on warnings fires; the report at the end lists
+/// the incast at the severity of its last event. Before, the rise was never told.
+#[test]
+fn a_finding_that_rises_live_is_told_counted_and_alerted_on() {
+    let Some(live) = Live::start("a_finding_that_rises_live_is_told_counted_and_alerted_on") else {
+        return;
+    };
+    let (n, dir) = (&live.netns, &*live.dir);
+    if !prometheus_installed() {
+        return;
+    }
+    let capture = testdata("diagnose/incast_turns_troubled.pcap");
+    let (metrics_port, prom_port) = (free_port(), free_port());
+    let _prometheus = start_prometheus(&dir.join("prometheus"), metrics_port, prom_port);
+    let (events, json) = (dir.join("rise.ndjson"), dir.join("rise.json"));
+    let child = start_capture(&[
+        "-i",
+        &n.host_end,
+        &format!("--metrics=127.0.0.1:{metrics_port}"),
+        &format!("--events={}", events.display()),
+        &format!("--json={}", json.display()),
+    ]);
+    // Scraped at 0 before the traffic, as a monitor started before a fault.
+    let zero = "roce_sniff_finding_escalations_total{code=\"incast\",from=\"info\",to=\"warning\"}";
+    assert!(
+        wait_until(Duration::from_secs(60), || promql(prom_port, zero)
+            == Some(0.0)),
+        "Prometheus never scraped the monitor"
+    );
+    replay_into(n, &capture, None);
+    let incast_told = || -> Vec<Value> {
+        json_lines_so_far(&events)
+            .into_iter()
+            .filter(|e| e["finding"]["code"] == "incast")
+            .collect()
+    };
+    assert!(
+        wait_until(PATIENCE, || incast_told().len() == 2),
+        "{:?}",
+        incast_told()
+    );
+    let told = incast_told();
+    assert_eq!(
+        (&told[0]["event"], &told[0]["finding"]["severity"]),
+        (&"finding".into(), &"info".into())
+    );
+    assert_eq!(
+        (&told[1]["event"], &told[1]["from"], &told[1]["to"]),
+        (
+            &"finding_escalated".into(),
+            &"info".into(),
+            &"warning".into()
+        )
+    );
+    // The query docs/monitor.md gives for an alert on warnings: a new one, or one that
+    // became one.
+    let warned = "count(increase(roce_sniff_findings_total{severity=\"warning\"}[5m]) > 0 \
+                  or increase(roce_sniff_finding_escalations_total{to=\"warning\"}[5m]) > 0)";
+    assert!(
+        wait_until(PATIENCE, || promql(prom_port, warned) == Some(1.0)),
+        "{warned}: {:?}",
+        promql(prom_port, warned)
+    );
+    let wrong = promql_wrong(
+        prom_port,
+        &[
+            (zero, 1.0),
+            (
+                "roce_sniff_findings_total{code=\"incast\",severity=\"info\"}",
+                1.0,
+            ),
+            ("sum(roce_sniff_findings_total{code=\"incast\"})", 1.0),
+        ],
+    );
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    child.sigterm();
+    let out = child.wait_with_output();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let last = json_lines(&events)
+        .into_iter()
+        .rfind(|e| e["finding"]["code"] == "incast")
+        .unwrap();
+    assert_eq!(
+        last["event"], "finding_escalated",
+        "nothing told after the rise"
+    );
+    assert_eq!(finding(&report, "incast")["severity"], "warning");
+    assert_eq!(&last["finding"], finding(&report, "incast"));
+}
+
 /// diagnose/capture_missed.pcap replayed into the veth: the PSNs the capture missed (the ACKs
 /// cover them) are told apart from the loss of the other flows live as offline, in the report,
 /// the events (a gap waits for its verdict, so no psn_loss is told of the flow whose gaps were
