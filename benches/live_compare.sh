@@ -182,10 +182,15 @@ report, events, dataset = sys.argv[1:4]
 # Every flow seen ends once: by --flow-timeout, or when the capture ends.
 ended = json.load(open(report))["capture"]["flows"]
 ids, dropped = collections.Counter(), collections.Counter()
+# A QP key's lifetimes: a silence of the link past --flow-timeout (tcpreplay stalling at top
+# speed) ends the QPs in flight, and their later frames begin new flows, with new ids.
+lives = collections.defaultdict(list)
 for line in open(events):
     e = json.loads(line)
     if e["event"] == "flow_end":
-        ids[e["flow"]["id"]] += 1
+        f = e["flow"]
+        ids[f["id"]] += 1
+        lives[(f["src"], f["dst"], f["dqpn"], f["vlan"])].append((f["first_ts"], f["last_ts"]))
     elif e["event"] == "records_dropped":
         dropped[(e["output"], e["kind"])] = e["dropped"]
 rows = twice = 0
@@ -196,11 +201,15 @@ if files:
         f"SELECT count(*), count(DISTINCT flow_id) FROM read_parquet({files!r})").fetchall()[0]
     twice = rows - distinct
 told_twice = sum(n - 1 for n in ids.values() if n > 1)
+split = sum(len(v) - 1 for v in lives.values())
+overlapping = sum(1 for v in lives.values() for a, b in zip(sorted(v), sorted(v)[1:]) if b[0] <= a[1])
 ev_lost, pq_lost = dropped[("events", "flow_end")], dropped[("parquet", "flows")]
-ok = told_twice == 0 and twice == 0 and len(ids) + ev_lost == ended and rows + pq_lost == ended
+ok = (told_twice == 0 and twice == 0 and overlapping == 0 and len(ids) + ev_lost == ended
+      and rows + pq_lost == ended)
 print(f"    {ended} flows ended: events {len(ids)} written + {ev_lost} dropped, {told_twice} twice; "
       f"dataset flows {rows} written + {pq_lost} dropped, {twice} twice; "
-      f"packets rows dropped {dropped[('parquet', 'packets')]}, timeline {dropped[('parquet', 'timeline')]}"
+      f"packets rows dropped {dropped[('parquet', 'packets')]}, timeline {dropped[('parquet', 'timeline')]}; "
+      f"{split} QP keys written again for a later lifetime, {overlapping} overlapping"
       f" -> {'each flow once' if ok else 'NOT each flow once'}")
 PY
 }

@@ -146,6 +146,189 @@ fn a_finding_is_told_when_it_first_holds_not_at_the_end() {
         .all(|x| x["ts_ns"].as_u64().unwrap() - start > 2_000_000_000));
 }
 
+/// An incast of four senders, none marked at first; 1.5 s later one of them is CE-marked
+/// (diagnose/incast_turns_troubled.pcap). Evaluated every second of capture time, the incast
+/// is told as information, then its rise to a warning as a `finding_escalated` event, counted
+/// once in `roce_sniff_finding_escalations_total` while `roce_sniff_findings_total` keeps it at
+/// the severity first told; the report's incast is the last event's. Before, the rise was never
+/// told: the events and the metrics said information, the report a warning.
+#[test]
+fn a_finding_whose_severity_rises_is_told_again_and_counted_at_its_first_severity() {
+    let capture = testdata("diagnose/incast_turns_troubled.pcap");
+    let file = Scratch::file("events-rise", "events.ndjson");
+    let port = free_port();
+    let sniff = Running(
+        std::process::Command::new(bin())
+            .args(["-r", capture.to_str().unwrap(), "--json=/dev/null"])
+            .arg(format!("--events={}", file.display()))
+            .arg(format!("--metrics=127.0.0.1:{port}"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    // A file's metrics are published once, at its end, after its events are written.
+    let started = std::time::Instant::now();
+    let metrics = loop {
+        match http_get(port, "/metrics") {
+            Some(text) if text.contains("roce_sniff_finding_escalations_total") => break text,
+            _ => assert!(started.elapsed().as_secs() < 30, "no metrics served"),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    drop(sniff);
+    let told: Vec<Value> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["event"] != "flow_end")
+        .collect();
+    assert_eq!(told.len(), 2, "{told:?}");
+    assert_eq!(told[0]["event"], "finding");
+    assert_eq!(told[0]["finding"]["code"], "incast");
+    assert_eq!(told[0]["finding"]["severity"], "info");
+    let rise = &told[1];
+    assert_eq!(rise["event"], "finding_escalated");
+    assert_eq!(
+        (&rise["from"], &rise["to"]),
+        (&"info".into(), &"warning".into())
+    );
+    assert_eq!(rise["finding"]["severity"], "warning");
+    assert!(rise["ts_ns"].as_u64() > told[0]["ts_ns"].as_u64());
+    // Told first within the capture's first 1.5 s, before the marks came.
+    let r = report("diagnose/incast_turns_troubled.pcap");
+    let start = r["capture"]["first_ts_ns"].as_u64().unwrap();
+    assert!(told[0]["ts_ns"].as_u64().unwrap() - start < 1_500_000_000);
+    assert_eq!(&rise["finding"], finding(&r, "incast"));
+    let value = |labels: &str| {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(labels)?.strip_prefix(' '))
+            .and_then(|v| v.parse::<f64>().ok())
+    };
+    for (series, n) in [
+        (
+            "roce_sniff_findings_total{code=\"incast\",severity=\"info\"}",
+            1.0,
+        ),
+        (
+            "roce_sniff_findings_total{code=\"incast\",severity=\"warning\"}",
+            0.0,
+        ),
+        (
+            "roce_sniff_finding_escalations_total{code=\"incast\",from=\"info\",to=\"warning\"}",
+            1.0,
+        ),
+        (
+            "roce_sniff_finding_escalations_total{code=\"incast\",from=\"info\",to=\"critical\"}",
+            0.0,
+        ),
+    ] {
+        assert_eq!(value(series), Some(n), "{series}");
+    }
+}
+
+/// A churn read with a 1 ms flow timeout, its link silent for 3 ms every 997 frames (as a
+/// replay at top speed stalls, which once showed one QP written twice as a `flow_end`): each
+/// flow ends once, in the events, the dataset's flows table and the metrics (ended by the
+/// timeout, or open at the end); a QP with frames on both sides of a silence is two flows
+/// with ids of their own, the first ended before the second began.
+#[test]
+fn every_flow_ends_once_per_lifetime_in_the_events_the_dataset_and_the_metrics() {
+    use roce_testgen::churn::{write_churn, ChurnConfig};
+    let cfg = ChurnConfig {
+        qps: 1_500,
+        concurrent: 8,
+        silence_every: 997,
+        silence_ns: 3_000_000,
+        ..ChurnConfig::default()
+    };
+    let dir = Scratch::dir("events-lifetimes");
+    let capture = dir.join("churn.pcap");
+    write_churn(std::fs::File::create(&capture).unwrap(), cfg).unwrap();
+    let (events, dataset, json) = (dir.join("e.ndjson"), dir.join("ds"), dir.join("r.json"));
+    let port = free_port();
+    let sniff = Running(
+        std::process::Command::new(bin())
+            .args(["-r", capture.to_str().unwrap(), "--flow-timeout", "1ms"])
+            .arg(format!("--events={}", events.display()))
+            .arg(format!("--json={}", json.display()))
+            .arg(format!("--metrics=127.0.0.1:{port}"))
+            .args(["--parquet", dataset.to_str().unwrap(), "--rotate", "10ms"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let started = std::time::Instant::now();
+    let metrics = loop {
+        match http_get(port, "/metrics") {
+            Some(text) if text.contains("roce_sniff_flows_ended_total") => break text,
+            _ => assert!(started.elapsed().as_secs() < 30, "no metrics served"),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    drop(sniff);
+    let value = |name: &str| {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse::<f64>().ok())
+            .unwrap_or_else(|| panic!("no {name}"))
+    };
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let flows = r["capture"]["flows"].as_u64().unwrap();
+    assert!(flows > cfg.flows(), "the silences split QPs in flight");
+    let ends: Vec<Value> = std::fs::read_to_string(&events)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["event"] == "flow_end")
+        .map(|e| e["flow"].clone())
+        .collect();
+    let ids: BTreeSet<u64> = ends.iter().map(|f| f["id"].as_u64().unwrap()).collect();
+    assert_eq!((ends.len() as u64, ids.len() as u64), (flows, flows));
+    // Ended by the timeout while the file was read, or open when it ended.
+    let ended = value("roce_sniff_flows_ended_total");
+    let open = value("roce_sniff_flows_active");
+    assert_eq!(ended + open, flows as f64, "{ended} ended, {open} open");
+    assert_eq!(r["capture"]["flows_ended"].as_f64(), Some(ended));
+    // A key's lifetimes, one after the other, each past the timeout after the last.
+    let life = |f: &Value| {
+        let key = format!("{} {} {} {}", f["src"], f["dst"], f["dqpn"], f["vlan"]);
+        (
+            key,
+            f["first_ts"].as_f64().unwrap(),
+            f["last_ts"].as_f64().unwrap(),
+        )
+    };
+    let mut lives: Vec<(String, f64, f64)> = ends.iter().map(life).collect();
+    lives.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    let split = lives.windows(2).filter(|w| w[0].0 == w[1].0).count() as u64;
+    for w in lives.windows(2).filter(|w| w[0].0 == w[1].0) {
+        assert!(w[1].1 - w[0].2 > 1e-3, "{w:?}");
+    }
+    assert_eq!(flows, cfg.flows() + split);
+    // The dataset: the events' flows, each once.
+    let rows = duckdb_rows(&format!(
+        "select flow_id, src, dst, dqpn, packets from read_parquet('{}/flows/*/*.parquet') \
+         order by flow_id",
+        dataset.display()
+    ));
+    let told: Vec<Vec<Value>> = {
+        let mut v: Vec<Vec<Value>> = ends
+            .iter()
+            .map(|f| {
+                ["id", "src", "dst", "dqpn", "packets"]
+                    .map(|k| f[k].clone())
+                    .to_vec()
+            })
+            .collect();
+        v.sort_by_key(|r| r[0].as_u64());
+        v
+    };
+    assert_eq!(rows, told);
+}
+
 /// Long-lived QPs whose ACKs take tens of milliseconds (coalesced over several WRITEs, at
 /// 5,000 frames a second: a paused path, or a replay that stretched the capture), evaluated
 /// every second: a request still waiting for its ACK is pending, not unanswered. Each second

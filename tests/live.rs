@@ -465,10 +465,12 @@ fn metric(text: &str, name: &str) -> Option<f64> {
 }
 
 /// A monitor left running: many short-lived QPs replayed with a short --flow-timeout, one in
-/// ten losing a request. Flows end while the link goes idle (the wall clock moves the
-/// capture's), each told once as a flow_end event, the metrics count them, the open flows
-/// stay few, every lossy QP is told of once; SIGTERM then ends the capture with every output
-/// complete.
+/// ten losing a request, the link silent for longer than the timeout four times (as a replay
+/// at top speed stalls). Flows end while the link goes idle (the wall clock moves the
+/// capture's), each told once as a flow_end event and a row of the rolling dataset, the
+/// metrics count them, the open flows stay few, every lossy QP is told of once; a QP with
+/// frames on both sides of a silence is two flows, each ended once, as offline. SIGTERM then
+/// ends the capture with every output complete.
 #[test]
 fn a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs() {
     let Some(live) = Live::start("a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs")
@@ -481,13 +483,38 @@ fn a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs() {
         qps: 3_000,
         concurrent: 8,
         lossy_every: 10,
+        silence_every: 2_999,
+        silence_ns: 600_000_000,
         ..ChurnConfig::default()
     };
-    let lossy = u64::from(cfg.lossy_qps());
-    let roce_packets = 4 * u64::from(cfg.qps) - lossy;
+    let roce_packets = 4 * u64::from(cfg.qps) - u64::from(cfg.lossy_qps());
     let capture = dir.join("churn.pcap");
     write_churn(std::fs::File::create(&capture).unwrap(), cfg).unwrap();
-    let (events, json) = (dir.join("churn.ndjson"), dir.join("churn.json"));
+    // Short against the run, long against a replay's scheduling hiccups on a loaded
+    // 2-core machine (a QP's frames come within 0.3 ms; a 50 ms timeout once split 8 QPs
+    // in two), far shorter than the silences: only they split QPs.
+    let timeout = "250ms";
+    let offline = report_json(&[
+        "-r",
+        capture.to_str().unwrap(),
+        "--json",
+        "--flow-timeout",
+        timeout,
+    ]);
+    let flows = offline["capture"]["flows"].as_u64().unwrap();
+    assert!(flows > cfg.flows(), "the silences split QPs in flight");
+    // A lossy QP split by a silence is two flows, neither with a gap: the QPs that lose a
+    // request within one flow, as offline.
+    let lossy: u64 = findings_of(&offline, "psn_loss")
+        .iter()
+        .map(|f| f["group"]["flows"].as_u64().unwrap_or(1))
+        .sum();
+    assert!(lossy > 0 && lossy <= u64::from(cfg.lossy_qps()));
+    let (events, json, dataset) = (
+        dir.join("churn.ndjson"),
+        dir.join("churn.json"),
+        dir.join("churn-dataset"),
+    );
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -496,14 +523,13 @@ fn a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs() {
     let child = start_capture(&[
         "-i",
         &n.host_end,
-        // Short against the run, long against a replay's scheduling hiccups on a loaded
-        // 2-core machine (a QP's frames come within 0.3 ms; a 50 ms timeout once split 8 QPs
-        // in two): no QP splits into two flows.
         "--flow-timeout",
-        "250ms",
+        timeout,
         &format!("--events={}", events.display()),
         &format!("--json={}", json.display()),
         &format!("--metrics=127.0.0.1:{port}"),
+        "--parquet",
+        dataset.to_str().unwrap(),
         // The capture and decoding on a thread of their own from the start, as on a host one
         // thread cannot keep up with: every output the same.
         "--capture-thread",
@@ -511,7 +537,7 @@ fn a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs() {
     replay_into(n, &capture, None);
     // Idle: the flows end by the wall clock, the metrics (updated each second) show it, and
     // the findings of the flows that ended are evaluated at the next second.
-    let ended = format!("roce_sniff_flows_ended_total {}", cfg.flows());
+    let ended = format!("roce_sniff_flows_ended_total {flows}");
     let loss =
         format!("roce_sniff_findings_total{{code=\"psn_loss\",severity=\"critical\"}} {lossy}\n");
     let mut text = String::new();
@@ -528,7 +554,7 @@ fn a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs() {
     );
     assert_eq!(
         metric(&text, "roce_sniff_flows_ended_total"),
-        Some(cfg.flows() as f64),
+        Some(flows as f64),
         "{text}"
     );
     // The events are written on a thread of their own: they may trail the metrics a little,
@@ -539,8 +565,8 @@ fn a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs() {
             .filter(|e| e["event"] == "flow_end")
             .count() as u64
     };
-    wait_until(PATIENCE, || flow_ends() == cfg.flows());
-    assert_eq!(flow_ends(), cfg.flows());
+    wait_until(PATIENCE, || flow_ends() == flows);
+    assert_eq!(flow_ends(), flows);
     // Every lossy QP counted once, as the events told them (groups of those first told),
     // the findings' evaluation after the flows' ends written in its turn.
     let loss_told = || -> u64 {
@@ -563,7 +589,7 @@ fn a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs() {
     // The status line counts the flows of the run, not the few still open.
     let err = stderr(&out);
     assert!(
-        err.contains(&format!("RoCE {roce_packets} in 6000 flows")),
+        err.contains(&format!("RoCE {roce_packets} in {flows} flows")),
         "{err}"
     );
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
@@ -571,8 +597,8 @@ fn a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs() {
     assert_eq!(c["live"]["dropped"], 0);
     assert_eq!(c["live"]["capture_thread_from_frame"], 1);
     assert_eq!(c["roce_packets"].as_u64(), Some(roce_packets));
-    assert_eq!(c["flows"].as_u64(), Some(cfg.flows()));
-    assert_eq!(c["flows_ended"].as_u64(), Some(cfg.flows()));
+    assert_eq!(c["flows"].as_u64(), Some(flows));
+    assert_eq!(c["flows_ended"].as_u64(), Some(flows));
     // A live report lists the flows still open: none.
     assert_eq!(report["flows"].as_array().unwrap().len(), 0);
     let ends: Vec<Value> = json_lines(&events)
@@ -583,12 +609,8 @@ fn a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs() {
         .iter()
         .map(|e| e["flow"]["id"].as_u64().unwrap())
         .collect();
-    assert_eq!(
-        ids.len() as u64,
-        cfg.flows(),
-        "every flow ends exactly once"
-    );
-    assert_eq!(ids.iter().next_back().copied(), Some(cfg.flows()));
+    assert_eq!(ids.len() as u64, flows, "every flow ends exactly once");
+    assert_eq!(ids.iter().next_back().copied(), Some(flows));
     let packets: u64 = ends
         .iter()
         .map(|e| e["flow"]["packets"].as_u64().unwrap())
@@ -604,6 +626,42 @@ fn a_churn_ends_every_flow_once_and_sigterm_flushes_the_outputs() {
             "{e}"
         );
     }
+    // A QP key ends once per lifetime: the QPs the silences split are two flows, the first
+    // ended before the second began, as offline.
+    let mut lives: std::collections::BTreeMap<String, Vec<(f64, f64)>> = Default::default();
+    for e in &ends {
+        let f = &e["flow"];
+        let key = format!("{} {} {} {}", f["src"], f["dst"], f["dqpn"], f["vlan"]);
+        let life = (
+            f["first_ts"].as_f64().unwrap(),
+            f["last_ts"].as_f64().unwrap(),
+        );
+        lives.entry(key).or_default().push(life);
+    }
+    for (key, l) in &mut lives {
+        l.sort_by(|a, b| a.0.total_cmp(&b.0));
+        assert!(l.windows(2).all(|w| w[1].0 - w[0].1 > 0.25), "{key}: {l:?}");
+    }
+    assert_eq!(
+        lives.len() as u64,
+        cfg.flows(),
+        "{flows} flows of {} keys",
+        cfg.flows()
+    );
+    // The rolling dataset: one row per flow, the events' flows.
+    let rows = duckdb_rows(&format!(
+        "select count(*), count(distinct flow_id), sum(packets)::bigint \
+         from read_parquet('{}/flows/*/*.parquet')",
+        dataset.display()
+    ));
+    assert_eq!(
+        rows,
+        vec![vec![
+            Value::from(flows),
+            Value::from(flows),
+            Value::from(roce_packets)
+        ]]
+    );
     assert!(
         report["findings"].as_array().unwrap().is_empty(),
         "{}",
@@ -1038,6 +1096,102 @@ fn a_monitor_feeds_prometheus_and_a_rolling_dataset_as_the_offline_report_tells(
             .filter(|f| !f.ends_with(".parquet"))
             .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// diagnose/incast_turns_troubled.pcap replayed into the veth, scraped by Prometheus: four
+/// senders at once, unmarked, then 1.5 s later one of them CE-marked. The incast is told as
+/// information, and its rise to a warning is told while the capture runs (at the next second,
+/// the link idle): a `finding_escalated` event, and the rise counted in
+/// roce_sniff_finding_escalations_total while roce_sniff_findings_total keeps it at
+/// information. The alert docs/monitor.md gives on warnings fires; the report at the end lists
+/// the incast at the severity of its last event. Before, the rise was never told.
+#[test]
+fn a_finding_that_rises_live_is_told_counted_and_alerted_on() {
+    let Some(live) = Live::start("a_finding_that_rises_live_is_told_counted_and_alerted_on") else {
+        return;
+    };
+    let (n, dir) = (&live.netns, &*live.dir);
+    if !prometheus_installed() {
+        return;
+    }
+    let capture = testdata("diagnose/incast_turns_troubled.pcap");
+    let (metrics_port, prom_port) = (free_port(), free_port());
+    let _prometheus = start_prometheus(&dir.join("prometheus"), metrics_port, prom_port);
+    let (events, json) = (dir.join("rise.ndjson"), dir.join("rise.json"));
+    let child = start_capture(&[
+        "-i",
+        &n.host_end,
+        &format!("--metrics=127.0.0.1:{metrics_port}"),
+        &format!("--events={}", events.display()),
+        &format!("--json={}", json.display()),
+    ]);
+    // Scraped at 0 before the traffic, as a monitor started before a fault.
+    let zero = "roce_sniff_finding_escalations_total{code=\"incast\",from=\"info\",to=\"warning\"}";
+    assert!(
+        wait_until(Duration::from_secs(60), || promql(prom_port, zero)
+            == Some(0.0)),
+        "Prometheus never scraped the monitor"
+    );
+    replay_into(n, &capture, None);
+    let incast_told = || -> Vec<Value> {
+        json_lines_so_far(&events)
+            .into_iter()
+            .filter(|e| e["finding"]["code"] == "incast")
+            .collect()
+    };
+    assert!(
+        wait_until(PATIENCE, || incast_told().len() == 2),
+        "{:?}",
+        incast_told()
+    );
+    let told = incast_told();
+    assert_eq!(
+        (&told[0]["event"], &told[0]["finding"]["severity"]),
+        (&"finding".into(), &"info".into())
+    );
+    assert_eq!(
+        (&told[1]["event"], &told[1]["from"], &told[1]["to"]),
+        (
+            &"finding_escalated".into(),
+            &"info".into(),
+            &"warning".into()
+        )
+    );
+    // The query docs/monitor.md gives for an alert on warnings: a new one, or one that
+    // became one.
+    let warned = "count(increase(roce_sniff_findings_total{severity=\"warning\"}[5m]) > 0 \
+                  or increase(roce_sniff_finding_escalations_total{to=\"warning\"}[5m]) > 0)";
+    assert!(
+        wait_until(PATIENCE, || promql(prom_port, warned) == Some(1.0)),
+        "{warned}: {:?}",
+        promql(prom_port, warned)
+    );
+    let wrong = promql_wrong(
+        prom_port,
+        &[
+            (zero, 1.0),
+            (
+                "roce_sniff_findings_total{code=\"incast\",severity=\"info\"}",
+                1.0,
+            ),
+            ("sum(roce_sniff_findings_total{code=\"incast\"})", 1.0),
+        ],
+    );
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    child.sigterm();
+    let out = child.wait_with_output();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let last = json_lines(&events)
+        .into_iter()
+        .rfind(|e| e["finding"]["code"] == "incast")
+        .unwrap();
+    assert_eq!(
+        last["event"], "finding_escalated",
+        "nothing told after the rise"
+    );
+    assert_eq!(finding(&report, "incast")["severity"], "warning");
+    assert_eq!(&last["finding"], finding(&report, "incast"));
 }
 
 /// diagnose/capture_missed.pcap replayed into the veth: the PSNs the capture missed (the ACKs

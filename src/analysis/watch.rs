@@ -4,14 +4,15 @@
 //! the same findings at any speed and any --threads), and once more at the end. An idle live
 //! link's clock (wall time) also ends a second, once.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::analysis::findings;
 use crate::analysis::report_build::CaptureMeta;
 use crate::analysis::Analyzer;
 use crate::decode::summary::PacketSummary;
 use crate::decode::FrameCounts;
-use crate::model::Finding;
+use crate::model::{Escalation, Finding, Severity};
 pub use crate::model::{NewFindings, Told};
 
 /// Findings are evaluated this often, in capture time.
@@ -19,10 +20,11 @@ pub const EVALUATE_EVERY_NS: u64 = 1_000_000_000;
 
 #[derive(Default)]
 pub struct FindingWatch {
-    /// Findings already told, by code and what they tell of (each flow of a group told too).
+    /// Findings already told, by code and what they tell of (each flow of a group told too),
+    /// with the severity last told: a finding whose severity rises is told again.
     /// A live capture forgets the flows that ended: a QP used again is a new flow, with
     /// findings of its own.
-    told: HashSet<(&'static str, Subject)>,
+    told: HashMap<(&'static str, Subject), Severity>,
     /// The size of `told` at which the ended flows are forgotten.
     forget_at: usize,
     next_evaluation_ns: Option<u64>,
@@ -151,27 +153,31 @@ impl FindingWatch {
         }
         if self.told.len() >= self.forget_at {
             let open = an.open_flow_labels();
-            self.told.retain(|(_, subject)| match subject {
+            self.told.retain(|(_, subject), _| match subject {
                 Subject::Flow(l) => open.contains(l),
                 _ => true,
             });
             self.forget_at = self.told.len() * 2 + FORGET_SLACK;
         } else if an.has_recent_ended() {
             let ended = an.recent_ended_labels();
-            self.told.retain(|(_, subject)| match subject {
+            self.told.retain(|(_, subject), _| match subject {
                 Subject::Flow(l) => !ended.contains(l),
                 _ => true,
             });
         }
     }
 
-    /// The findings of `findings` not told yet, now told. Each flow's finding is told once;
-    /// more than 5 flows of one code first told together are told as one group of those flows
-    /// (a churn of lossy QPs is told every second it brings new ones, not once a run). A
-    /// finding of no flow is told once by its first frame, or once per code without one; a
-    /// group made before (the report's, at the end) when it holds of flows not told yet.
+    /// The findings of `findings` not told yet, now told, and those told before at a lesser
+    /// severity (escalated). Each flow's finding is told once, and again each time its
+    /// severity rises; more than 5 flows of one code first told together are told as one group
+    /// of those flows (a churn of lossy QPs is told every second it brings new ones, not once
+    /// a run), as are more than 5 rising together from one severity to another. A finding of
+    /// no flow is told once by its first frame, or once per code without one; a group made
+    /// before (the report's, at the end) when it holds of flows not told yet (its severity is
+    /// its worst flow's, so it tells no rise of the others).
     pub fn untold(&mut self, ts_ns: u64, findings: &[Finding]) -> Option<NewFindings> {
         let mut new = Vec::new();
+        let mut rose: Vec<(Severity, Finding)> = Vec::new();
         // A group made before: the flows of it told now.
         let mut made_before: HashMap<&'static str, u64> = HashMap::new();
         // The worst first, as the report ranks them: of two flows of one label (a QP used
@@ -180,24 +186,30 @@ impl FindingWatch {
         ranked.sort_by(|a, b| a.severity.cmp(&b.severity).then(b.count.cmp(&a.count)));
         for f in ranked {
             let code = f.code.name();
-            let first = match (&f.flow, &f.group) {
-                (Some(label), _) => self.told.insert((code, Subject::Flow(label.clone()))),
+            let heard = match (&f.flow, &f.group) {
+                (Some(label), _) => self.hear((code, Subject::Flow(label.clone())), f.severity),
                 (None, Some(_)) if !f.grouped_flows.is_empty() => {
                     let first = f
                         .grouped_flows
                         .iter()
-                        .filter(|l| self.told.insert((code, Subject::Flow(l.to_string()))))
+                        .filter(|l| self.first_of((code, Subject::Flow(l.to_string())), f.severity))
                         .count() as u64;
                     made_before.insert(code, first);
-                    first > 0
+                    if first > 0 {
+                        Heard::First
+                    } else {
+                        Heard::Before
+                    }
                 }
-                _ => self.told.insert((code, Subject::of(f))),
+                _ => self.hear((code, Subject::of(f)), f.severity),
             };
-            if first {
-                new.push(f.clone());
+            match heard {
+                Heard::First => new.push(f.clone()),
+                Heard::Rose(from) => rose.push((from, f.clone())),
+                Heard::Before => {}
             }
         }
-        if new.is_empty() {
+        if new.is_empty() && rose.is_empty() {
             return None;
         }
         // Grouped and ranked as the report's findings are.
@@ -213,8 +225,63 @@ impl FindingWatch {
             ts_ns,
             findings,
             first_told,
+            escalated: escalations(rose),
         })
     }
+
+    /// Finding `key` heard at `severity`: first, risen from the severity last told, or told.
+    fn hear(&mut self, key: (&'static str, Subject), severity: Severity) -> Heard {
+        match self.told.entry(key) {
+            Entry::Vacant(v) => {
+                v.insert(severity);
+                Heard::First
+            }
+            // Critical ranks first: a severity that ranks before the one told is higher.
+            Entry::Occupied(mut o) if severity < *o.get() => Heard::Rose(o.insert(severity)),
+            Entry::Occupied(_) => Heard::Before,
+        }
+    }
+
+    /// Whether `key` (a flow of a group made before, at `severity`) is told for the first
+    /// time.
+    fn first_of(&mut self, key: (&'static str, Subject), severity: Severity) -> bool {
+        match self.told.entry(key) {
+            Entry::Vacant(v) => {
+                v.insert(severity);
+                true
+            }
+            Entry::Occupied(_) => false,
+        }
+    }
+}
+
+/// What `untold` made of a finding.
+enum Heard {
+    First,
+    /// Told before at this lesser severity.
+    Rose(Severity),
+    Before,
+}
+
+/// The findings that rose, grouped as new ones are, apart for each step (from, to): the
+/// highest severity reached first.
+fn escalations(rose: Vec<(Severity, Finding)>) -> Vec<Escalation> {
+    let mut by_step: BTreeMap<(Severity, Severity), Vec<Finding>> = BTreeMap::new();
+    for (from, f) in rose {
+        by_step.entry((f.severity, from)).or_default().push(f);
+    }
+    by_step
+        .into_iter()
+        .flat_map(|((_, from), list)| {
+            findings::grouped(list)
+                .into_iter()
+                .map(move |finding| Escalation {
+                    flows: finding.group.as_ref().map_or(1, |g| g.flows),
+                    finding,
+                    from,
+                })
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -287,6 +354,88 @@ mod tests {
 
     fn told(watch: &mut FindingWatch, findings: &[Finding]) -> usize {
         watch.untold(0, findings).map_or(0, |n| n.findings.len())
+    }
+
+    /// (code, from, to, flows) of each rise told.
+    fn rises_of(
+        watch: &mut FindingWatch,
+        findings: &[Finding],
+    ) -> Vec<(&'static str, Severity, Severity, u64)> {
+        watch.untold(0, findings).map_or(Vec::new(), |n| {
+            n.escalated
+                .iter()
+                .map(|e| (e.finding.code.name(), e.from, e.finding.severity, e.flows))
+                .collect()
+        })
+    }
+
+    fn at(severity: Severity, f: Finding) -> Finding {
+        Finding { severity, ..f }
+    }
+
+    #[test]
+    fn a_finding_whose_severity_rises_is_told_once_for_each_rise() {
+        use Severity::{Critical, Info, Warning};
+        let mut w = FindingWatch::default();
+        // An incast (no flow, no frame): information first, told once.
+        let incast = |s| {
+            at(
+                s,
+                Finding {
+                    code: FindingCode::Incast,
+                    ..finding(None, &[], 4)
+                },
+            )
+        };
+        assert_eq!(told(&mut w, &[incast(Info)]), 1);
+        assert_eq!(rises_of(&mut w, &[incast(Info)]), []);
+        // Evidence grew: a warning, told as a rise, not as a new finding; then critical.
+        let rose = w.untold(0, &[incast(Warning)]).expect("the rise told");
+        assert!(rose.findings.is_empty());
+        assert_eq!(rose.escalated.len(), 1);
+        assert_eq!((rose.escalated[0].from, rose.escalated[0].flows), (Info, 1));
+        assert_eq!(rose.escalated[0].finding.severity, Warning);
+        assert_eq!(rises_of(&mut w, &[incast(Warning)]), []);
+        assert_eq!(
+            rises_of(&mut w, &[incast(Critical)]),
+            [("incast", Warning, Critical, 1)]
+        );
+        // Lower again: nothing is told (a rise only).
+        assert!(w.untold(0, &[incast(Info)]).is_none());
+        // Of a flow, by its flow; a new finding and a rise told together.
+        let a = |s| at(s, finding(Some("a"), &[1], 1));
+        assert_eq!(told(&mut w, &[a(Info)]), 1);
+        let both = w
+            .untold(0, &[a(Warning), finding(Some("b"), &[2], 1)])
+            .unwrap();
+        assert_eq!(both.findings.len(), 1);
+        assert_eq!(both.findings[0].flow.as_deref(), Some("b"));
+        assert_eq!(both.escalated[0].finding.flow.as_deref(), Some("a"));
+    }
+
+    #[test]
+    fn flows_rising_together_are_grouped_by_their_step() {
+        use Severity::{Critical, Info, Warning};
+        let mut w = FindingWatch::default();
+        let mut first: Vec<Finding> = lossy(0..9).into_iter().map(|f| at(Warning, f)).collect();
+        first[8].severity = Info;
+        told_of(&mut w, &first);
+        // Seven rise from warning to critical, and the one told as information too.
+        let mut now: Vec<Finding> = lossy(0..9);
+        now[7].severity = Warning;
+        assert_eq!(
+            rises_of(&mut w, &now),
+            [
+                ("psn_loss", Warning, Critical, 7),
+                ("psn_loss", Info, Critical, 1)
+            ]
+        );
+        // A group made before (the report's at the end) tells its new flows only: its
+        // severity is its worst flow's, no rise of the others.
+        let report = findings::grouped(lossy(0..12));
+        let end = w.untold(0, &report).unwrap();
+        assert_eq!(end.first_told, [3]);
+        assert!(end.escalated.is_empty());
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 
 use roce_parsers::MacAddr;
 
-use super::{Finding, FlowLabel, FlowReport, LatencySummary, Outcome, SourcePause};
+use super::{Finding, FlowLabel, FlowReport, LatencySummary, Outcome, Severity, SourcePause};
 
 /// A flow's counters as they stand: what the metrics count per QP and the live view shows
 /// per row. Counters never go down while the flow lives.
@@ -138,7 +138,7 @@ pub struct KernelCounters {
     pub dropped: u64,
     pub if_dropped: u64,
 }
-/// Findings that first hold at `ts_ns`.
+/// Findings that first hold at `ts_ns`, and those told before whose severity rose.
 pub struct NewFindings {
     pub ts_ns: u64,
     pub findings: Vec<Finding>,
@@ -146,6 +146,18 @@ pub struct NewFindings {
     /// or none; for a group, its flows (a group made before: those of them not told yet; the
     /// metrics count these).
     pub first_told: Vec<u64>,
+    /// Findings told before at a lesser severity, as they stand now.
+    pub escalated: Vec<Escalation>,
+}
+
+/// A finding told before whose severity rose as evidence grew: it as it stands now (its
+/// severity the new one), and the severity it was last told with.
+#[derive(Debug, Clone)]
+pub struct Escalation {
+    pub finding: Finding,
+    pub from: Severity,
+    /// The flows whose finding rose: 1 for a finding of one flow or none, a group's flows.
+    pub flows: u64,
 }
 
 impl NewFindings {

@@ -17,8 +17,8 @@ mod values;
 pub mod testing;
 pub use dropped::{DroppedByOutput, DroppedRecords, DROPPABLE};
 pub use figures::{
-    Figures, FiguresNow, FlowCounters, FlowEnded, FrameDone, KernelCounters, NewFindings,
-    PfcFigures, RttHistogram, SourceStatus, Told, Totals, RTT_BOUNDS_NS,
+    Escalation, Figures, FiguresNow, FlowCounters, FlowEnded, FrameDone, KernelCounters,
+    NewFindings, PfcFigures, RttHistogram, SourceStatus, Told, Totals, RTT_BOUNDS_NS,
 };
 pub use values::{slot_overlaps, Outcome, PsnEvent, SourcePause};
 

@@ -8,6 +8,9 @@
 //! - `{"event":"finding","ts_ns":...,"finding":{...}}` when a finding first holds (as
 //!   `watch::FindingWatch` evaluates them: every second of capture time and at the end); the
 //!   object is the report's `findings[]` entry as it stood then.
+//! - `{"event":"finding_escalated","ts_ns":...,"from":"info","to":"warning","finding":{...}}`
+//!   when a finding told before holds at a higher severity (evidence grew): the finding as
+//!   it stands now.
 //! - `{"event":"flow_end","ts_ns":...,"flow":{...}}` when a flow ends: idle longer than
 //!   `--flow-timeout` (both directions), or open when the capture ends; with the keys of the
 //!   report's `flows[]`, its `id` its own (the order flows appeared in over the run), not a
@@ -32,7 +35,8 @@ use super::{CaptureEnd, Output, Tick, Wants};
 use crate::common::error::Error;
 use crate::common::queue::{queue, spawn_behind, NotSent, QueueReceiver, QueueSender, WhenFull};
 use crate::model::{
-    DroppedRecords, Finding, FlowEnded, FlowReport, NewFindings, Report, DROPPABLE,
+    DroppedRecords, Escalation, Finding, FlowEnded, FlowReport, NewFindings, Report, Severity,
+    DROPPABLE,
 };
 
 #[derive(Serialize)]
@@ -40,6 +44,12 @@ use crate::model::{
 enum Event<'a> {
     Finding {
         ts_ns: u64,
+        finding: &'a Finding,
+    },
+    FindingEscalated {
+        ts_ns: u64,
+        from: Severity,
+        to: Severity,
         finding: &'a Finding,
     },
     FlowEnd {
@@ -121,10 +131,23 @@ impl EventWriter {
         self.out.flush()
     }
 
-    /// Findings that first hold (the watch decides which).
-    pub fn findings(&mut self, ts_ns: u64, findings: &[Finding]) -> io::Result<()> {
+    /// Findings that first hold, then those whose severity rose (the watch decides which).
+    pub fn findings(
+        &mut self,
+        ts_ns: u64,
+        findings: &[Finding],
+        escalated: &[Escalation],
+    ) -> io::Result<()> {
         for finding in findings {
             self.write(&Event::Finding { ts_ns, finding })?;
+        }
+        for e in escalated {
+            self.write(&Event::FindingEscalated {
+                ts_ns,
+                from: e.from,
+                to: e.finding.severity,
+                finding: &e.finding,
+            })?;
         }
         Ok(())
     }
@@ -183,6 +206,7 @@ enum Record {
     Findings {
         ts_ns: u64,
         findings: Vec<Finding>,
+        escalated: Vec<Escalation>,
     },
     /// The kernel's drop counters rose.
     Drops {
@@ -327,7 +351,11 @@ impl EventWriter {
     fn record(&mut self, r: Record) -> io::Result<()> {
         match r {
             Record::FlowEnd { ts_ns, flow } => self.flow_end(ts_ns, &flow),
-            Record::Findings { ts_ns, findings } => self.findings(ts_ns, &findings),
+            Record::Findings {
+                ts_ns,
+                findings,
+                escalated,
+            } => self.findings(ts_ns, &findings, &escalated),
             Record::Drops {
                 ts_ns,
                 dropped,
@@ -394,10 +422,11 @@ impl Output for EventsOutput {
     }
 
     fn findings(&mut self, new: &NewFindings) -> Result<(), Error> {
-        let bytes = new.findings.len() * std::mem::size_of::<Finding>();
+        let bytes = (new.findings.len() + new.escalated.len()) * std::mem::size_of::<Finding>();
         let record = Record::Findings {
             ts_ns: new.ts_ns,
             findings: new.findings.clone(),
+            escalated: new.escalated.clone(),
         };
         self.push(record, bytes);
         Ok(())
@@ -597,6 +626,7 @@ mod tests {
                 ts_ns: 2,
                 findings: vec![finding.clone()],
                 first_told: vec![1],
+                escalated: Vec::new(),
             };
             events.findings(&new).unwrap();
             events.flush().unwrap();

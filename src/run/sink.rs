@@ -447,6 +447,113 @@ mod tests {
         meta
     }
 
+    /// One flow's end as an output saw it: (own id, label, first and last frame times in s).
+    type Ended = (usize, String, f64, f64);
+
+    /// An output that keeps every flow's end: as the flows end, and those still open when
+    /// the capture ends.
+    #[derive(Clone, Default)]
+    struct EndLog(std::sync::Arc<std::sync::Mutex<Vec<Ended>>>);
+
+    impl EndLog {
+        fn add(&self, id: usize, f: &crate::model::FlowReport) {
+            let end = (id, f.label(), f.first_ts, f.last_ts);
+            self.0.lock().unwrap().push(end);
+        }
+    }
+
+    impl Output for EndLog {
+        fn wants(&self) -> Wants {
+            Wants {
+                ended_flows: true,
+                ended_reports: true,
+                ..Wants::default()
+            }
+        }
+
+        fn flow_ended(&mut self, ended: &crate::model::FlowEnded) -> Result<(), Error> {
+            let f = ended.report.as_ref().expect("entries asked for");
+            assert_eq!(f.id as u64, ended.id + 1);
+            self.add(ended.id as usize, f);
+            Ok(())
+        }
+
+        fn finish(self: Box<Self>, end: &CaptureEnd<'_>) -> Result<(), Error> {
+            for (id, f) in end.report.still_open(end.order, end.open_ids) {
+                self.add(id, f);
+            }
+            Ok(())
+        }
+    }
+
+    /// A live churn whose link falls silent, longer than the flow timeout, every 997 frames
+    /// (a replay at top speed stalled so: the same QP written twice as a flow_end, once for
+    /// the frames before the silence and once for those after). Fed as a live capture feeds
+    /// it, the idle link's clock moving during the silences: every flow ends exactly once, by
+    /// the timeout or open at the end, and a QP with frames on both sides of a silence is two
+    /// flows, each with its own id: a lifetime that ended after idling past the timeout, and
+    /// one begun by its next frame. A key's lifetimes never overlap.
+    #[test]
+    fn a_silence_past_the_timeout_ends_each_flow_once_and_the_late_frames_begin_another() {
+        use roce_testgen::churn::{write_churn, ChurnConfig};
+        let churn = ChurnConfig {
+            qps: 1_500,
+            concurrent: 8,
+            lossy_every: 10,
+            silence_every: 997,
+            silence_ns: 3 * MS,
+            ..ChurnConfig::default()
+        };
+        let mut data = Vec::new();
+        write_churn(&mut data, churn).unwrap();
+        let cfg = AnalysisConfig {
+            flow_timeout_ns: Some(MS),
+            keep_ended: false,
+            ..AnalysisConfig::default()
+        };
+        let log = EndLog::default();
+        let mut sink = ReportSink::new(cfg, Default::default(), Default::default())
+            .with_output(Box::new(log.clone()));
+        let (mut parser, mut at) = CaptureParser::new(&data).unwrap();
+        let mut meta = CaptureMeta::default();
+        while let Next::Record(rec, used) = parser.next(&data[at..], at as u64).unwrap() {
+            let s = summarize(meta.counts.frames + 1, &rec, DecodeOptions::default());
+            // An idle live link: its clock moves with no frame, short of the next frame.
+            let last = meta.counts.last_ts;
+            if last > 0 && s.ts_ns > last + MS {
+                sink.advance_clock((last + s.ts_ns) / 2, &meta.counts)
+                    .unwrap();
+            }
+            sink.consume(&mut vec![s], &meta.counts).unwrap();
+            meta.counts.add(&s);
+            at += used;
+        }
+        let seen = sink.analyzer().flows_seen() as usize;
+        let ctx = crate::analysis::verify::CaptureContext::default();
+        sink.finish(meta, &ctx, None, &Default::default()).unwrap();
+        let mut ends = log.0.lock().unwrap().clone();
+        ends.sort_by_key(|e| e.0);
+        let ids: Vec<usize> = ends.iter().map(|e| e.0).collect();
+        assert_eq!(ids, (0..seen).collect::<Vec<_>>(), "each flow ends once");
+        let mut by_key: std::collections::BTreeMap<&str, Vec<(f64, f64)>> = Default::default();
+        for (_, label, first, last) in &ends {
+            by_key.entry(label).or_default().push((*first, *last));
+        }
+        let timeout_s = 1e-3;
+        let mut split = 0;
+        for (label, lives) in &mut by_key {
+            lives.sort_by(|a, b| a.0.total_cmp(&b.0));
+            split += lives.len() - 1;
+            for w in lives.windows(2) {
+                assert!(w[1].0 - w[0].1 > timeout_s, "{label}: {lives:?}");
+            }
+        }
+        // The silences split QPs in flight (their requests on both sides): more flows than
+        // the churn's own, the extra ones second lifetimes of keys seen before.
+        assert!(split > 10, "{split} keys in two lifetimes");
+        assert_eq!(seen as u64, churn.flows() + split as u64);
+    }
+
     #[test]
     fn a_live_churn_of_lossy_qps_tells_every_one_within_its_second() {
         // 3,000 QPs, each losing a request, all ended within the capture's first 40 ms by a

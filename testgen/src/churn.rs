@@ -9,7 +9,8 @@
 //! path before the capture point: its responder answers with a NAK (PSN sequence error) for
 //! it instead of the ACK, and the QP ends without resending it. Loss that keeps coming over a
 //! long run (an ACK covering the gap would say the capture missed the request, not the
-//! network). Deterministic.
+//! network). With `silence_every`, the link falls silent now and then, the QPs in flight on
+//! both sides of it. Deterministic.
 
 use std::io::{self, Write};
 
@@ -32,6 +33,11 @@ pub struct ChurnConfig {
     pub payload: u32,
     /// One QP in this many (the last of every `lossy_every`) loses its second request; 0: none.
     pub lossy_every: u32,
+    /// After every this many frames the link falls silent for `silence_ns` (a replay that
+    /// stalled, a capture paused); 0: never. The QPs in flight then have frames on both sides
+    /// of the silence.
+    pub silence_every: u64,
+    pub silence_ns: u64,
 }
 
 impl Default for ChurnConfig {
@@ -44,6 +50,8 @@ impl Default for ChurnConfig {
             gap_ns: 3_333,
             payload: 256,
             lossy_every: 0,
+            silence_every: 0,
+            silence_ns: 0,
         }
     }
 }
@@ -138,6 +146,9 @@ pub fn write_churn(out: impl Write, cfg: ChurnConfig) -> io::Result<u64> {
         w.write(ts, &cfg.frame(l.qp, l.sent))?;
         ts += cfg.gap_ns;
         written += 1;
+        if cfg.silence_every > 0 && written % cfg.silence_every == 0 {
+            ts += cfg.silence_ns;
+        }
         l.sent += 1;
         if l.sent == per_qp {
             if next_qp < cfg.qps {

@@ -252,6 +252,11 @@ pub fn scenarios() -> Vec<Scenario> {
             loss_early_in_a_long_capture(),
             &[("psn_loss", 1), ("retransmissions", 2)],
         ),
+        scenario(
+            "incast_turns_troubled",
+            incast_turns_troubled(),
+            &[("incast", 4)],
+        ),
         scenario("damaged_bad_icrc", damaged_bad_icrc(), &[("icrc_bad", 1)]),
         scenario(
             "capture_missed",
@@ -1714,5 +1719,27 @@ fn loss_early_in_a_long_capture() -> Frames {
         }
         t += 100 * MS;
     }
+    tl.into_frames()
+}
+
+/// .1, .3, .4 and .5 write 10 messages each to .2 at once, none CE-marked: an incast of four,
+/// information only. 1.5 s later .1 writes 10 more, two of them CE-marked (each answered by a
+/// CNP): the receiver now shows congestion, and the incast is a warning. Evaluated every
+/// second as the capture runs, the incast is told as information first, then its rise.
+fn incast_turns_troubled() -> Frames {
+    let mut tl = Timeline::default();
+    let mut conns: Vec<Conn> = [1, 3, 4, 5]
+        .into_iter()
+        .zip(0u32..)
+        .map(|(h, k)| conn(host(h), host(2), 0x400 + k, 0x100 + k))
+        .collect();
+    for (c, k) in conns.iter_mut().zip(0u64..) {
+        writes(&mut tl, c, T0_NS + k * 3 * US, 10);
+    }
+    let marked = |i| match i {
+        3 | 7 => Send::CeMarked,
+        _ => Send::Plain,
+    };
+    writes_with(&mut tl, &mut conns[0], T0_NS + 1_500 * MS, 10, marked);
     tl.into_frames()
 }

@@ -16,21 +16,21 @@
 //! leaving QP's counts into `other` counted them twice there). While no QP has left, the sums of
 //! the series also equal the totals.
 //!
-//! Every finding code has its series from the start, at 0 for each severity: a series born at 1
-//! is a first sample Prometheus's `increase()` does not count, so an alert on a finding's first
-//! raise would never fire.
+//! Every finding code has its series from the start, at 0 for each severity (and each rise of
+//! severity): a series born at 1 is a first sample Prometheus's `increase()` does not count, so
+//! an alert on a finding's first raise would never fire.
 
 pub mod http;
 pub mod publish;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
 use rustc_hash::FxHashMap;
 
 use crate::decode::FrameCounts;
 use crate::model::{
-    Figures, FlowCounters, FlowLabel, PfcFigures, SourceStatus, DROPPABLE, RTT_BOUNDS_NS,
+    Figures, FlowCounters, FlowLabel, PfcFigures, Severity, SourceStatus, DROPPABLE, RTT_BOUNDS_NS,
 };
 
 /// A flow's label with its addresses as they are: what a QP's series is named by.
@@ -134,6 +134,8 @@ pub struct Metrics {
     tracked: FxHashMap<u64, Tracked>,
     other: QpCounts,
     findings: HashMap<(&'static str, &'static str), u64>,
+    /// Rises of findings told before, by (code, from, to), each flow counted.
+    escalations: BTreeMap<(&'static str, Severity, Severity), u64>,
     /// Records each output dropped so far, by kind (`DROPPABLE`'s order).
     records_dropped: [u64; DROPPABLE.len()],
     /// The text of the last update, findings apart.
@@ -148,16 +150,30 @@ impl Metrics {
             tracked: FxHashMap::default(),
             other: QpCounts::default(),
             findings: HashMap::new(),
+            escalations: BTreeMap::new(),
             records_dropped: [0; DROPPABLE.len()],
             body: String::new(),
         }
     }
 
-    /// The findings of the finished report, each flow of a grouped finding counted.
+    /// The findings of the finished report, each flow of a grouped finding counted, each at
+    /// the severity it was first told with: a finding that rose counts at its first severity
+    /// here and its rise in the escalations, as while the capture ran.
     pub fn report_findings(&mut self, findings: &[crate::model::Finding]) {
         self.findings.clear();
         for f in findings {
             self.count(f, f.group.as_ref().map_or(1, |g| g.flows));
+        }
+        // The highest rises first: info to warning, then warning to critical, is undone from
+        // critical back to info.
+        let mut rises: Vec<_> = self.escalations.iter().collect();
+        rises.sort_by_key(|&(&(code, from, to), _)| (to, from, code));
+        for (&(code, from, to), &n) in rises {
+            if let Some(now) = self.findings.get_mut(&(code, to.name())) {
+                let moved = n.min(*now);
+                *now -= moved;
+                *self.findings.entry((code, from.name())).or_default() += moved;
+            }
         }
     }
 
@@ -183,6 +199,15 @@ impl Metrics {
     pub fn findings_told(&mut self, told: &[crate::model::Told]) {
         for t in told {
             self.count(&t.finding, t.first_told);
+        }
+    }
+
+    /// Findings told before whose severity rose: each counted once per rise, by the flows
+    /// that rose (a finding's first count stays at the severity it was first told with).
+    pub fn findings_escalated(&mut self, rose: &[crate::model::Escalation]) {
+        for e in rose {
+            let key = (e.finding.code.name(), e.from, e.finding.severity);
+            *self.escalations.entry(key).or_default() += e.flows;
         }
     }
 
@@ -449,7 +474,7 @@ impl Metrics {
             "counter",
             "Findings raised while the capture ran, by code and severity.",
         );
-        use crate::model::{FindingCode, Severity};
+        use crate::model::FindingCode;
         let every = FindingCode::ALL
             .iter()
             .flat_map(|c| Severity::ALL.map(|s| (c.name(), s.name())));
@@ -461,8 +486,33 @@ impl Metrics {
                 "roce_sniff_findings_total{{code=\"{code}\",severity=\"{severity}\"}} {n}"
             );
         }
+        header(
+            o,
+            "roce_sniff_finding_escalations_total",
+            "counter",
+            "Findings told before whose severity rose as evidence grew, by code and the severities from and to (findings_total counts each at the severity first told).",
+        );
+        let rises = FindingCode::ALL
+            .iter()
+            .flat_map(|c| RISES.map(|(from, to)| (c.name(), from.name(), to.name())));
+        let mut rows: std::collections::BTreeMap<_, u64> = rises.map(|k| (k, 0)).collect();
+        for (&(code, from, to), &n) in &self.escalations {
+            rows.insert((code, from.name(), to.name()), n);
+        }
+        for ((code, from, to), n) in rows {
+            let _ = writeln!(
+                o,
+                "roce_sniff_finding_escalations_total{{code=\"{code}\",from=\"{from}\",to=\"{to}\"}} {n}"
+            );
+        }
     }
 }
+
+/// The rises a finding's severity can take (from, to): each has its series from the start.
+const RISES: [(Severity, Severity); 3] = {
+    use Severity::{Critical, Info, Warning};
+    [(Info, Warning), (Info, Critical), (Warning, Critical)]
+};
 
 fn header(o: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(o, "# HELP {name} {help}");
@@ -617,6 +667,62 @@ pub(crate) mod tests {
         assert!(text.contains(&format!(
             "{family}{{output=\"parquet\",kind=\"packets\"}} 0"
         )));
+    }
+
+    /// A finding told as information that rose to a warning, then to critical: counted once
+    /// at the severity first told, each rise by its step; every step of every code is there
+    /// from the start at 0. The report at the end of a file, where the finding stands at
+    /// critical, counts it the same way.
+    #[test]
+    fn a_rise_counts_in_the_escalations_and_the_finding_stays_at_its_first_severity() {
+        use crate::model::{testing, Escalation, FindingCode, Severity, Told};
+        let incast = |s| testing::finding(s, FindingCode::Incast, None);
+        let rise = |from, to| Escalation {
+            finding: incast(to),
+            from,
+            flows: 1,
+        };
+        let findings = |m: &Metrics| series(&m.text(), "roce_sniff_findings_total");
+        let rises = |m: &Metrics| series(&m.text(), "roce_sniff_finding_escalations_total");
+        let of = |rows: &[(String, f64)], labels: &str| {
+            rows.iter()
+                .find(|(k, _)| k == labels)
+                .map(|(_, v)| *v)
+                .unwrap_or_else(|| panic!("no series {labels}"))
+        };
+        let mut m = Metrics::new(10);
+        assert_eq!(rises(&m).len(), 3 * FindingCode::ALL.len());
+        assert!(rises(&m).iter().all(|(_, v)| *v == 0.0));
+        m.findings_told(&[Told {
+            finding: incast(Severity::Info),
+            first_told: 1,
+        }]);
+        m.findings_escalated(&[rise(Severity::Info, Severity::Warning)]);
+        m.findings_escalated(&[rise(Severity::Warning, Severity::Critical)]);
+        let live = m.text();
+        for report in [false, true] {
+            if report {
+                m.report_findings(&[incast(Severity::Critical)]);
+                assert_eq!(m.text(), live, "the report's findings count as told");
+            }
+            let f = findings(&m);
+            assert_eq!(of(&f, "{code=\"incast\",severity=\"info\"}"), 1.0);
+            assert_eq!(of(&f, "{code=\"incast\",severity=\"warning\"}"), 0.0);
+            assert_eq!(of(&f, "{code=\"incast\",severity=\"critical\"}"), 0.0);
+            let r = rises(&m);
+            assert_eq!(
+                of(&r, "{code=\"incast\",from=\"info\",to=\"warning\"}"),
+                1.0
+            );
+            assert_eq!(
+                of(&r, "{code=\"incast\",from=\"warning\",to=\"critical\"}"),
+                1.0
+            );
+            assert_eq!(
+                of(&r, "{code=\"incast\",from=\"info\",to=\"critical\"}"),
+                0.0
+            );
+        }
     }
 
     #[test]

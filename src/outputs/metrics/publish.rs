@@ -17,8 +17,8 @@ use super::{Metrics, QpCounts};
 use crate::common::error::Error;
 use crate::common::queue::spawn_behind;
 use crate::decode::FrameCounts;
+use crate::model::{Escalation, Finding, Told};
 use crate::model::{Figures, FlowCounters, FlowEnded, NewFindings, SourceStatus};
-use crate::model::{Finding, Told};
 use crate::outputs::{CaptureEnd, Output, Tick, Wants};
 
 /// How often a running capture's metrics are brought up to date.
@@ -52,7 +52,8 @@ enum Message {
     /// Flows that ended while `ENDED_ONE_BY_ONE` messages waited: their counts summed, and
     /// their ids (8 bytes a flow).
     EndedMerged(QpCounts, Vec<u64>),
-    Told(Vec<Told>),
+    /// Findings first told, and those whose severity rose.
+    Told(Vec<Told>, Vec<Escalation>),
     State(Box<State>),
     /// A state replaced by a newer one before the thread took it.
     Replaced,
@@ -165,7 +166,10 @@ fn keep_up(mailbox: &Mailbox, mut metrics: Metrics, publisher: &Publisher) {
             match m {
                 Message::Ended(c) => metrics.flow_ended(&c),
                 Message::EndedMerged(counts, ids) => metrics.flows_ended_merged(counts, &ids),
-                Message::Told(told) => metrics.findings_told(&told),
+                Message::Told(told, rose) => {
+                    metrics.findings_told(&told);
+                    metrics.findings_escalated(&rose);
+                }
                 Message::Replaced => {}
                 Message::State(s) => {
                     take_state(&mut metrics, &s);
@@ -212,7 +216,8 @@ impl Output for MetricsOutput {
     }
 
     fn findings(&mut self, new: &NewFindings) -> Result<(), Error> {
-        self.mailbox.put(Message::Told(new.told().collect()));
+        let told = new.told().collect();
+        self.mailbox.put(Message::Told(told, new.escalated.clone()));
         Ok(())
     }
 
@@ -280,9 +285,9 @@ mod tests {
             }))
         };
         m.put(state(1));
-        m.put(Message::Told(Vec::new()));
+        m.put(Message::Told(Vec::new(), Vec::new()));
         m.put(state(2));
-        m.put(Message::Told(Vec::new()));
+        m.put(Message::Told(Vec::new(), Vec::new()));
         m.put(state(3));
         let got: Vec<String> = m
             .take()
@@ -291,7 +296,7 @@ mod tests {
             .map(|m| match m {
                 Message::State(s) => format!("state {}", s.counts.frames),
                 Message::Replaced => "replaced".into(),
-                Message::Told(_) => "told".into(),
+                Message::Told(..) => "told".into(),
                 _ => "other".into(),
             })
             .collect();
