@@ -6,12 +6,13 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
+use roce_testgen::writer::{pcap_bytes, Frames, PcapFlavor};
 use serde_json::Value;
 
 struct Netns {
@@ -246,18 +247,31 @@ fn replay_into(n: &Netns, file: &Path, multiplier: Option<&str>) {
     assert!(st.success(), "tcpreplay failed on {}", file.display());
 }
 
-/// Frames of the offline decode that the default live filter keeps, as their decoded objects
-/// without frame numbers and times.
-fn filtered_frames(path: &Path) -> Vec<Value> {
-    ndjson(path)
+/// Frames of the offline decode (with `args`) that the default live filter keeps, as their
+/// decoded objects without frame numbers and times: what the decoder reads, bare or in a
+/// mirror session or tunnel, and ICMP errors.
+fn filtered_frames(path: &Path, args: &[&str]) -> Vec<Value> {
+    decoded(path, args)
         .into_iter()
         .filter(|v| {
             matches!(
                 v["kind"].as_str(),
                 Some("rocev2" | "rocev1" | "pfc" | "pause" | "mac_control")
             ) || v["udp"]["dport"] == 4791
+                || v["encap"].as_array().is_some_and(|e| !e.is_empty())
+                || v.get("icmp").is_some()
         })
         .map(strip_time)
+        .collect()
+}
+
+/// The frames of `path` as `--packets --json ARGS` decodes them.
+fn decoded(path: &Path, args: &[&str]) -> Vec<Value> {
+    let out = run_path(path, &[&["--packets", "--json"], args].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
         .collect()
 }
 
@@ -266,6 +280,15 @@ fn strip_time(mut v: Value) -> Value {
     o.remove("frame");
     o.remove("ts");
     o.remove("ts_ns");
+    // An ERSPAN III timestamp of 32 bits is placed nearest the record's time.
+    for e in o
+        .get_mut("encap")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        e.as_object_mut().unwrap().remove("ts_ns");
+    }
     v
 }
 
@@ -312,23 +335,37 @@ fn counts(r: &Value, exact_timing: bool, whole_frames: bool) -> Vec<String> {
 }
 
 fn replay(n: &Netns, file: &Path, multiplier: Option<&str>, exact_timing: bool, dir: &Path) {
+    replay_with(n, file, multiplier, exact_timing, dir, &[]);
+}
+
+/// `replay`, with `args` given to the live run and to the offline report alike.
+fn replay_with(
+    n: &Netns,
+    file: &Path,
+    multiplier: Option<&str>,
+    exact_timing: bool,
+    dir: &Path,
+    args: &[&str],
+) {
     let name = file.file_stem().unwrap().to_string_lossy().into_owned();
-    let expected = filtered_frames(file);
+    let expected = filtered_frames(file, args);
     let json = dir.join(format!("{name}.json"));
     let written = dir.join(format!("{name}.pcap"));
     let count = expected.len().to_string();
     let (json_s, written_s) = (json.to_str().unwrap(), written.to_str().unwrap());
-    let child = start_capture(&[
+    let json_flag = format!("--json={json_s}");
+    let capture = [
         "-i",
         &n.host_end,
         "-c",
         &count,
         "--duration",
         "30s",
-        &format!("--json={json_s}"),
+        &json_flag,
         "-w",
         written_s,
-    ]);
+    ];
+    let child = start_capture(&[&capture[..], args].concat());
     replay_into(n, file, multiplier);
     let waited = std::time::Instant::now();
     let out = child.wait_with_output();
@@ -345,7 +382,7 @@ fn replay(n: &Netns, file: &Path, multiplier: Option<&str>, exact_timing: bool, 
 
     let live: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let file_s = file.to_str().unwrap();
-    let offline = report_json(&["-r", file_s, "--json"]);
+    let offline = report_json(&[&["-r", file_s, "--json"], args].concat());
     assert_eq!(live["capture"]["live"]["dropped"], 0, "{name}");
     if multiplier.is_none() {
         // A small capture at its own pace: one thread captured, decoded and analysed all.
@@ -375,7 +412,7 @@ fn replay(n: &Netns, file: &Path, multiplier: Option<&str>, exact_timing: bool, 
         }
         v
     };
-    let mut got: Vec<Value> = ndjson(&written)
+    let mut got: Vec<Value> = decoded(&written, args)
         .into_iter()
         .map(strip_time)
         .map(drop_len)
@@ -436,6 +473,80 @@ fn real_captures_live_match_their_offline_reports() {
             &live.dir,
         );
     }
+}
+
+/// `frames`, each wrapped by `wrap`, written as a capture `name` in `dir`/in (`replay` writes
+/// what it captured in `dir`, under the same name).
+fn wrapped(dir: &Path, name: &str, frames: Frames, wrap: impl Fn(&[u8]) -> Vec<u8>) -> PathBuf {
+    let frames: Frames = frames.into_iter().map(|(t, f)| (t, wrap(&f))).collect();
+    std::fs::create_dir_all(dir.join("in")).unwrap();
+    let path = dir.join("in").join(name);
+    std::fs::write(&path, pcap_bytes(&frames, PcapFlavor::NANO_LE, 1, 65535)).unwrap();
+    path
+}
+
+/// Issue #65, item 11: `-i` on the port a switch mirrors to took bare RoCE and PFC only, so a
+/// replay of an ERSPAN capture that -r reads gave 0 frames live. Every mirror session and
+/// tunnel the decoder opens, replayed, gives the offline report: encap.pcap has each kind once
+/// (over IPv6, under an outer tag), the others hold a congestion scenario (RoCE, CNPs, PFC and
+/// other traffic) inside one kind each.
+#[test]
+fn mirror_sessions_and_tunnels_live_match_their_offline_reports() {
+    use roce_testgen::encap::{self as wrap, Outer};
+    use roce_testgen::testdata::analysis_congestion;
+    let Some(live) = Live::start("tunnels") else {
+        return;
+    };
+    let (n, dir) = (&live.netns, &live.dir);
+    replay(n, &testdata("encap.pcap"), None, false, dir);
+    replay(n, &testdata("erspan3_low_bits.pcap"), None, false, dir);
+    // A switch's ERSPAN II session to a mirror port, under 802.1ad and 802.1Q tags.
+    let qinq = |f: &[u8]| {
+        let mut out = f[..12].to_vec();
+        out.extend_from_slice(&[0x88, 0xa8, 0x00, 0x07]);
+        out.extend_from_slice(&f[12..]);
+        out
+    };
+    let tagged = Outer {
+        vlan: Some((200, 5)),
+        v6: false,
+    };
+    let seq = std::cell::Cell::new(0);
+    let erspan = wrapped(dir, "erspan2_congestion.pcap", analysis_congestion(), |f| {
+        seq.set(seq.get() + 1);
+        qinq(&wrap::erspan2(tagged, seq.get(), 9, 3, false, f))
+    });
+    let offline = report_json(&["-r", erspan.to_str().unwrap(), "--json"]);
+    assert_eq!(offline["capture"]["roce_packets"], 162);
+    assert_eq!(offline["capture"]["flows"], 3);
+    replay(n, &erspan, None, false, dir);
+    let v6 = Outer {
+        vlan: None,
+        v6: true,
+    };
+    let teb = wrapped(dir, "gre_teb.pcap", analysis_congestion(), |f| {
+        wrap::gre_teb(v6, f)
+    });
+    replay(n, &teb, None, false, dir);
+    let geneve = wrapped(dir, "geneve.pcap", analysis_congestion(), |f| {
+        wrap::geneve(v6, 5, f)
+    });
+    replay(n, &geneve, None, false, dir);
+    // VXLAN on a port of the fabric's own, told with --vxlan-port.
+    let vxlan = wrapped(dir, "vxlan8472.pcap", analysis_congestion(), |f| {
+        let mut v = vec![0x08, 0, 0, 0, 0, 0, 42, 0];
+        v.extend_from_slice(f);
+        tagged.udp(8472, &v)
+    });
+    let offline = report_json(&[
+        "-r",
+        vxlan.to_str().unwrap(),
+        "--json",
+        "--vxlan-port",
+        "8472",
+    ]);
+    assert_eq!(offline["capture"]["roce_packets"], 162);
+    replay_with(n, &vxlan, None, false, dir, &["--vxlan-port", "8472"]);
 }
 
 /// The JSON objects of an NDJSON file.

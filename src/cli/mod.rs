@@ -117,8 +117,9 @@ pub struct Args {
 
     /// Capture filter (BPF, as in tcpdump).
     ///
-    /// Live, it replaces the default, which keeps RoCEv2, RoCEv1 and MAC Control frames, tagged or
-    /// not; with -r it selects the frames analysed. Options may come before or after it, as tcpdump
+    /// Live, it replaces the default, which keeps what -r decodes: RoCEv2, RoCEv1 and MAC Control
+    /// frames, bare or in a mirror session or tunnel (GRE/ERSPAN, VXLAN, Geneve, IP-in-IP, MPLS),
+    /// ICMP errors, tagged or not; with -r it selects the frames analysed. Options may come before or after it, as tcpdump
     /// takes them; words after a lone `--` are all the filter's.
     #[arg(value_name = "FILTER", help_heading = "Selection")]
     pub filter: Vec<String>,
@@ -788,6 +789,7 @@ impl Args {
             Ok(Source::Live(LiveConfig {
                 interface: interface.clone(),
                 filter: (!self.filter.is_empty()).then(|| self.filter.join(" ")),
+                vxlan_port: self.vxlan_port,
                 count: self.count,
                 duration: self.duration,
                 write: self.write.clone(),
@@ -1218,6 +1220,7 @@ mod tests {
             Source::Live(LiveConfig {
                 interface: "eth0".into(),
                 filter: Some("udp port 4791".into()),
+                vxlan_port: None,
                 count: Some(10),
                 duration: None,
                 write: None,

@@ -48,7 +48,7 @@ pub(super) fn run_live(config: &Config, live: &LiveConfig) -> Result<u8, Error> 
         if live.filter.is_some() {
             source.filter.as_str()
         } else {
-            "the default (RoCEv2, RoCEv1, PFC and PAUSE; tagged or not)"
+            "the default (RoCEv2, RoCEv1, PFC and PAUSE, bare or in the mirror sessions and tunnels roce-sniff decodes; tagged or not)"
         }
     );
     match &config.mode {
@@ -168,7 +168,7 @@ fn open_screen(
     let may_take_terminal = stdout_free && !live.no_tui && std::io::stdout().is_terminal();
     let shown_filter = match &live.filter {
         Some(f) => f.clone(),
-        None => "the default (RoCEv2, RoCEv1, PFC, PAUSE)".into(),
+        None => "the default (RoCE, PFC, PAUSE, tunnels)".into(),
     };
     LiveScreen::open(iface, &shown_filter, may_take_terminal, stop)
 }

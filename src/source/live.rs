@@ -18,13 +18,9 @@ use crate::common::exit;
 use crate::model::{LiveStats, WarningKind};
 use crate::pipeline::diagnostics::Diagnostics;
 
-/// RoCEv2, RoCEv1 and MAC Control (PFC, PAUSE), untagged, tagged (802.1Q or 802.1ad) or
-/// double-tagged. Each `vlan` shifts the offsets for the rest of the expression, hence the
-/// nesting. libpcap's `vlan` also matches tags the NIC stripped into packet metadata.
-const DEFAULT_FILTER: &str = "(udp dst port 4791 or ether proto 0x8915 or ether proto 0x8808) or (vlan and ((udp dst port 4791 or ether proto 0x8915 or ether proto 0x8808) or (vlan and (udp dst port 4791 or ether proto 0x8915))))";
-/// The same for Linux cooked captures (`-i any`), where libpcap has no `vlan` (the kernel
-/// strips the tags there anyway).
-const DEFAULT_FILTER_COOKED: &str = "udp dst port 4791 or ether proto 0x8915 or ether proto 0x8808";
+/// The ICMP errors that can quote a RoCEv2 packet (`roce_parsers::icmp`): destination
+/// unreachable and time exceeded, and ICMPv6's packet too big.
+const ICMP_ERRORS: &str = "icmp[icmptype] == icmp-unreach or icmp[icmptype] == icmp-timxceed or icmp6[icmp6type] == icmp6-destinationunreach or icmp6[icmp6type] == icmp6-packettoobig or icmp6[icmp6type] == icmp6-timeexceeded";
 /// The kernel's capture buffer without -B.
 const DEFAULT_BUFFER_BYTES: i32 = 64 << 20;
 /// The kernel's counters are read at most this often: libpcap opens and reads two sysfs files
@@ -70,6 +66,8 @@ pub struct LiveConfig {
     pub interface: String,
     /// A user filter replacing the default one.
     pub filter: Option<String>,
+    /// `--vxlan-port`: the default filter takes VXLAN on it too.
+    pub vxlan_port: Option<u16>,
     pub count: Option<u64>,
     pub duration: Option<Duration>,
     pub write: Option<PathBuf>,
@@ -221,7 +219,7 @@ impl LiveSource {
         let filter = live
             .filter
             .clone()
-            .unwrap_or_else(|| default_filter(linktype).to_string());
+            .unwrap_or_else(|| default_filter(linktype, live.vxlan_port));
         cap.filter(&filter, true)
             .map_err(|e| Error::Live(format!("bad capture filter `{filter}`: {e}")))?;
         let savefile = match &live.write {
@@ -505,13 +503,49 @@ impl LiveSource {
     }
 }
 
-/// The default filter for a link type: libpcap has no `vlan` on Linux cooked links (`-i any`).
-fn default_filter(linktype: u32) -> &'static str {
-    if roce_parsers::link::is_cooked(linktype) {
-        DEFAULT_FILTER_COOKED
-    } else {
-        DEFAULT_FILTER
+/// What the offline decoder reads, so that a mirror port captured live gives the report of
+/// its capture read with -r: RoCEv2, RoCEv1, MAC Control (PFC, PAUSE), the mirror sessions and
+/// tunnels it opens over IPv4 or IPv6 (GRE with ERSPAN I/II/III, bridged Ethernet or IP;
+/// VXLAN on 4789 and `vxlan_port`; Geneve; IP-in-IP; MPLS) and ICMP errors.
+fn decoded_protocols(vxlan_port: Option<u16>) -> String {
+    use roce_parsers::encap::{self, GENEVE_PORT, VXLAN_PORT};
+    let mut ports = vec![roce_parsers::ROCEV2_UDP_PORT, VXLAN_PORT, GENEVE_PORT];
+    ports.extend(vxlan_port.filter(|p| !ports.contains(p)));
+    let mut parts: Vec<String> = ports.iter().map(|p| format!("udp dst port {p}")).collect();
+    for ethertype in [
+        roce_parsers::ETHERTYPE_ROCEV1,
+        roce_parsers::ETHERTYPE_MAC_CONTROL,
+        encap::ETHERTYPE_MPLS,
+        encap::ETHERTYPE_MPLS_MULTICAST,
+    ] {
+        parts.push(format!("ether proto {ethertype:#06x}"));
     }
+    for proto in [
+        encap::IP_PROTO_GRE,
+        encap::IP_PROTO_IPIP,
+        encap::IP_PROTO_IPV6,
+    ] {
+        parts.push(format!("ip proto {proto} or ip6 proto {proto}"));
+    }
+    parts.push(ICMP_ERRORS.into());
+    parts.join(" or ")
+}
+
+/// The filter without one on the command line: what the decoder reads, untagged or under up
+/// to as many VLAN tags (802.1Q, 802.1ad) as it reads. Each `vlan` shifts the offsets for the
+/// rest of the expression, hence the nesting; libpcap's `vlan` also matches tags the NIC
+/// stripped into packet metadata. Linux cooked links (`-i any`) have no `vlan` in libpcap (the
+/// kernel strips the tags there anyway).
+fn default_filter(linktype: u32, vxlan_port: Option<u16>) -> String {
+    let protocols = decoded_protocols(vxlan_port);
+    if roce_parsers::link::is_cooked(linktype) {
+        return protocols;
+    }
+    let mut filter = format!("({protocols})");
+    for _ in 0..roce_parsers::frame::MAX_VLAN_TAGS {
+        filter = format!("({protocols}) or (vlan and ({filter}))");
+    }
+    filter
 }
 
 fn find_device(iface: &str) -> Result<Device, Error> {
@@ -552,23 +586,243 @@ fn open_capture(iface: &str, device: Device, buffer_bytes: i32) -> Result<Captur
 mod tests {
     use super::*;
 
+    use roce_parsers::link::{
+        is_cooked, LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2,
+    };
+    use roce_testgen::encap::{self as wrap, Outer};
+    use roce_testgen::frames::{self, FrameSpec, Net, RoceSpec, TPID_8021AD, TPID_8021Q};
+
+    /// The default filter compiled for a link type, as `-i` sets it.
+    fn compiled(linktype: u32, vxlan_port: Option<u16>) -> pcap::BpfProgram {
+        pcap::Capture::dead(pcap::Linktype(linktype as i32))
+            .unwrap()
+            .compile(&default_filter(linktype, vxlan_port), true)
+            .unwrap()
+    }
+
+    /// Whether the offline report reads a frame: RoCE (malformed too), MAC Control, an ICMP
+    /// error quoting RoCE, or anything inside a mirror session or tunnel.
+    fn decoder_reads(linktype: u32, data: &[u8], vxlan_port: Option<u16>) -> bool {
+        let options = roce_parsers::DecodeOptions { vxlan_port };
+        reads(&roce_parsers::decode_frame_with(
+            linktype,
+            data,
+            data.len() as u32,
+            options,
+        ))
+    }
+
+    fn reads(f: &roce_parsers::Frame<'_>) -> bool {
+        f.roce.is_some()
+            || f.mac_control.is_some()
+            || f.icmp.is_some()
+            || !f.encaps().is_empty()
+            || f.udp
+                .is_some_and(|u| u.dport == roce_parsers::ROCEV2_UDP_PORT)
+    }
+
+    /// `frame` with `tpids` tags inserted after its MAC addresses, outermost first.
+    fn tagged(frame: &[u8], tpids: &[u16]) -> Vec<u8> {
+        let mut out = frame[..12].to_vec();
+        for (i, tpid) in tpids.iter().enumerate() {
+            out.extend_from_slice(&tpid.to_be_bytes());
+            out.extend_from_slice(&(200 + i as u16).to_be_bytes());
+        }
+        out.extend_from_slice(&frame[12..]);
+        out
+    }
+
+    /// A RoCEv2 WRITE in every mirror session and tunnel the decoder opens, over IPv4 and
+    /// IPv6, and bare RoCEv2, RoCEv1, PFC and PAUSE.
+    fn decoded_kinds() -> Vec<(String, Vec<u8>)> {
+        let link = FrameSpec::new([2, 0, 0, 0, 0, 0xa], [2, 0, 0, 0, 0, 0xb]);
+        let write = RoceSpec::new(0x0a, 0x100, 7)
+            .payload(64)
+            .reth(0x1000, 7, 64);
+        let roce = frames::rocev2(
+            &link,
+            Net::v4([10, 0, 0, 1], [10, 0, 0, 2], 0x68),
+            50000,
+            &write,
+        );
+        let gids = ("fe80::1".parse().unwrap(), "fe80::2".parse().unwrap());
+        let mut out = vec![
+            ("rocev2".to_string(), roce.clone()),
+            (
+                "rocev1".into(),
+                frames::rocev1(&link, gids.0, gids.1, 0, &write),
+            ),
+            (
+                "pfc".into(),
+                frames::pfc([2, 0, 0, 0, 0, 0xa], 0x08, [0xffff; 8]),
+            ),
+            ("pause".into(), frames::pause([2, 0, 0, 0, 0, 0xa], 0xffff)),
+            ("mpls".into(), wrap::mpls(&[16, 1000], &roce)),
+        ];
+        for v6 in [false, true] {
+            let o = Outer { vlan: None, v6 };
+            let ip = if v6 { "ipv6" } else { "ipv4" };
+            for (name, frame) in [
+                ("erspan1", wrap::erspan1(o, &roce)),
+                ("erspan2", wrap::erspan2(o, 1, 5, 9, false, &roce)),
+                ("erspan3", wrap::erspan3(o, 1, 6, 1000, None, &roce)),
+                ("gre_teb", wrap::gre_teb(o, &roce)),
+                ("gre_ip", wrap::gre_ip(o, &roce)),
+                ("ipip", wrap::ipip(o, &roce)),
+                ("vxlan", wrap::vxlan(o, 42, &roce)),
+                ("geneve", wrap::geneve(o, 42, &roce)),
+            ] {
+                out.push((format!("{name} over {ip}"), frame));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_default_filter_takes_every_encapsulation_the_decoder_reads_tagged_or_not() {
+        let program = compiled(LINKTYPE_ETHERNET, None);
+        let tags: [&[u16]; 4] = [
+            &[],
+            &[TPID_8021Q],
+            &[TPID_8021AD, TPID_8021Q],
+            &[TPID_8021AD, TPID_8021Q, TPID_8021Q],
+        ];
+        for (name, frame) in decoded_kinds() {
+            for t in tags {
+                let frame = tagged(&frame, t);
+                assert!(
+                    decoder_reads(LINKTYPE_ETHERNET, &frame, None),
+                    "{name} under {} tags: not decoded",
+                    t.len()
+                );
+                assert!(program.filter(&frame), "{name} under {} tags", t.len());
+            }
+            // `-i any` has no tags.
+            let cooked = frames::to_sll(&frame);
+            assert!(
+                compiled(LINKTYPE_LINUX_SLL, None).filter(&cooked),
+                "{name} on SLL"
+            );
+            let cooked = frames::to_sll2(&frame, 3);
+            assert!(
+                compiled(LINKTYPE_LINUX_SLL2, None).filter(&cooked),
+                "{name} on SLL2"
+            );
+        }
+        // What the decoder does not read stays out: other UDP, TCP, ARP.
+        let link = FrameSpec::new([2, 0, 0, 0, 0, 0xa], [2, 0, 0, 0, 0, 0xb]);
+        let dns = frames::udp_v4(&link, [10, 0, 0, 1], [10, 0, 0, 2], 5353, 53, &[0; 20]);
+        let mut tcp = dns.clone();
+        tcp[23] = 6;
+        let mut arp = dns.clone();
+        arp[12..14].copy_from_slice(&0x0806u16.to_be_bytes());
+        for (name, frame) in [("dns", dns), ("tcp", tcp), ("arp", arp)] {
+            assert!(!decoder_reads(LINKTYPE_ETHERNET, &frame, None), "{name}");
+            assert!(!program.filter(&frame), "{name} taken");
+            assert!(
+                !program.filter(&tagged(&frame, &[TPID_8021Q])),
+                "tagged {name} taken"
+            );
+        }
+    }
+
+    /// `--vxlan-port`: the decoder opens VXLAN on that port too, and so does the filter.
+    #[test]
+    fn the_default_filter_takes_vxlan_on_the_vxlan_port() {
+        let link = FrameSpec::new([2, 0, 0, 0, 0, 0xa], [2, 0, 0, 0, 0, 0xb]);
+        let write = RoceSpec::new(0x0a, 0x100, 7)
+            .payload(64)
+            .reth(0x1000, 7, 64);
+        let roce = frames::rocev2(
+            &link,
+            Net::v4([10, 0, 0, 1], [10, 0, 0, 2], 0x68),
+            50000,
+            &write,
+        );
+        let mut vxlan = vec![0x08, 0, 0, 0, 0, 0, 42, 0];
+        vxlan.extend_from_slice(&roce);
+        let frame = Outer {
+            vlan: Some((300, 0)),
+            v6: true,
+        }
+        .udp(8472, &vxlan);
+        assert!(!decoder_reads(LINKTYPE_ETHERNET, &frame, None));
+        assert!(!compiled(LINKTYPE_ETHERNET, None).filter(&frame));
+        assert!(decoder_reads(LINKTYPE_ETHERNET, &frame, Some(8472)));
+        assert!(compiled(LINKTYPE_ETHERNET, Some(8472)).filter(&frame));
+        // The port of a standard encapsulation is not repeated.
+        assert_eq!(
+            default_filter(LINKTYPE_ETHERNET, Some(4789)),
+            default_filter(LINKTYPE_ETHERNET, None)
+        );
+    }
+
+    /// Every frame of testdata/'s captures that the offline report reads passes the default
+    /// filter of its link type: a capture replayed into an interface gives the same report.
+    #[test]
+    fn the_default_filter_takes_every_frame_of_testdata_the_report_reads() {
+        use roce_parsers::capture::{CaptureParser, Next};
+        let mut dirs = vec![std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata")];
+        let mut checked = 0;
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                    continue;
+                }
+                let bytes = std::fs::read(&path).unwrap();
+                let Ok((mut parser, mut at)) = CaptureParser::new(&bytes) else {
+                    continue;
+                };
+                let mut programs = std::collections::HashMap::new();
+                while let Ok(next) = parser.next(&bytes[at..], at as u64) {
+                    let rec = match next {
+                        Next::Record(rec, used) => {
+                            at += used;
+                            rec
+                        }
+                        Next::Skip(used) => {
+                            at += used;
+                            continue;
+                        }
+                        Next::Incomplete { .. } => break,
+                    };
+                    let live = [LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2];
+                    let frame = roce_parsers::decode_frame(rec.linktype, rec.data, rec.len);
+                    // libpcap puts back in a cooked frame the tag the kernel stripped, after
+                    // the kernel's filter saw the frame without it.
+                    let tag_put_back = is_cooked(rec.linktype) && !frame.vlans().is_empty();
+                    if !live.contains(&rec.linktype) || !reads(&frame) || tag_put_back {
+                        continue;
+                    }
+                    let program = programs
+                        .entry(rec.linktype)
+                        .or_insert_with(|| compiled(rec.linktype, None));
+                    assert!(
+                        program.filter(rec.data),
+                        "{}: the record ending at byte {at} is read offline, not live",
+                        path.display()
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 10_000, "{checked} frames checked");
+    }
+
     #[test]
     fn cooked_links_get_a_default_filter_without_vlan() {
-        use roce_parsers::link::{LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2};
         for lt in [LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2] {
-            assert!(!default_filter(lt).contains("vlan"));
+            assert!(!default_filter(lt, None).contains("vlan"));
             // Every filter compiles for its link type (the `vlan` one failed on `-i any`).
-            let dead = pcap::Capture::dead(pcap::Linktype(lt as i32)).unwrap();
-            assert!(dead.compile(default_filter(lt), true).is_ok());
+            compiled(lt, Some(8472));
         }
-        let dead = pcap::Capture::dead(pcap::Linktype(LINKTYPE_ETHERNET as i32)).unwrap();
-        assert!(dead
-            .compile(default_filter(LINKTYPE_ETHERNET), true)
-            .is_ok());
+        compiled(LINKTYPE_ETHERNET, Some(8472));
         assert!(
             pcap::Capture::dead(pcap::Linktype(LINKTYPE_LINUX_SLL as i32))
                 .unwrap()
-                .compile(DEFAULT_FILTER, true)
+                .compile(&default_filter(LINKTYPE_ETHERNET, None), true)
                 .is_err()
         );
     }
