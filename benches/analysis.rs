@@ -1,6 +1,6 @@
 //! Whole-capture analysis (read, frame, decode with ICRC, flows, PSN, QoS, PFC, findings, the
 //! JSON report) of a generated capture held in memory, with one thread and with all cores.
-//! Run with `cargo bench --bench analysis`; benches/compare.sh measures files side by side
+//! A flow's rate history alone, per packet. Run with `cargo bench --bench analysis`; benches/compare.sh measures files side by side
 //! with cat, tcpdump and tshark.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -42,5 +42,27 @@ fn bench_analysis(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_analysis);
+/// A flow's rate history (`analysis::nic::RateRing`), kept for every packet of every flow:
+/// the cost a packet pays for it, on 64 flows' interleaved packets 100 ns apart.
+fn bench_rate_ring(c: &mut Criterion) {
+    use roce_sniff::analysis::nic::RateRing;
+    const PACKETS: u64 = 1_000_000;
+    let mut rings = vec![RateRing::default(); 64];
+    let mut g = c.benchmark_group("rate_ring");
+    g.throughput(Throughput::Elements(PACKETS));
+    g.bench_function("add", |b| {
+        b.iter(|| {
+            for k in 0..PACKETS {
+                let ring = &mut rings[(k % 64) as usize];
+                ring.add(
+                    std::hint::black_box(1_700_000_000_000_000_000 + k * 100),
+                    1100,
+                );
+            }
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench_analysis, bench_rate_ring);
 criterion_main!(benches);

@@ -15,7 +15,9 @@ use super::flow::Flow;
 use super::latency::Samples;
 use super::nic::{resend_policy, RATIO_UNIT};
 use crate::common::rare::Rare;
-use crate::model::{CmReport, HostReport, ReceiverReport, ResendPolicyCounts, SenderReport};
+use crate::model::{
+    CmReport, HostReport, RateCutUnmeasured, ReceiverReport, ResendPolicyCounts, SenderReport,
+};
 
 /// Samples kept per host and figure for percentiles: a host table of a thousand hosts stays
 /// within megabytes, and a churn's flows fold their ACK round trips into a few cache lines.
@@ -56,7 +58,9 @@ struct Host {
 #[derive(Debug, Clone)]
 struct Receiver {
     nak_generation: Samples,
+    nak_generation_untimed: u64,
     cnp_generation: Samples,
+    cnp_generation_untimed: u64,
     cnp_interval: Samples,
     ack_rtt: Samples,
     nak_frames: Vec<u64>,
@@ -66,7 +70,9 @@ impl Default for Receiver {
     fn default() -> Self {
         Receiver {
             nak_generation: Samples::with_reservoir(HOST_RESERVOIR),
+            nak_generation_untimed: 0,
             cnp_generation: Samples::with_reservoir(HOST_RESERVOIR),
+            cnp_generation_untimed: 0,
             cnp_interval: Samples::with_reservoir(HOST_RESERVOIR),
             ack_rtt: Samples::with_reservoir(HOST_RESERVOIR),
             nak_frames: Vec::new(),
@@ -82,6 +88,7 @@ struct Sender {
     rnr_wait: Samples,
     timeout_resend: Samples,
     rate_cut: Samples,
+    rate_cut_unmeasured: RateCutUnmeasured,
     go_back_n: u64,
     selective: u64,
     nak_episodes: u64,
@@ -96,6 +103,7 @@ impl Default for Sender {
             rnr_wait: Samples::with_reservoir(HOST_RESERVOIR),
             timeout_resend: Samples::with_reservoir(HOST_RESERVOIR),
             rate_cut: Samples::with_reservoir(HOST_RESERVOIR),
+            rate_cut_unmeasured: RateCutUnmeasured::default(),
             go_back_n: 0,
             selective: 0,
             nak_episodes: 0,
@@ -173,7 +181,9 @@ impl HostTable {
         let n = &*f.nic;
         let r = &mut *self.host(f.key.dst).receiver;
         r.nak_generation.merge(&n.nak_generation);
+        r.nak_generation_untimed += n.nak_generation_untimed;
         r.cnp_generation.merge(&n.cnp_generation);
+        r.cnp_generation_untimed += n.cnp_generation_untimed;
         r.cnp_interval.merge(&n.cnp_interval);
         let room = NAK_FRAMES_KEPT.saturating_sub(r.nak_frames.len());
         r.nak_frames.extend(n.nak_frames.iter().take(room));
@@ -182,7 +192,9 @@ impl HostTable {
         s.selective += n.selective;
         s.nak_episodes += n.nak_episodes;
         s.resent_psns += n.resent_psns;
-        s.rate_cut.merge(&n.rate_cuts(now));
+        let (cuts, unmeasured) = n.rate_cuts(now);
+        s.rate_cut.merge(&cuts);
+        s.rate_cut_unmeasured.add(&unmeasured);
     }
 
     /// The table at `now`, with the flows still `open` folded in, by address.
@@ -208,7 +220,9 @@ impl HostTable {
 fn receiver_report(r: &Receiver) -> ReceiverReport {
     ReceiverReport {
         nak_generation_us: r.nak_generation.summary(),
+        nak_generation_untimed: r.nak_generation_untimed,
         cnp_generation_us: r.cnp_generation.summary(),
+        cnp_generation_untimed: r.cnp_generation_untimed,
         cnp_interval_us: r.cnp_interval.summary(),
         ack_rtt_us: r.ack_rtt.summary(),
         nak_frames: r.nak_frames.clone(),
@@ -228,6 +242,7 @@ fn sender_report(s: &Sender) -> SenderReport {
         resend_amplification: (s.nak_episodes > 0)
             .then(|| s.resent_psns as f64 / s.nak_episodes as f64),
         rate_cut_after_cnp: s.rate_cut.summary_in(RATIO_UNIT),
+        rate_cut_after_cnp_unmeasured: s.rate_cut_unmeasured,
         cm: s.cm.map(|c| CmReport {
             retry_count: c.retry_count,
             rnr_retry_count: c.rnr_retry_count,

@@ -273,6 +273,10 @@ impl Analyzer {
         self.index.remove(&key);
         self.forget_data_flow(i);
         let flow = self.flows.swap_remove(i);
+        let slot = self.rate_slots.swap_remove(i);
+        if slot != super::NO_RATE {
+            self.rate_pool.give_back(slot);
+        }
         let moved_from = self.flows.len();
         if i < moved_from {
             let moved = &self.flows[i];

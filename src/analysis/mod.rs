@@ -176,6 +176,9 @@ const SEGMENT_JUMP_NS: u64 = 1_000_000_000;
 /// Jumps back listed in the report.
 const TIME_JUMPS_KEPT: usize = 5;
 
+/// A flow without a rate ring (`Analyzer::rate_slots`).
+const NO_RATE: u32 = u32::MAX;
+
 /// Captures run together (`cat a.pcap a.pcap`, a stream of several captures): a new segment
 /// begins at a frame whose time goes back to the current segment's first time or before, or
 /// back by more than a second. A mirror's reordering within microseconds does neither.
@@ -270,6 +273,10 @@ pub struct Analyzer {
     pub totals: Totals,
     /// The open flows (see `lifetime` for how they leave).
     pub(crate) flows: flow_table::FlowTable,
+    /// Each open flow's slot in `rate_pool`, by the flow's index (`NO_RATE` before its 10th
+    /// packet): beside the flows, so that a flow's own state stays under a kilobyte.
+    pub(crate) rate_slots: flow_table::Chunked<u32>,
+    rate_pool: nic::RatePool,
     /// The id the next new flow gets: flows seen so far.
     next_flow_id: u64,
     /// Records of the flows that ended (with `keep_ended`).
@@ -340,6 +347,8 @@ impl Analyzer {
             cfg,
             totals: Totals::default(),
             flows: flow_table::FlowTable::default(),
+            rate_slots: flow_table::Chunked::default(),
+            rate_pool: nic::RatePool::default(),
             next_flow_id: 0,
             kept: lifetime::KeptFlows::default(),
             kept_evaluated: 0,
@@ -569,6 +578,7 @@ impl Analyzer {
             flow.cm_setup(setup);
         }
         self.flows.push(Box::new(flow));
+        self.rate_slots.push(NO_RATE);
         self.index.insert(key, i);
         self.last_flow_index = i;
         if let Some(&j) = cm_pair.and_then(|(peer_key, ..)| self.index.get(&peer_key)) {
@@ -692,6 +702,13 @@ impl Analyzer {
             }
             if let Some(nic) = f.nic.get_mut() {
                 nic.sent(p.ts_ns, p.len);
+            }
+            let slot = &mut self.rate_slots[fi];
+            if *slot == NO_RATE && f.packets >= nic::RATE_KEPT_FROM_PACKET {
+                *slot = self.rate_pool.take(p.ts_ns);
+            }
+            if *slot != NO_RATE {
+                self.rate_pool.ring(*slot).add(p.ts_ns, p.len);
             }
             f.rocev1 |= r.v1;
             f.native_ib |= r.ib;
@@ -1236,6 +1253,11 @@ impl Analyzer {
             return;
         };
         self.last.cnp_for = Some(self.id_of(di));
+        let capture_start = self.segments.first_ts.unwrap_or(0);
+        let before = match self.rate_slots[di] {
+            NO_RATE => Err(nic::before_without_ring(p.ts_ns, capture_start)),
+            slot => self.rate_pool.ring(slot).before(p.ts_ns, capture_start),
+        };
         let d = &mut self.flows[di];
         d.feedback_ts = d.feedback_ts.max(p.ts_ns);
         d.cnps.add(p.frame_no);
@@ -1243,7 +1265,7 @@ impl Analyzer {
         if d.class().is_some_and(|data| cnp_below(pcp, dscp, data)) {
             d.cnp_lower_class.add(p.frame_no);
         }
-        d.nic.cnp(p.ts_ns, p.frame_no);
+        d.nic.cnp(p.ts_ns, p.frame_no, before);
         d.expire_ce(p.ts_ns, CNP_WINDOW_NS, self.notes.as_mut());
         d.ce_pending.reset();
         self.note(di, p.frame_no, |flow| notes::NoteKind::Cnp {

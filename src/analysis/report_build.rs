@@ -360,6 +360,8 @@ impl Analyzer {
         let mut evidence = kept.evidence.into_vec(open);
         let peers: Vec<PeerFacts> = self.flows.iter().map(|f| self.peer_facts(f)).collect();
         let flows = std::mem::take(&mut self.flows);
+        self.rate_slots = Default::default();
+        self.rate_pool = Default::default();
         self.index.clear();
         for (n, (f, peer)) in flows.into_iter().zip(peers).enumerate() {
             let mut r = flow_entry(&f, At::End(last_ts), peer, &self.host_names);

@@ -778,8 +778,14 @@ pub struct HostReport {
 pub struct ReceiverReport {
     /// Sequence-error NAKs: from the first request past the NAKed PSN since its last send.
     pub nak_generation_us: LatencySummary,
+    /// Sequence NAKs not timed: the capture saw no request past the NAKed PSN before them
+    /// (the loss was after the capture point, `nak_without_gap`).
+    pub nak_generation_untimed: u64,
     /// From the first CE mark since a QP's previous CNP to the next CNP.
     pub cnp_generation_us: LatencySummary,
+    /// CNPs not timed: no CE mark seen since the QP's CNP before (marked after the capture
+    /// point).
+    pub cnp_generation_untimed: u64,
     /// Between successive CNPs to one QP with a CE mark between: the NIC's CNP pacing.
     pub cnp_interval_us: LatencySummary,
     pub ack_rtt_us: LatencySummary,
@@ -802,8 +808,67 @@ pub struct SenderReport {
     /// Rate over the 100 us after an episode's first CNP over the 100 us before (ratios,
     /// not microseconds).
     pub rate_cut_after_cnp: LatencySummary,
+    /// The CNPs whose rate cut is not among `rate_cut_after_cnp`, by why.
+    pub rate_cut_after_cnp_unmeasured: RateCutUnmeasured,
     /// What RDMA-CM set up for the connections it sends on (the last one seen).
     pub cm: Option<CmReport>,
+}
+
+/// CNPs whose rate cut could not be measured, by why. An episode (a CNP 100 us or more after
+/// the one before) is measured from the rate in the 100 us before it to the rate in the 100
+/// us after.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct RateCutUnmeasured {
+    /// Episodes whose window before began before the capture (or its segment).
+    pub capture_start: u64,
+    /// Episodes with fewer than 10 of the sender's packets in the longest window before.
+    pub few_packets_before: u64,
+    /// Episodes whose window before began before the QP's 10th packet: it had just started.
+    pub flow_start: u64,
+    /// CNPs within 100 us of the one before: the episode's first CNP measures them all.
+    pub within_window: u64,
+    /// Episodes whose 100 us after the capture did not reach.
+    pub capture_end: u64,
+    /// CNPs captured more than 50 us after the sender's later packets.
+    pub out_of_order: u64,
+}
+
+impl RateCutUnmeasured {
+    pub fn add(&mut self, o: &RateCutUnmeasured) {
+        self.capture_start += o.capture_start;
+        self.few_packets_before += o.few_packets_before;
+        self.flow_start += o.flow_start;
+        self.within_window += o.within_window;
+        self.capture_end += o.capture_end;
+        self.out_of_order += o.out_of_order;
+    }
+
+    /// Why, in a few words each (for a table's cell), the most CNPs first; empty when every
+    /// CNP was measured.
+    pub fn reasons(&self) -> Vec<String> {
+        let mut v = [
+            (self.capture_start, "at start"),
+            (self.few_packets_before, "<10 pkts before"),
+            (self.flow_start, "as the QP began"),
+            (self.within_window, "<100us apart"),
+            (self.capture_end, "at end"),
+            (self.out_of_order, "late"),
+        ];
+        v.sort_by_key(|&(n, _)| std::cmp::Reverse(n));
+        v.iter()
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, why)| format!("{n} {why}"))
+            .collect()
+    }
+
+    pub fn total(&self) -> u64 {
+        self.capture_start
+            + self.few_packets_before
+            + self.flow_start
+            + self.within_window
+            + self.capture_end
+            + self.out_of_order
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]

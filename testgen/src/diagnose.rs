@@ -163,6 +163,11 @@ pub fn scenarios() -> Vec<Scenario> {
             &[("cnp_without_slowdown", 40), ("ecn_heavy", 1050)],
         ),
         scenario(
+            "sender_halves_at_first_cnp",
+            sender_halves_at_first_cnp(),
+            &[("ecn_heavy", 252)],
+        ),
+        scenario(
             "mtu_black_hole",
             mtu_black_hole(),
             &[("unacknowledged_requests", 3), ("retransmissions", 9)],
@@ -702,6 +707,10 @@ pub mod nic {
     pub const RATE_CUT: f64 = 0.5;
     /// `sender_keeps_rate`: CNPs, 50 us apart.
     pub const KEPT_RATE_CNPS: u64 = 40;
+    /// `sender_halves_at_first_cnp`: CNPs, 50 us apart, the first this long after the first
+    /// CE mark.
+    pub const HALVED_AT_FIRST_CNPS: u64 = 20;
+    pub const FIRST_CNP_AFTER_CE_NS: u64 = 3_000;
 }
 
 /// How a sender resends after a sequence NAK.
@@ -850,6 +859,24 @@ fn sender_keeps_rate() -> Frames {
     );
     for k in 0..nic::KEPT_RATE_CNPS {
         tl.push(T0_NS + 2 * US + k * nic::CNP_PACING_NS, c.cnp_frame());
+    }
+    tl.into_frames()
+}
+
+/// .1 writes to .2 back to back, a packet every 2 us; from 300 us on the switch marks every
+/// packet, and .2 sends 20 CNPs 3 us after the first mark and 50 us apart. .1 halves its rate
+/// at the first CNP (a packet every 4 us) and keeps to it: the rate before that CNP is from
+/// before the marks began.
+fn sender_halves_at_first_cnp() -> Frames {
+    let mut tl = Timeline::default();
+    let mut c = conn(host(1), host(2), 0x400, 0x100);
+    let marked_from = T0_NS + 300 * US;
+    let first_cnp = marked_from + nic::FIRST_CNP_AFTER_CE_NS;
+    let end = first_cnp + nic::HALVED_AT_FIRST_CNPS * nic::CNP_PACING_NS;
+    let gap = |t: u64| if t >= first_cnp { 4 * US } else { 2 * US };
+    stream(&mut tl, &mut c, (T0_NS, end), gap, |t| t >= marked_from);
+    for k in 0..nic::HALVED_AT_FIRST_CNPS {
+        tl.push(first_cnp + k * nic::CNP_PACING_NS, c.cnp_frame());
     }
     tl.into_frames()
 }

@@ -2,7 +2,8 @@
 //! in both, each timing as its median and, in brackets, how many samples.
 
 use crate::common::units::duration_us;
-use crate::model::{HostReport, LatencySummary};
+use crate::common::words::plural;
+use crate::model::{HostReport, LatencySummary, SenderReport};
 
 /// The columns: (heading, what the cell holds).
 pub const COLUMNS: [(&str, &str); 13] = [
@@ -10,11 +11,11 @@ pub const COLUMNS: [(&str, &str); 13] = [
     ("MACs", "its own, or a router's"),
     (
         "NAK gen",
-        "as receiver: first request past a lost PSN to its NAK, p50 (NAKs)",
+        "as receiver: first request past a lost PSN to its NAK, p50 (NAKs); none: NAKs of a loss the capture did not see",
     ),
     (
         "CNP gen",
-        "as receiver: first CE mark since the last CNP to the next CNP, p50 (CNPs)",
+        "as receiver: first CE mark since the last CNP to the next CNP, p50 (CNPs); none: CNPs after no CE mark the capture saw",
     ),
     ("CNP every", "as receiver: CNP pacing under CE marks, p50"),
     ("ACK RTT", "as receiver, for reference, p50"),
@@ -31,7 +32,7 @@ pub const COLUMNS: [(&str, &str); 13] = [
     ("PSNs/NAK", "as sender: PSNs resent per sequence NAK"),
     (
         "rate after CNP",
-        "as sender: rate 100 us after a CNP over 100 us before, p50 (episodes)",
+        "as sender: rate 100 us after a CNP over 100 us before, p50 (episodes); none: the CNPs unmeasured, by why",
     ),
     ("set by RDMA-CM", "retries, RNR retries, local ACK timeout"),
 ];
@@ -66,8 +67,8 @@ pub fn cells(h: &HostReport) -> [String; 13] {
         } else {
             h.macs.join(" ")
         },
-        timing(&r.nak_generation_us),
-        timing(&r.cnp_generation_us),
+        nak_generation(h),
+        cnp_generation(h),
         median(&r.cnp_interval_us),
         median(&r.ack_rtt_us),
         median(&s.nak_to_retransmit_us),
@@ -76,9 +77,7 @@ pub fn cells(h: &HostReport) -> [String; 13] {
         policy,
         s.resend_amplification
             .map_or("-".into(), |a| format!("{a:.1}")),
-        s.rate_cut_after_cnp.p50.map_or("-".into(), |p| {
-            format!("{p:.2} ({})", s.rate_cut_after_cnp.count)
-        }),
+        rate_after_cnp(s),
         cm,
     ]
 }
@@ -97,6 +96,46 @@ pub fn reacted(h: &HostReport) -> bool {
     .iter()
     .any(|t| t.count > 0)
         || s.resend_policy.is_some()
+        || s.rate_cut_after_cnp_unmeasured.total() > 0
+        || r.nak_generation_untimed > 0
+        || r.cnp_generation_untimed > 0
+}
+
+/// The median CNP generation, or how many CNPs came with no CE mark seen before them.
+fn cnp_generation(h: &HostReport) -> String {
+    let r = &h.as_receiver;
+    match (r.cnp_generation_us.count, r.cnp_generation_untimed) {
+        (0, 0) => "-".into(),
+        (0, untimed) => format!("none: {}, CE unseen", plural(untimed, "CNP")),
+        _ => timing(&r.cnp_generation_us),
+    }
+}
+
+/// The median NAK generation, or how many NAKs could not be timed.
+fn nak_generation(h: &HostReport) -> String {
+    let r = &h.as_receiver;
+    match (r.nak_generation_us.count, r.nak_generation_untimed) {
+        (0, 0) => "-".into(),
+        (0, untimed) => format!("none: {}, loss unseen", plural(untimed, "NAK")),
+        _ => timing(&r.nak_generation_us),
+    }
+}
+
+/// The median rate cut and how many episodes, or why none was measured for the CNPs the
+/// host received.
+fn rate_after_cnp(s: &SenderReport) -> String {
+    let cut = &s.rate_cut_after_cnp;
+    match cut.p50 {
+        Some(p) => format!("{p:.2} ({})", cut.count),
+        None => {
+            let why = s.rate_cut_after_cnp_unmeasured.reasons();
+            if why.is_empty() {
+                "-".into()
+            } else {
+                format!("none: {}", why.join(", "))
+            }
+        }
+    }
 }
 
 /// The hosts in the order the table lists them: those that reacted first, then by address.

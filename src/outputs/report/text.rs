@@ -69,7 +69,7 @@ fn nics(o: &mut String, hosts: &[HostReport]) {
         let c = cells(h);
         let _ = write!(o, "  {}  MAC {}", c[0], c[1]);
         if c[2..].iter().all(|c| c == "-") {
-            let _ = writeln!(o, "  (nothing measured)");
+            let _ = writeln!(o, "  (no NAK, CNP or resend to time)");
             continue;
         }
         let _ = writeln!(o);
