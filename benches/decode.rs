@@ -71,6 +71,7 @@ fn bench_decode(c: &mut Criterion) {
                     point: 0,
                     frame: 1,
                     input_frame: 1,
+                    file: 0,
                     data: std::hint::black_box(&f),
                 };
                 let frame = decode_frame(1, rec.data, rec.len);

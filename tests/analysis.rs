@@ -829,6 +829,41 @@ fn captures_run_together_are_segments_whose_flows_are_their_own() {
     assert!(findings_of(&single, "time_backwards").is_empty());
 }
 
+/// `cat a.pcap b.pcap` where b was taken later: its time goes forward, but its file header
+/// begins a new segment all the same. b is sample.pcap 100 s later: its PSNs, the same as
+/// a's, are flows of their own, not 2,714 resends of qp 0x000213.
+#[test]
+fn a_second_file_header_begins_a_segment_though_its_time_goes_forward() {
+    use roce_parsers::capture::{CaptureParser, Next};
+    let one = std::fs::read(testdata("sample.pcap")).unwrap();
+    assert_eq!(
+        one[..4],
+        [0x4d, 0x3c, 0xb2, 0xa1],
+        "a little-endian nanosecond pcap"
+    );
+    let (mut parser, mut at) = CaptureParser::new(&one).unwrap();
+    let mut later = one[..at].to_vec();
+    while let Next::Record(_, used) = parser.next(&one[at..], at as u64).unwrap() {
+        let mut record = one[at..at + used].to_vec();
+        let secs = u32::from_le_bytes(record[..4].try_into().unwrap()) + 100;
+        record[..4].copy_from_slice(&secs.to_le_bytes());
+        later.extend_from_slice(&record);
+        at += used;
+    }
+    let r = report_of_stdin(&[one.as_slice(), later.as_slice()].concat());
+    let single = report(&testdata("sample.pcap"), &[]);
+    let c = &r["capture"];
+    assert_eq!(c["segments"], 2);
+    assert_eq!(c["time_jumps"], json!([]));
+    assert!(findings_of(&r, "time_backwards").is_empty());
+    assert_eq!(c["flows"], 2 * single["capture"]["flows"].as_u64().unwrap());
+    for f in r["flows"].as_array().unwrap() {
+        if f["src"] == "10.0.0.5" && f["dqpn"] == 0x213 {
+            assert_eq!(psn(f), (1, 0, 0, 0, 4), "{}", f["psn"]);
+        }
+    }
+}
+
 /// A mirror's reordering within microseconds is no new segment: two records of
 /// analysis_psn.pcap swapped (the later frame first) read as one segment, and so do the same
 /// file read twice and merged by time (`-r a -r a`: capture copies).

@@ -55,6 +55,9 @@ pub struct Record<'a> {
     pub frame: u64,
     /// The frame's number in its own input (== `frame` for one input).
     pub input_frame: u64,
+    /// Which capture of its input the record is in, from 0: pcap files one after the other
+    /// (`cat a.pcap b.pcap`), or pcapng sections.
+    pub file: u16,
     pub data: &'a [u8],
 }
 
@@ -609,6 +612,7 @@ impl CaptureParser {
                 let numbered = Record {
                     frame: self.records,
                     input_frame: self.records,
+                    file: self.files().saturating_sub(1).min(u32::from(u16::MAX)) as u16,
                     ..r
                 };
                 Next::Record(numbered, used)
@@ -698,6 +702,7 @@ impl CaptureParser {
                 point: 0,
                 frame: 0,
                 input_frame: 0,
+                file: 0,
                 data: &buf[PCAP_RECORD_HEADER_LEN..need],
             },
             need,
@@ -966,6 +971,7 @@ impl CaptureParser {
                 point: 0,
                 frame: 0,
                 input_frame: 0,
+                file: 0,
                 data: &buf[..rlen],
             },
             rlen,
@@ -1099,6 +1105,7 @@ impl CaptureParser {
                 point: 0,
                 frame: 0,
                 input_frame: 0,
+                file: 0,
                 data: &data[..caplen as usize],
             },
             total,
@@ -1140,6 +1147,7 @@ impl CaptureParser {
                 point: 0,
                 frame: 0,
                 input_frame: 0,
+                file: 0,
                 data: &body[4..4 + caplen],
             },
             total,

@@ -180,14 +180,17 @@ const TIME_JUMPS_KEPT: usize = 5;
 const NO_RATE: u32 = u32::MAX;
 
 /// Captures run together (`cat a.pcap a.pcap`, a stream of several captures): a new segment
-/// begins at a frame whose time goes back to the current segment's first time or before, or
-/// back by more than a second. A mirror's reordering within microseconds does neither.
+/// begins at the first frame after a second file header (or pcapng section) of an input, and
+/// at a frame whose time goes back to the current segment's first time or before, or back by
+/// more than a second. A mirror's reordering within microseconds does neither.
 #[derive(Debug, Clone, Default)]
 struct Segments {
     first_ts: Option<u64>,
     /// Segments after the first.
     count: u64,
     jumps: Vec<crate::model::TimeJump>,
+    /// The latest file of each capture point's input (`PacketSummary::file`).
+    files: Vec<u16>,
 }
 
 impl Segments {
@@ -196,18 +199,32 @@ impl Segments {
     fn begins_at(&mut self, p: &PacketSummary, latest: u64) -> bool {
         let first = *self.first_ts.get_or_insert(p.ts_ns);
         let ts = p.ts_ns;
-        if ts >= latest || (ts > first && latest - ts <= SEGMENT_JUMP_NS) {
+        let next_file = p.file > 0 && self.next_file(p.point, p.file);
+        let back = ts < latest && (ts <= first || latest - ts > SEGMENT_JUMP_NS);
+        if !next_file && !back {
             return false;
         }
         self.first_ts = Some(ts);
         self.count += 1;
-        if self.jumps.len() < TIME_JUMPS_KEPT {
+        if back && self.jumps.len() < TIME_JUMPS_KEPT {
             self.jumps.push(crate::model::TimeJump {
                 frame: p.frame_no,
                 back_s: (latest - ts) as f64 / 1e9,
             });
         }
         true
+    }
+
+    /// Whether `file` is a later file of `point`'s input than its frames before were in.
+    #[cold]
+    fn next_file(&mut self, point: u16, file: u16) -> bool {
+        let point = usize::from(point);
+        if self.files.len() <= point {
+            self.files.resize(point + 1, 0);
+        }
+        let later = file > self.files[point];
+        self.files[point] = self.files[point].max(file);
+        later
     }
 }
 

@@ -281,6 +281,7 @@ mod tests {
             frame_no: n,
             ts_ns: n,
             point: 0,
+            file: 0,
             len: 100,
             caplen: 100,
             linktype: LINKTYPE_ETHERNET,

@@ -62,6 +62,8 @@ pub struct PacketSummary {
     pub ts_ns: u64,
     /// The capture point of a set of files read as one (see `Record::point`).
     pub point: u16,
+    /// Which capture of its input (see `Record::file`): a new one starts a segment.
+    pub file: u16,
     pub len: u32,
     pub caplen: u32,
     pub linktype: u32,
@@ -148,6 +150,7 @@ impl PacketSummary {
             frame_no,
             ts_ns: rec.ts_ns,
             point: rec.point,
+            file: rec.file,
             len: f.len,
             caplen: f.caplen,
             linktype: f.linktype,

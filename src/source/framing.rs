@@ -450,7 +450,7 @@ impl Framer {
         if matches!(self.parser.format(), Format::Pcap { .. }) && files > 1 {
             problems.push(SourceProblem {
                 kind: WarningKind::Notice,
-                message: format!("{files} pcap files one after the other (`cat a.pcap b.pcap`): read as one capture, a new segment wherever its time goes back"),
+                message: format!("{files} pcap files one after the other (`cat a.pcap b.pcap`): read as one capture, each file a segment of its own"),
                 hint: "each file's header was recognised".into(),
             });
         }

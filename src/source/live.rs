@@ -192,6 +192,7 @@ fn record_of<'p>(packet: &'p pcap::Packet<'_>, linktype: u32, frame: u64) -> Rec
         point: 0,
         frame,
         input_frame: frame,
+        file: 0,
         data: packet.data,
     }
 }

@@ -37,6 +37,7 @@ fuzz_target!(|data: &[u8]| {
         point: 0,
         frame: 1,
         input_frame: 1,
+        file: 0,
         data: bytes,
     };
     let _ = roce_sniff::decode::summary::PacketSummary::new(1, &record, &frame);
