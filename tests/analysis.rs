@@ -778,17 +778,7 @@ fn a_read_response_gap_the_capture_ended_on_is_unsettled() {
 
 /// The report of `bytes` read from stdin (`-r -`).
 fn report_of_stdin(bytes: &[u8]) -> Value {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
-    let mut child = Command::new(bin())
-        .args(["-r", "-", "--json"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(bytes).unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = run_stdin(&["-r", "-", "--json"], bytes);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     serde_json::from_str(&stdout(&out)).expect("one JSON document")
 }

@@ -6,7 +6,6 @@
 mod common;
 
 use std::io::Write;
-use std::process::{Command, Stdio};
 
 use common::*;
 use serde_json::Value;
@@ -71,15 +70,7 @@ fn report(path: &std::path::Path, extra: &[&str]) -> Value {
 
 /// The report of `bytes` fed on standard input.
 fn report_of_stdin(bytes: &[u8]) -> Value {
-    let mut child = Command::new(bin())
-        .args(["-r", "-", "--json"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(bytes).unwrap();
-    json_of(&child.wait_with_output().unwrap())
+    json_of(&run_stdin(&["-r", "-", "--json"], bytes))
 }
 
 #[test]

@@ -319,16 +319,23 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_file_cut_inside_a_record_ends_the_same_mapped_or_read() {
-        let whole = std::fs::read(testdata("sample.pcap")).unwrap();
-        let path = std::env::temp_dir().join(format!("roce-sniff-cut-{}.pcap", std::process::id()));
-        std::fs::write(&path, &whole[..whole.len() - 100]).unwrap();
+    /// `data` written to a file and read mapped in page windows, then with plain reads.
+    fn mapped_and_read(tag: &str, data: &[u8]) -> (Read, Read) {
+        let path =
+            std::env::temp_dir().join(format!("roce-sniff-{tag}-{}.pcap", std::process::id()));
+        std::fs::write(&path, data).unwrap();
         let path_str = path.to_str().unwrap();
         let mapped =
             read_all(FileSource::open_with(path_str, ReadMethod::Auto, PAGE_WINDOWS).unwrap());
         let read = read_all(FileSource::open(path_str, ReadMethod::Read).unwrap());
         std::fs::remove_file(&path).unwrap();
+        (mapped, read)
+    }
+
+    #[test]
+    fn a_file_cut_inside_a_record_ends_the_same_mapped_or_read() {
+        let whole = std::fs::read(testdata("sample.pcap")).unwrap();
+        let (mapped, read) = mapped_and_read("cut", &whole[..whole.len() - 100]);
         assert_eq!(mapped, read);
         assert!(
             read.1[0].contains("capture ends inside a record"),
@@ -360,14 +367,7 @@ mod tests {
                     }),
             }
         }
-        let path =
-            std::env::temp_dir().join(format!("roce-sniff-damaged-{}.pcap", std::process::id()));
-        std::fs::write(&path, &data).unwrap();
-        let path_str = path.to_str().unwrap();
-        let mapped =
-            read_all(FileSource::open_with(path_str, ReadMethod::Auto, PAGE_WINDOWS).unwrap());
-        let read = read_all(FileSource::open(path_str, ReadMethod::Read).unwrap());
-        std::fs::remove_file(&path).unwrap();
+        let (mapped, read) = mapped_and_read("damaged", &data);
         assert_eq!(mapped, read);
         // Each site is one region, costing its record and those its bytes overwrote (a
         // record is 144 bytes at most): every other record is read.

@@ -633,19 +633,26 @@ mod tests {
         out
     }
 
+    fn test_link() -> FrameSpec {
+        FrameSpec::new([2, 0, 0, 0, 0, 0xa], [2, 0, 0, 0, 0, 0xb])
+    }
+
+    fn test_write() -> RoceSpec {
+        RoceSpec::new(0x0a, 0x100, 7)
+            .payload(64)
+            .reth(0x1000, 7, 64)
+    }
+
+    /// A RoCEv2 WRITE from 10.0.0.1 to 10.0.0.2.
+    fn test_rocev2() -> Vec<u8> {
+        let net = Net::v4([10, 0, 0, 1], [10, 0, 0, 2], 0x68);
+        frames::rocev2(&test_link(), net, 50000, &test_write())
+    }
+
     /// A RoCEv2 WRITE in every mirror session and tunnel the decoder opens, over IPv4 and
     /// IPv6, and bare RoCEv2, RoCEv1, PFC and PAUSE.
     fn decoded_kinds() -> Vec<(String, Vec<u8>)> {
-        let link = FrameSpec::new([2, 0, 0, 0, 0, 0xa], [2, 0, 0, 0, 0, 0xb]);
-        let write = RoceSpec::new(0x0a, 0x100, 7)
-            .payload(64)
-            .reth(0x1000, 7, 64);
-        let roce = frames::rocev2(
-            &link,
-            Net::v4([10, 0, 0, 1], [10, 0, 0, 2], 0x68),
-            50000,
-            &write,
-        );
+        let (link, write, roce) = (test_link(), test_write(), test_rocev2());
         let gids = ("fe80::1".parse().unwrap(), "fe80::2".parse().unwrap());
         let mut out = vec![
             ("rocev2".to_string(), roce.clone()),
@@ -711,7 +718,7 @@ mod tests {
             );
         }
         // What the decoder does not read stays out: other UDP, TCP, ARP.
-        let link = FrameSpec::new([2, 0, 0, 0, 0, 0xa], [2, 0, 0, 0, 0, 0xb]);
+        let link = test_link();
         let dns = frames::udp_v4(&link, [10, 0, 0, 1], [10, 0, 0, 2], 5353, 53, &[0; 20]);
         let mut tcp = dns.clone();
         tcp[23] = 6;
@@ -730,16 +737,7 @@ mod tests {
     /// `--vxlan-port`: the decoder opens VXLAN on that port too, and so does the filter.
     #[test]
     fn the_default_filter_takes_vxlan_on_the_vxlan_port() {
-        let link = FrameSpec::new([2, 0, 0, 0, 0, 0xa], [2, 0, 0, 0, 0, 0xb]);
-        let write = RoceSpec::new(0x0a, 0x100, 7)
-            .payload(64)
-            .reth(0x1000, 7, 64);
-        let roce = frames::rocev2(
-            &link,
-            Net::v4([10, 0, 0, 1], [10, 0, 0, 2], 0x68),
-            50000,
-            &write,
-        );
+        let roce = test_rocev2();
         let mut vxlan = vec![0x08, 0, 0, 0, 0, 0, 42, 0];
         vxlan.extend_from_slice(&roce);
         let frame = Outer {

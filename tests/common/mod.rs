@@ -128,6 +128,21 @@ pub fn run(args: &[&str]) -> Output {
         .expect("run roce-sniff")
 }
 
+/// The binary with `args`, `input` written to its standard input (`-r -`).
+pub fn run_stdin(args: &[&str], input: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(bin())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run roce-sniff");
+    // A binary that exits before reading all of it closes the pipe: its output says why.
+    let _ = child.stdin.take().expect("stdin").write_all(input);
+    child.wait_with_output().expect("wait for roce-sniff")
+}
+
 pub fn run_path(path: &Path, extra: &[&str]) -> Output {
     let p = path.to_str().expect("utf-8 path");
     let mut args = vec!["-r", p];

@@ -67,8 +67,18 @@ pub fn cells(h: &HostReport) -> [String; 13] {
         } else {
             h.macs.join(" ")
         },
-        nak_generation(h),
-        cnp_generation(h),
+        timing_or_untimed(
+            &r.nak_generation_us,
+            r.nak_generation_untimed,
+            "NAK",
+            "loss unseen",
+        ),
+        timing_or_untimed(
+            &r.cnp_generation_us,
+            r.cnp_generation_untimed,
+            "CNP",
+            "CE unseen",
+        ),
         median(&r.cnp_interval_us),
         median(&r.ack_rtt_us),
         median(&s.nak_to_retransmit_us),
@@ -101,23 +111,12 @@ pub fn reacted(h: &HostReport) -> bool {
         || r.cnp_generation_untimed > 0
 }
 
-/// The median CNP generation, or how many CNPs came with no CE mark seen before them.
-fn cnp_generation(h: &HostReport) -> String {
-    let r = &h.as_receiver;
-    match (r.cnp_generation_us.count, r.cnp_generation_untimed) {
+/// A timing, or where none was timed, how many `what`s could not be and `why`.
+fn timing_or_untimed(t: &LatencySummary, untimed: u64, what: &str, why: &str) -> String {
+    match (t.count, untimed) {
         (0, 0) => "-".into(),
-        (0, untimed) => format!("none: {}, CE unseen", plural(untimed, "CNP")),
-        _ => timing(&r.cnp_generation_us),
-    }
-}
-
-/// The median NAK generation, or how many NAKs could not be timed.
-fn nak_generation(h: &HostReport) -> String {
-    let r = &h.as_receiver;
-    match (r.nak_generation_us.count, r.nak_generation_untimed) {
-        (0, 0) => "-".into(),
-        (0, untimed) => format!("none: {}, loss unseen", plural(untimed, "NAK")),
-        _ => timing(&r.nak_generation_us),
+        (0, untimed) => format!("none: {}, {why}", plural(untimed, what)),
+        _ => timing(t),
     }
 }
 
