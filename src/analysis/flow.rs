@@ -201,6 +201,17 @@ impl Evidence {
         }
     }
 
+    /// Adds what `other` holds (another shard's count of the same kind): the earliest frames
+    /// of both are kept, whichever absorbs which.
+    pub fn absorb(&mut self, other: &Evidence) {
+        self.count += other.count;
+        self.frames.extend_from_slice(&other.frames);
+        self.frames.sort_unstable();
+        self.frames.dedup();
+        self.frames.truncate(EVIDENCE_FRAMES);
+        self.latest = self.latest.max(other.latest);
+    }
+
     /// Adds `frame_no` unless it is the latest added (one gap's PSNs judged one by one).
     pub fn add_once(&mut self, frame_no: u64) {
         if self.count == 0 || self.latest != frame_no {

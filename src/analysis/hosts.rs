@@ -12,7 +12,7 @@ use rustc_hash::FxHashMap;
 
 use super::cm::CmSetup;
 use super::flow::Flow;
-use super::latency::Samples;
+use super::latency::PooledSamples;
 use super::nic::{resend_policy, RATIO_UNIT};
 use crate::common::rare::Rare;
 use crate::model::{
@@ -20,11 +20,12 @@ use crate::model::{
 };
 
 /// Samples kept per host and figure for percentiles: a host table of a thousand hosts stays
-/// within megabytes, and a churn's flows fold their ACK round trips into a few cache lines.
+/// within megabytes. Pooled (`PooledSamples`): the same ones are kept whatever the order the
+/// flows fold in, so that the figures do not depend on the number of shards.
 const HOST_RESERVOIR: usize = 256;
-/// MACs listed per host (a host behind routers shows theirs).
+/// MACs listed per host (a host behind routers shows theirs): the first seen, by frame.
 const MACS_KEPT: usize = 8;
-/// NAK frames kept per host as a finding's evidence.
+/// NAK frames kept per host as a finding's evidence: the earliest.
 const NAK_FRAMES_KEPT: usize = 5;
 
 #[derive(Debug, Clone)]
@@ -50,31 +51,32 @@ impl std::hash::Hash for HostAddr {
 
 #[derive(Debug, Clone, Default)]
 struct Host {
-    macs: Vec<MacAddr>,
+    /// (first frame, MAC), in frame order.
+    macs: Vec<(u64, MacAddr)>,
     receiver: Rare<Receiver>,
     sender: Rare<Sender>,
 }
 
 #[derive(Debug, Clone)]
 struct Receiver {
-    nak_generation: Samples,
+    nak_generation: PooledSamples,
     nak_generation_untimed: u64,
-    cnp_generation: Samples,
+    cnp_generation: PooledSamples,
     cnp_generation_untimed: u64,
-    cnp_interval: Samples,
-    ack_rtt: Samples,
+    cnp_interval: PooledSamples,
+    ack_rtt: PooledSamples,
     nak_frames: Vec<u64>,
 }
 
 impl Default for Receiver {
     fn default() -> Self {
         Receiver {
-            nak_generation: Samples::with_reservoir(HOST_RESERVOIR),
+            nak_generation: PooledSamples::with_reservoir(HOST_RESERVOIR),
             nak_generation_untimed: 0,
-            cnp_generation: Samples::with_reservoir(HOST_RESERVOIR),
+            cnp_generation: PooledSamples::with_reservoir(HOST_RESERVOIR),
             cnp_generation_untimed: 0,
-            cnp_interval: Samples::with_reservoir(HOST_RESERVOIR),
-            ack_rtt: Samples::with_reservoir(HOST_RESERVOIR),
+            cnp_interval: PooledSamples::with_reservoir(HOST_RESERVOIR),
+            ack_rtt: PooledSamples::with_reservoir(HOST_RESERVOIR),
             nak_frames: Vec::new(),
         }
     }
@@ -84,25 +86,26 @@ crate::empty!(Receiver);
 
 #[derive(Debug, Clone)]
 struct Sender {
-    nak_to_retransmit: Samples,
-    rnr_wait: Samples,
-    timeout_resend: Samples,
-    rate_cut: Samples,
+    nak_to_retransmit: PooledSamples,
+    rnr_wait: PooledSamples,
+    timeout_resend: PooledSamples,
+    rate_cut: PooledSamples,
     rate_cut_unmeasured: RateCutUnmeasured,
     go_back_n: u64,
     selective: u64,
     nak_episodes: u64,
     resent_psns: u64,
-    cm: Option<CmSetup>,
+    /// The CM setup of the latest connection set up (by its flow's first frame).
+    cm: Option<(u64, CmSetup)>,
 }
 
 impl Default for Sender {
     fn default() -> Self {
         Sender {
-            nak_to_retransmit: Samples::with_reservoir(HOST_RESERVOIR),
-            rnr_wait: Samples::with_reservoir(HOST_RESERVOIR),
-            timeout_resend: Samples::with_reservoir(HOST_RESERVOIR),
-            rate_cut: Samples::with_reservoir(HOST_RESERVOIR),
+            nak_to_retransmit: PooledSamples::with_reservoir(HOST_RESERVOIR),
+            rnr_wait: PooledSamples::with_reservoir(HOST_RESERVOIR),
+            timeout_resend: PooledSamples::with_reservoir(HOST_RESERVOIR),
+            rate_cut: PooledSamples::with_reservoir(HOST_RESERVOIR),
             rate_cut_unmeasured: RateCutUnmeasured::default(),
             go_back_n: 0,
             selective: 0,
@@ -115,14 +118,64 @@ impl Default for Sender {
 
 crate::empty!(Sender);
 
-impl Host {
-    fn saw_mac(&mut self, mac: Option<MacAddr>) {
-        if let Some(m) = mac {
-            if !self.macs.contains(&m) && self.macs.len() < MACS_KEPT {
-                self.macs.push(m);
+impl Receiver {
+    fn absorb(&mut self, o: &Receiver) {
+        self.nak_generation.merge(&o.nak_generation);
+        self.nak_generation_untimed += o.nak_generation_untimed;
+        self.cnp_generation.merge(&o.cnp_generation);
+        self.cnp_generation_untimed += o.cnp_generation_untimed;
+        self.cnp_interval.merge(&o.cnp_interval);
+        self.ack_rtt.merge(&o.ack_rtt);
+        merge_nak_frames(&mut self.nak_frames, &o.nak_frames);
+    }
+}
+
+impl Sender {
+    fn absorb(&mut self, o: &Sender) {
+        self.nak_to_retransmit.merge(&o.nak_to_retransmit);
+        self.rnr_wait.merge(&o.rnr_wait);
+        self.timeout_resend.merge(&o.timeout_resend);
+        self.rate_cut.merge(&o.rate_cut);
+        self.rate_cut_unmeasured.add(&o.rate_cut_unmeasured);
+        self.go_back_n += o.go_back_n;
+        self.selective += o.selective;
+        self.nak_episodes += o.nak_episodes;
+        self.resent_psns += o.resent_psns;
+        if let Some((first, cm)) = o.cm {
+            if self.cm.is_none_or(|(set_up, _)| set_up <= first) {
+                self.cm = Some((first, cm));
             }
         }
     }
+}
+
+impl Host {
+    fn saw_mac(&mut self, frame: u64, mac: MacAddr) {
+        merge_macs(&mut self.macs, &[(frame, mac)]);
+    }
+}
+
+/// `more` into `macs`, each MAC once at its first frame: the `MACS_KEPT` seen first.
+fn merge_macs(macs: &mut Vec<(u64, MacAddr)>, more: &[(u64, MacAddr)]) {
+    for &(frame, mac) in more {
+        match macs.iter_mut().find(|(_, m)| *m == mac) {
+            Some(seen) => seen.0 = seen.0.min(frame),
+            None => macs.push((frame, mac)),
+        }
+    }
+    macs.sort_unstable();
+    macs.truncate(MACS_KEPT);
+}
+
+/// `more` into `frames`, the `NAK_FRAMES_KEPT` earliest kept.
+fn merge_nak_frames(frames: &mut Vec<u64>, more: &[u64]) {
+    if more.is_empty() {
+        return;
+    }
+    frames.extend_from_slice(more);
+    frames.sort_unstable();
+    frames.dedup();
+    frames.truncate(NAK_FRAMES_KEPT);
 }
 
 impl Default for HostTable {
@@ -139,8 +192,8 @@ impl HostTable {
         self.hosts.entry(HostAddr(ip)).or_default()
     }
 
-    /// A new flow's first frame: its source address and MAC, its destination's.
-    pub fn saw_macs(&mut self, macs: [(IpAddr, Option<MacAddr>); 2]) {
+    /// A new flow's first frame (`frame`): its source address and MAC, its destination's.
+    pub fn saw_macs(&mut self, frame: u64, macs: [(IpAddr, Option<MacAddr>); 2]) {
         for (ip, mac) in macs {
             let Some(mac) = mac else { continue };
             let slot = {
@@ -151,7 +204,7 @@ impl HostTable {
                 h.finish() as usize % MAC_SLOTS
             };
             if self.macs_recorded[slot] != Some((ip, mac)) {
-                self.host(ip).saw_mac(Some(mac));
+                self.host(ip).saw_mac(frame, mac);
                 self.macs_recorded[slot] = Some((ip, mac));
             }
         }
@@ -159,17 +212,24 @@ impl HostTable {
 
     /// Folds what flow `f` showed by `now` into its two hosts.
     pub fn fold(&mut self, f: &Flow, now: u64) {
+        let first = f.first_frame;
         if f.ack_rtt.count() > 0 {
-            self.host(f.key.dst).receiver.ack_rtt.merge(&f.ack_rtt);
+            self.host(f.key.dst)
+                .receiver
+                .ack_rtt
+                .pool(&f.ack_rtt, first);
         }
         if let Some(events) = f.recovery.events() {
             let s = &mut *self.host(f.key.src).sender;
-            s.nak_to_retransmit.merge(events.nak_to_resend());
-            s.rnr_wait.merge(events.rnr_wait());
-            s.timeout_resend.merge(events.timeout_interval());
+            s.nak_to_retransmit.pool(events.nak_to_resend(), first);
+            s.rnr_wait.pool(events.rnr_wait(), first);
+            s.timeout_resend.pool(events.timeout_interval(), first);
         }
         if let Some(cm) = f.cm.as_deref().filter(|_| f.requests > 0) {
-            self.host(f.key.src).sender.cm = Some(*cm);
+            let s = &mut *self.host(f.key.src).sender;
+            if s.cm.is_none_or(|(set_up, _)| set_up <= first) {
+                s.cm = Some((first, *cm));
+            }
         }
         if f.nic.is_set() {
             self.fold_nic(f, now);
@@ -179,22 +239,37 @@ impl HostTable {
     #[cold]
     fn fold_nic(&mut self, f: &Flow, now: u64) {
         let n = &*f.nic;
+        let first = f.first_frame;
         let r = &mut *self.host(f.key.dst).receiver;
-        r.nak_generation.merge(&n.nak_generation);
+        r.nak_generation.pool(&n.nak_generation, first);
         r.nak_generation_untimed += n.nak_generation_untimed;
-        r.cnp_generation.merge(&n.cnp_generation);
+        r.cnp_generation.pool(&n.cnp_generation, first);
         r.cnp_generation_untimed += n.cnp_generation_untimed;
-        r.cnp_interval.merge(&n.cnp_interval);
-        let room = NAK_FRAMES_KEPT.saturating_sub(r.nak_frames.len());
-        r.nak_frames.extend(n.nak_frames.iter().take(room));
+        r.cnp_interval.pool(&n.cnp_interval, first);
+        merge_nak_frames(&mut r.nak_frames, &n.nak_frames);
         let s = &mut *self.host(f.key.src).sender;
         s.go_back_n += n.go_back_n;
         s.selective += n.selective;
         s.nak_episodes += n.nak_episodes;
         s.resent_psns += n.resent_psns;
         let (cuts, unmeasured) = n.rate_cuts(now);
-        s.rate_cut.merge(&cuts);
+        s.rate_cut.pool(&cuts, first);
         s.rate_cut_unmeasured.add(&unmeasured);
+    }
+
+    /// Adds what `other` (another shard's table) holds: the result does not depend on which
+    /// table absorbs which, nor in which order.
+    pub fn absorb(&mut self, other: HostTable) {
+        for (ip, h) in other.hosts {
+            let mine = self.hosts.entry(ip).or_default();
+            merge_macs(&mut mine.macs, &h.macs);
+            if let Some(r) = h.receiver.get() {
+                mine.receiver.absorb(r);
+            }
+            if let Some(s) = h.sender.get() {
+                mine.sender.absorb(s);
+            }
+        }
     }
 
     /// The table at `now`, with the flows still `open` folded in, by address.
@@ -209,7 +284,7 @@ impl HostTable {
             .into_iter()
             .map(|(ip, h)| HostReport {
                 ip: ip.0.to_string(),
-                macs: h.macs.iter().map(ToString::to_string).collect(),
+                macs: h.macs.iter().map(|(_, m)| m.to_string()).collect(),
                 as_receiver: receiver_report(&h.receiver),
                 as_sender: sender_report(&h.sender),
             })
@@ -243,7 +318,7 @@ fn sender_report(s: &Sender) -> SenderReport {
             .then(|| s.resent_psns as f64 / s.nak_episodes as f64),
         rate_cut_after_cnp: s.rate_cut.summary_in(RATIO_UNIT),
         rate_cut_after_cnp_unmeasured: s.rate_cut_unmeasured,
-        cm: s.cm.map(|c| CmReport {
+        cm: s.cm.map(|(_, c)| CmReport {
             retry_count: c.retry_count,
             rnr_retry_count: c.rnr_retry_count,
             local_ack_timeout_us: c.ack_timeout_ns().map(|ns| ns as f64 / 1e3),

@@ -102,7 +102,7 @@ impl Analyzer {
     /// With `-r` they stay: the report covers the whole file.
     fn forget_idle_hosts(&mut self, now: u64, timeout: u64) {
         let recent = |ts: u64| ts.saturating_add(timeout) > now;
-        self.ud_senders.retain(|_, (_, last)| recent(*last));
+        self.ud_senders.forget_idle(now, timeout);
         self.cm_pairs.retain(|_, (_, _, learned)| recent(*learned));
         // A request is kept past the time its sender waits, twice over and a second more: its
         // resend (or its lack of answer) is then seen by an evaluation (once a second) before
@@ -273,6 +273,9 @@ impl Analyzer {
         self.index.remove(&key);
         self.forget_data_flow(i);
         let flow = self.flows.swap_remove(i);
+        if let Some(open) = &self.open_flows {
+            open.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        }
         let slot = self.rate_slots.swap_remove(i);
         if slot != super::NO_RATE {
             self.rate_pool.give_back(slot);

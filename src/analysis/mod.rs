@@ -15,10 +15,12 @@ pub mod notes;
 pub mod pfc;
 pub mod psn;
 pub mod report_build;
+pub mod shards;
 
 #[cfg(test)]
 pub mod testing;
 pub mod timeline;
+pub mod ud;
 pub mod verify;
 pub mod watch;
 
@@ -184,7 +186,7 @@ const NO_RATE: u32 = u32::MAX;
 /// at a frame whose time goes back to the current segment's first time or before, or back by
 /// more than a second. A mirror's reordering within microseconds does neither.
 #[derive(Debug, Clone, Default)]
-struct Segments {
+pub(crate) struct Segments {
     first_ts: Option<u64>,
     /// Segments after the first.
     count: u64,
@@ -257,6 +259,49 @@ pub struct CaptureState {
     pub pfc_not_honoured: BTreeMap<(MacAddr, u8), flow::Evidence>,
     /// ICMP errors quoting RoCE packets, by what they say.
     pub icmp_errors: BTreeMap<IcmpKey, flow::Evidence>,
+}
+
+impl CaptureState {
+    /// Adds what another shard's state holds (the same clock: the latest time is the same).
+    fn absorb(&mut self, o: CaptureState) {
+        self.last_ts = self.last_ts.max(o.last_ts);
+        for (a, b) in self.roce_pcp.iter_mut().zip(o.roce_pcp) {
+            *a += b;
+        }
+        self.cnps_unattributed += o.cnps_unattributed;
+        self.flows_untracked_packets += o.flows_untracked_packets;
+        self.capture_duplicates += o.capture_duplicates;
+        self.missed.psns += o.missed.psns;
+        self.missed.flows += o.missed.flows;
+        self.missed.data_psns += o.missed.data_psns;
+        self.unsettled += o.unsettled;
+        for (a, b) in self.other_by_pcp.iter_mut().zip(&o.other_by_pcp) {
+            a.absorb(b);
+        }
+        absorb_evidence(&mut self.other_by_dscp, o.other_by_dscp);
+        absorb_evidence(&mut self.pfc_not_honoured, o.pfc_not_honoured);
+        absorb_evidence(&mut self.icmp_errors, o.icmp_errors);
+        if self.icmp_errors.len() > MAX_ICMP_KINDS {
+            // The kinds seen first, as one analysis keeps them.
+            let mut first: Vec<(u64, IcmpKey)> = (self.icmp_errors.iter())
+                .map(|(k, e)| (e.frames.first().copied().unwrap_or(u64::MAX), *k))
+                .collect();
+            first.sort_unstable();
+            for (_, k) in &first[MAX_ICMP_KINDS..] {
+                self.icmp_errors.remove(k);
+            }
+        }
+    }
+}
+
+/// `more` into `to`, key by key.
+fn absorb_evidence<K: Ord>(
+    to: &mut BTreeMap<K, flow::Evidence>,
+    more: BTreeMap<K, flow::Evidence>,
+) {
+    for (k, e) in more {
+        to.entry(k).or_default().absorb(&e);
+    }
 }
 
 /// Distinct ICMP errors remembered (an ICMP flood about many QPs keeps the first).
@@ -346,8 +391,9 @@ pub struct Analyzer {
     /// without a known peer looks for its request flow, so that per-packet work does not grow
     /// with the number of flows.
     data_by_hosts: FxHashMap<(IpAddr, IpAddr), flow_table::FlowsInOrder>,
-    /// UD senders' PSN sequences, per (source address, source QP), and when each last sent.
-    ud_senders: FxHashMap<(IpAddr, Qpn), (psn::PsnTracker, u64)>,
+    /// UD senders' PSN sequences, per (source address, source QP): judged here when the
+    /// analysis is one, before the shards when it is split (`shards`).
+    ud_senders: ud::UdSenders,
     /// Where the capture's time went back: captures run together.
     segments: Segments,
     /// Frames seen at several capture points (with `several_points`).
@@ -356,6 +402,9 @@ pub struct Analyzer {
     last: Outcome,
     /// Frame notes, when asked for (`AnalysisConfig::notes`).
     pub(crate) notes: Option<notes::Notes>,
+    /// The open flows of every shard, when this analysis is one of several (`shards`):
+    /// `--max-flows` holds for the whole capture.
+    open_flows: Option<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
 }
 
 impl Analyzer {
@@ -387,12 +436,13 @@ impl Analyzer {
             pfc_pauses_until: 0,
             pause: BTreeMap::new(),
             state: CaptureState::default(),
-            ud_senders: FxHashMap::default(),
+            ud_senders: ud::UdSenders::default(),
             segments: Segments::default(),
             data_by_hosts: FxHashMap::default(),
             point_copies: cfg.several_points.then(Default::default),
             last: Outcome::default(),
             notes: cfg.notes.then(notes::Notes::default),
+            open_flows: None,
             timelines: cfg.timelines.then(|| {
                 let mut t = Timelines::default();
                 if let Some(w) = cfg.bin_ns {
@@ -515,6 +565,35 @@ impl Analyzer {
 
     /// Feeds one packet. Packets must come in capture order.
     pub fn feed(&mut self, p: &PacketSummary) {
+        self.clock(p);
+        let ud = self.ud_senders.judge(p);
+        self.analyse(p, ud);
+    }
+
+    /// Feeds one packet to this analysis as a shard of several (`shards`): what `part` says
+    /// of it, its UD verdict `ud` judged before the shards. Every shard sees every frame's
+    /// time, so that each follows the capture's clock.
+    pub(super) fn feed_shard(
+        &mut self,
+        p: &PacketSummary,
+        ud: Option<Arrival>,
+        part: shards::Part,
+    ) {
+        self.clock(p);
+        match part {
+            shards::Part::Own => self.analyse(p, ud),
+            shards::Part::PauseState => {
+                if let Payload::Pfc { cev, quanta } = p.payload {
+                    self.pfc_frame(p, cev, &quanta, false);
+                }
+            }
+            shards::Part::Clock => {}
+        }
+    }
+
+    /// The capture's clock at `p`: the timelines' origin, segments, idle flows.
+    #[inline]
+    fn clock(&mut self, p: &PacketSummary) {
         self.last = Outcome::default();
         if let Some(t) = self.timelines.as_mut() {
             t.start(p.ts_ns);
@@ -524,28 +603,38 @@ impl Analyzer {
         }
         self.state.last_ts = self.state.last_ts.max(p.ts_ns);
         self.sweep(p.ts_ns);
-        match p.payload {
-            Payload::Roce(r) => self.roce(p, &r),
-            Payload::Pfc { cev, quanta } => {
-                self.timeline_touch(p.ts_ns);
-                let mac = p.src_mac.unwrap_or_default();
-                for (prio, &q) in quanta.iter().enumerate() {
-                    if cev & (1 << prio) != 0 {
-                        if q > 0 {
-                            self.totals.pfc_xoff[prio] += 1;
-                        }
-                        let key = (mac, prio as u8);
-                        let tracker = self.pfc.entry(key).or_default();
-                        let closed = tracker.frame(&self.cfg.pfc, p.frame_no, p.ts_ns, q);
-                        if let Some(end) = tracker.pause_end() {
-                            self.pfc_pauses_until = self.pfc_pauses_until.max(end);
-                        }
-                        if let Some(iv) = closed {
-                            self.pause_closed(key, iv, p.ts_ns);
-                        }
-                    }
+    }
+
+    /// A PFC frame: the pause state per (source, priority); `counted`: its counts, closed
+    /// pauses and timelines too (a shard that only follows the pause state keeps none).
+    fn pfc_frame(&mut self, p: &PacketSummary, cev: u16, quanta: &[u16; 8], counted: bool) {
+        if counted {
+            self.timeline_touch(p.ts_ns);
+        }
+        let mac = p.src_mac.unwrap_or_default();
+        for (prio, &q) in quanta.iter().enumerate() {
+            if cev & (1 << prio) != 0 {
+                if q > 0 && counted {
+                    self.totals.pfc_xoff[prio] += 1;
+                }
+                let key = (mac, prio as u8);
+                let tracker = self.pfc.entry(key).or_default();
+                let closed = tracker.frame(&self.cfg.pfc, p.frame_no, p.ts_ns, q);
+                if let Some(end) = tracker.pause_end() {
+                    self.pfc_pauses_until = self.pfc_pauses_until.max(end);
+                }
+                if let (Some(iv), true) = (closed, counted) {
+                    self.pause_closed(key, iv, p.ts_ns);
                 }
             }
+        }
+    }
+
+    /// What packet `p` says, `ud` its UD verdict.
+    fn analyse(&mut self, p: &PacketSummary, ud: Option<Arrival>) {
+        match p.payload {
+            Payload::Roce(r) => self.roce(p, &r, ud),
+            Payload::Pfc { cev, quanta } => self.pfc_frame(p, cev, &quanta, true),
             Payload::Pause { quanta } => {
                 self.timeline_touch(p.ts_ns);
                 self.totals.pause += 1;
@@ -579,7 +668,7 @@ impl Analyzer {
                 return Some(i);
             }
         }
-        if self.flows.len() >= self.cfg.max_flows {
+        if self.flows.len() >= self.cfg.max_flows || !self.room_for_a_flow() {
             return None;
         }
         let i = self.flows.len();
@@ -588,7 +677,7 @@ impl Analyzer {
         flow.link = p.link;
         flow.tags_visible = p.dst_mac.is_some();
         self.hosts
-            .saw_macs([(key.src, p.src_mac), (key.dst, p.dst_mac)]);
+            .saw_macs(p.frame_no, [(key.src, p.src_mac), (key.dst, p.dst_mac)]);
         // A pair learned from RDMA-CM before the flow's first packet.
         let cm_pair = self.cm_pairs.get(&key).copied();
         if let Some((_, setup, _)) = cm_pair {
@@ -602,6 +691,17 @@ impl Analyzer {
             self.pair(i, j, PairingMethod::RdmaCm);
         }
         Some(i)
+    }
+
+    /// Whether the shards together have room for another open flow (taking it if so).
+    fn room_for_a_flow(&self) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        let Some(open) = &self.open_flows else {
+            return true;
+        };
+        let max = self.cfg.max_flows;
+        open.fetch_update(Relaxed, Relaxed, |n| (n < max).then_some(n + 1))
+            .is_ok()
     }
 
     /// An ICMP error about a RoCE packet.
@@ -656,7 +756,7 @@ impl Analyzer {
             .is_some_and(|c| c.is_copy(id, r.psn, r.identity, p.point, p.ts_ns))
     }
 
-    fn roce(&mut self, p: &PacketSummary, r: &RoceSummary) {
+    fn roce(&mut self, p: &PacketSummary, r: &RoceSummary, ud: Option<Arrival>) {
         self.state.roce_pcp[p.vlan.map_or(8, |(_, pcp)| usize::from(pcp & 7))] += 1;
         let Some((src, dst)) = p.addrs else { return };
         if let Some(msg) = r.cm {
@@ -762,7 +862,7 @@ impl Analyzer {
         if op.operation() == Operation::Cnp {
             self.cnp(fi, p);
         } else if op.is_request() {
-            self.request(fi, p, r);
+            self.request(fi, p, r, ud);
         } else if op.is_response() {
             self.response(fi, p, r);
         }
@@ -796,7 +896,7 @@ impl Analyzer {
             .or(f.cm_mtu())
     }
 
-    fn request(&mut self, fi: usize, p: &PacketSummary, r: &RoceSummary) {
+    fn request(&mut self, fi: usize, p: &PacketSummary, r: &RoceSummary, ud: Option<Arrival>) {
         let op = r.opcode;
         let mtu = self.mtu_of(fi);
         if self.flows[fi].requests == 0 {
@@ -837,24 +937,17 @@ impl Analyzer {
         if op.operation() == Operation::ReadRequest && consumes > 1 {
             f.last_read = Some((r.psn, consumes));
         }
-        // A UD QP has one PSN sequence for every destination it sends to: track it per sending
-        // QP (DETH source QP), not per flow, or each destination would show the others' PSNs
-        // as gaps. Multicast is left out: one port sees only some of a sender's groups.
+        // A UD QP has one PSN sequence for every destination it sends to, judged per sending
+        // QP (DETH source QP) before this flow saw the frame (`ud`). Multicast is left out:
+        // one port sees only some of a sender's groups.
         let arrival = match (f.transport, r.sqpn) {
-            (Some(Transport::Ud), Some(sqpn)) => {
-                if f.key.dst.is_multicast() {
-                    Arrival::InOrder
-                } else {
-                    let sender = self.ud_senders.entry((f.key.src, sqpn)).or_default();
-                    sender.1 = p.ts_ns;
-                    let a =
-                        sender
-                            .0
-                            .request(r.psn, p.ts_ns, 1, None, false, false, p.frame_no, || 0);
+            (Some(Transport::Ud), Some(_)) => match ud {
+                Some(a) => {
                     f.ud_psn.record(a);
                     a
                 }
-            }
+                None => Arrival::InOrder,
+            },
             _ => {
                 let rtt = &f.ack_rtt;
                 f.req.request(

@@ -62,6 +62,21 @@ impl Default for Timelines {
     }
 }
 
+/// Adds `e` to bin `idx` of `series`.
+fn add_at(series: &mut Vec<Bin>, idx: usize, e: &Bin) {
+    if series.len() <= idx {
+        series.resize(idx + 1, Bin::default());
+    }
+    series[idx].merge(e);
+}
+
+/// Adds `from` to `to`, bin by bin.
+fn add_series(to: &mut Vec<Bin>, from: &[Bin]) {
+    for (idx, b) in from.iter().enumerate() {
+        add_at(to, idx, b);
+    }
+}
+
 fn merge_series(bins: &mut Vec<Bin>, factor: usize) {
     let merged: Vec<Bin> = bins
         .chunks(factor)
@@ -188,18 +203,102 @@ impl Timelines {
 
     pub fn add(&mut self, flow: usize, ts: u64, e: Event) {
         let idx = self.fit(ts);
-        let series = if flow < MAX_TIMELINE_FLOWS {
+        if flow < MAX_TIMELINE_FLOWS {
             if self.flows.len() <= flow {
                 self.flows.resize_with(flow + 1, Vec::new);
             }
-            &mut self.flows[flow]
+            add_at(&mut self.flows[flow], idx, &e);
         } else {
-            &mut self.other
-        };
-        if series.len() <= idx {
-            series.resize(idx + 1, Bin::default());
+            // Summed flows have no PSN progress of their own.
+            let summed = Bin {
+                psn_progress: None,
+                ..e
+            };
+            add_at(&mut self.other, idx, &summed);
         }
-        series[idx].merge(&e);
+    }
+
+    /// The series renumbered: flow `i`'s becomes flow `ids[i]`'s, those numbered past the cap
+    /// summed into `other` (a shard's own numbers are never above the capture's).
+    pub fn renumber(&mut self, ids: &[u64]) {
+        let flows = std::mem::take(&mut self.flows);
+        for (i, series) in flows.into_iter().enumerate() {
+            if series.is_empty() {
+                continue;
+            }
+            let id = ids[i] as usize;
+            let to = if id < MAX_TIMELINE_FLOWS {
+                if self.flows.len() <= id {
+                    self.flows.resize_with(id + 1, Vec::new);
+                }
+                &mut self.flows[id]
+            } else {
+                &mut self.other
+            };
+            add_series(to, &series);
+        }
+        for b in &mut self.other {
+            b.psn_progress = None;
+        }
+    }
+
+    /// Adds `other`, another shard's timelines on the same clock and numbering: the bins of
+    /// both at the wider width, widened further until the span of both fits.
+    pub fn absorb(&mut self, mut other: Timelines) {
+        if other.first_bin.is_none() {
+            return;
+        }
+        if self.first_bin.is_none() {
+            *self = other;
+            return;
+        }
+        while self.width_ns < other.width_ns {
+            self.widen();
+        }
+        while other.width_ns < self.width_ns {
+            other.widen();
+        }
+        let start = self.start_ns.unwrap_or(0);
+        let last_ns = self.last_ns.max(other.last_ns);
+        loop {
+            let first = self
+                .first_bin
+                .unwrap_or(0)
+                .min(other.first_bin.unwrap_or(0));
+            let last = last_ns.saturating_sub(start) / self.width_ns;
+            if last - first < MAX_BINS as u64 {
+                break;
+            }
+            self.widen();
+            other.widen();
+        }
+        let first = self
+            .first_bin
+            .unwrap_or(0)
+            .min(other.first_bin.unwrap_or(0));
+        self.pad_front(first);
+        other.pad_front(first);
+        self.last_ns = last_ns;
+        if self.flows.len() < other.flows.len() {
+            self.flows.resize_with(other.flows.len(), Vec::new);
+        }
+        for (to, from) in self.flows.iter_mut().zip(&other.flows) {
+            add_series(to, from);
+        }
+        add_series(&mut self.other, &other.other);
+    }
+
+    /// Starts the bins held at grid bin `first` (at or before the first held).
+    fn pad_front(&mut self, first: u64) {
+        let more = (self.first_bin.unwrap_or(first) - first) as usize;
+        if more > 0 {
+            for s in self.series_mut() {
+                if !s.is_empty() {
+                    s.splice(0..0, std::iter::repeat_n(Bin::default(), more));
+                }
+            }
+        }
+        self.first_bin = Some(first);
     }
 
     /// The series of an analysis flow (empty if it had none or is beyond the cap).

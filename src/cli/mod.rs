@@ -108,6 +108,14 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 0, help_heading = "Input")]
     pub threads: usize,
 
+    /// Analyse a file in N shards side by side (default: the decoding threads).
+    ///
+    /// The analysis is split by IP pair, a QP's two directions in one shard. Any number gives the
+    /// same report, more than the cores too. The outputs written while a capture runs (--events,
+    /// --parquet, --metrics) and --annotate take one shard.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..), help_heading = "Input")]
+    pub shards: Option<u16>,
+
     /// Read capture files with plain reads, never memory-mapped.
     ///
     /// For a file that something may truncate while it is read (a mapped file that shrinks ends the
@@ -530,6 +538,8 @@ pub struct Config {
     pub max_warnings: u32,
     /// Decoding threads, at least 1 (0 on the command line means one per core).
     pub threads: usize,
+    /// Shards of a file's analysis, at least 1 (`--shards`, else the decoding threads).
+    pub shards: usize,
     /// How capture files are read (--no-mmap).
     pub read_method: ReadMethod,
 }
@@ -738,6 +748,7 @@ impl Config {
             select,
             max_warnings: a.max_warnings,
             threads,
+            shards: a.shards.map_or(threads, usize::from),
             read_method: if a.no_mmap {
                 ReadMethod::Read
             } else {

@@ -106,7 +106,31 @@ pub const RTT_BOUNDS_NS: [u64; 12] = [
     100_000_000,
 ];
 
+impl Totals {
+    /// Adds `o`'s counts (another shard's).
+    pub fn absorb(&mut self, o: &Totals) {
+        self.psn_gaps += o.psn_gaps;
+        self.retransmitted += o.retransmitted;
+        self.ce += o.ce;
+        self.cnps += o.cnps;
+        for (a, b) in self.pfc_xoff.iter_mut().zip(o.pfc_xoff) {
+            *a += b;
+        }
+        self.pause += o.pause;
+        self.ack_rtt.absorb(&o.ack_rtt);
+    }
+}
+
 impl RttHistogram {
+    /// Adds `o`'s round trips.
+    pub fn absorb(&mut self, o: &RttHistogram) {
+        for (a, b) in self.buckets.iter_mut().zip(o.buckets) {
+            *a += b;
+        }
+        self.sum_ns += o.sum_ns;
+        self.count += o.count;
+    }
+
     pub fn add(&mut self, ns: u64) {
         let i = RTT_BOUNDS_NS.partition_point(|&b| b < ns);
         self.buckets[i] += 1;

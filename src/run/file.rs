@@ -100,6 +100,7 @@ pub(super) fn with_finding_selection(
 pub(super) fn file_run(config: &Config) -> FileRun {
     FileRun {
         threads: config.threads,
+        shards: config.shards,
         select: config.select.clone(),
     }
 }
@@ -185,6 +186,7 @@ pub(super) fn report_from_file(
         }
         None => None,
     };
+    sink = sink.in_shards(run.shards);
     let inputs = source.paths();
     let annotate = match &opts.annotate {
         Some(path) => Some(crate::outputs::annotate::AnnotateOutput::create(path)?),
@@ -247,6 +249,8 @@ pub(super) fn report_from_file(
 /// How a file is read: the decoding threads and the selection (filter, --qp, -c, -w).
 pub(super) struct FileRun {
     threads: usize,
+    /// Shards of the analysis (`--shards`).
+    shards: usize,
     select: SelectConfig,
 }
 

@@ -9,6 +9,7 @@ use roce_parsers::DecodeOptions;
 
 use crate::analysis::lifetime::EndedParts;
 use crate::analysis::report_build::CaptureMeta;
+use crate::analysis::shards::Shards;
 use crate::analysis::verify::{CaptureContext, Verifier};
 use crate::analysis::watch::{FindingWatch, NewFindings};
 use crate::analysis::{AnalysisConfig, Analyzer};
@@ -24,6 +25,8 @@ use crate::source::origins::FrameOrigins;
 
 pub struct ReportSink {
     analyzer: Analyzer,
+    /// The analysis split into shards (`in_shards`), merged into `analyzer` at the end.
+    shards: Option<Shards>,
     verifier: Option<Verifier>,
     decode: DecodeOptions,
     /// The outputs written while the capture runs (`--events`, `--parquet`, `--metrics`, the
@@ -80,6 +83,7 @@ impl ReportSink {
     pub fn new(analysis: AnalysisConfig, expect: Expectations, decode: DecodeOptions) -> Self {
         ReportSink {
             analyzer: Analyzer::new(analysis),
+            shards: None,
             verifier: expect.any().then(|| Verifier::new(expect)),
             decode,
             outputs: Outputs::default(),
@@ -114,6 +118,18 @@ impl ReportSink {
                 reports: wants.ended_reports,
                 counters: wants.ended_counters,
             });
+        }
+        self
+    }
+
+    /// Runs the analysis in `n` shards side by side, when nothing reads it while the capture
+    /// runs (no output written with the capture, no frame notes): the report is the same for
+    /// any number. Outputs are added before.
+    pub fn in_shards(mut self, n: usize) -> Self {
+        let cfg = *self.analyzer.config();
+        let read_while_running = !self.outputs.list.is_empty() || self.watch.is_some();
+        if n > 1 && !read_while_running && cfg.keep_ended && !cfg.notes {
+            self.shards = Some(Shards::new(cfg, n));
         }
         self
     }
@@ -212,6 +228,9 @@ impl ReportSink {
         origins: Option<&FrameOrigins>,
         source: &SourceStatus,
     ) -> Result<SinkEnd, Error> {
+        if let Some(shards) = self.shards.take() {
+            self.analyzer = shards.merged();
+        }
         let last_ts = meta.counts.last_ts;
         // The flows not evaluated yet (open, or ended since the last evaluation), as every
         // second evaluates them: each flow's findings are told as flows first told together
@@ -345,6 +364,13 @@ impl Sink for ReportSink {
     /// Every frame of the chunk is analysed, even after an output failed: the capture stops
     /// at the error returned, and the report covers every frame counted.
     fn consume(&mut self, chunk: &mut Vec<PacketSummary>, counted: &FrameCounts) -> io::Result<()> {
+        if let Some(shards) = self.shards.as_mut() {
+            shards.feed(chunk);
+            if let Some(v) = self.verifier.as_mut() {
+                chunk.iter().for_each(|s| v.feed(s));
+            }
+            return Ok(());
+        }
         self.offer_entries();
         for (k, s) in chunk.iter().enumerate() {
             // The frames before `s`, counted only when findings are evaluated (rarely).
